@@ -1,0 +1,185 @@
+/**
+ * A model checkpoint: a directory in the Hugging Face hub layout (a
+ * `*.safetensors.index.json` naming shards, or one or more `*.safetensors`
+ * files), an index file, or a single .safetensors file. All headers are read
+ * and cross-checked at open; tensor data is read lazily, one tensor at a time.
+ *
+ * With an index, only the shards it names are opened (a directory may also
+ * hold a consolidated copy of the same weights). Every shard must stay inside
+ * the model directory, also after following symlinks, and no tensor may
+ * appear in two shards. Tensors a shard holds beyond those the weight_map
+ * lists are kept, as transformers loads whole shard files.
+ */
+import { readFile, readdir, realpath, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import type { Tensor, TensorInfo } from './dtype.js';
+import { fail, show } from './errors.js';
+import { SafetensorsFile } from './file.js';
+import { toFloat32 } from './half.js';
+import { describeNearest } from './nearest.js';
+
+const DEFAULT_INDEX = 'model.safetensors.index.json';
+const FLOAT_DTYPES = new Set(['F64', 'F32', 'F16', 'BF16']);
+
+export class Checkpoint {
+  /** The directory, index file or .safetensors file this was opened from (absolute). */
+  readonly path: string;
+  readonly #files: SafetensorsFile[];
+  readonly #owner: Map<string, SafetensorsFile>;
+
+  private constructor(path: string, files: SafetensorsFile[], owner: Map<string, SafetensorsFile>) {
+    this.path = path;
+    this.#files = files;
+    this.#owner = owner;
+  }
+
+  static async open(pathOrDir: string): Promise<Checkpoint> {
+    const path = resolve(pathOrDir);
+    const st = await stat(path).catch((cause: NodeJS.ErrnoException) =>
+      cause.code === 'ENOENT'
+        ? fail('FILE_NOT_FOUND', 'expected a model directory, index .json or .safetensors file here, found nothing.', { file: path, cause })
+        : fail('IO_ERROR', `cannot stat: ${cause.message}.`, { file: path, cause }),
+    );
+    if (st.isDirectory()) {
+      const index = await findIndex(path);
+      if (index !== undefined) return Checkpoint.#openIndexed(path, index);
+      const shards = (await readdir(path)).filter((f) => f.endsWith('.safetensors')).sort();
+      if (shards.length === 0) {
+        fail('NO_SAFETENSORS', `expected ${DEFAULT_INDEX} or *.safetensors files in this directory, found neither.`, { file: path });
+      }
+      return Checkpoint.#openFiles(path, shards.map((f) => join(path, f)));
+    }
+    if (path.endsWith('.json')) return Checkpoint.#openIndexed(path, path);
+    return Checkpoint.#openFiles(path, [path]);
+  }
+
+  static async #openIndexed(path: string, indexFile: string): Promise<Checkpoint> {
+    const dir = dirname(indexFile);
+    const weightMap = await readWeightMap(indexFile);
+    const shardNames = [...new Set(Object.values(weightMap))].sort();
+    const shardPaths = await Promise.all(shardNames.map((s) => resolveShard(indexFile, dir, s)));
+    const checkpoint = await Checkpoint.#openFiles(path, shardPaths);
+    const byShard = new Map(shardNames.map((s, i) => [s, shardPaths[i]!]));
+    for (const [tensor, shard] of Object.entries(weightMap)) {
+      const holder = checkpoint.#owner.get(tensor)?.path;
+      if (holder !== byShard.get(shard)) {
+        await checkpoint.close();
+        fail('INDEX_MISMATCH', `the index says the tensor is in '${shard}', but ${holder === undefined ? 'no shard holds it' : `it is in '${basename(holder)}'`}.`, { file: indexFile, tensor });
+      }
+    }
+    return checkpoint;
+  }
+
+  static async #openFiles(path: string, files: string[]): Promise<Checkpoint> {
+    const opened: SafetensorsFile[] = [];
+    try {
+      const owner = new Map<string, SafetensorsFile>();
+      for (const f of files) {
+        const file = await SafetensorsFile.open(f);
+        opened.push(file);
+        for (const name of file.names()) {
+          const first = owner.get(name);
+          if (first !== undefined) {
+            fail('DUPLICATE_TENSOR', `the tensor is in both '${first.path}' and '${file.path}'; expected each tensor in exactly one file.`, { file: path, tensor: name });
+          }
+          owner.set(name, file);
+        }
+      }
+      return new Checkpoint(path, opened, owner);
+    } catch (err) {
+      await Promise.all(opened.map((f) => f.close().catch(() => undefined)));
+      throw err;
+    }
+  }
+
+  /** Tensor names, in shard order then header order. */
+  names(): string[] {
+    return [...this.#owner.keys()];
+  }
+
+  has(name: string): boolean {
+    return this.#owner.has(name);
+  }
+
+  info(name: string): TensorInfo {
+    return this.#fileOf(name).info(name);
+  }
+
+  read(name: string): Promise<Tensor> {
+    return this.#fileOf(name).read(name);
+  }
+
+  /** Any float dtype as f32: F16/BF16 exactly, F64 rounded to nearest; integers are an error. */
+  async readFloat32(name: string): Promise<Float32Array> {
+    const info = this.info(name);
+    if (!FLOAT_DTYPES.has(info.dtype)) {
+      fail('UNSUPPORTED_CONVERSION', `expected a float tensor (F64, F32, F16, BF16) to read as float32, found ${info.dtype}; use read() for integer tensors.`, { file: info.file, tensor: name });
+    }
+    return toFloat32(await this.read(name));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#files.map((f) => f.close()));
+  }
+
+  #fileOf(name: string): SafetensorsFile {
+    const file = this.#owner.get(name);
+    if (file === undefined) {
+      fail('TENSOR_NOT_FOUND', `no such tensor in this checkpoint. ${describeNearest(name, this.#owner.keys())}`, { file: this.path, tensor: name });
+    }
+    return file;
+  }
+}
+
+async function findIndex(dir: string): Promise<string | undefined> {
+  const entries = await readdir(dir);
+  if (entries.includes(DEFAULT_INDEX)) return join(dir, DEFAULT_INDEX);
+  const indexes = entries.filter((f) => f.endsWith('.safetensors.index.json')).sort();
+  if (indexes.length > 1) {
+    fail('INDEX_AMBIGUOUS', `expected one *.safetensors.index.json, found ${indexes.length}: ${indexes.join(', ')}; open the one you mean directly.`, { file: dir });
+  }
+  return indexes[0] === undefined ? undefined : join(dir, indexes[0]);
+}
+
+async function readWeightMap(indexFile: string): Promise<Record<string, string>> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(indexFile, 'utf8'));
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') fail('FILE_NOT_FOUND', 'expected a safetensors index .json here, found nothing.', { file: indexFile, cause });
+    return fail('INDEX_NOT_JSON', `expected the index to be JSON with a "weight_map", found unparsable text (${(cause as Error).message}).`, { file: indexFile, cause });
+  }
+  const weightMap = (json as { weight_map?: unknown } | null)?.weight_map;
+  if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
+    return fail('INDEX_BAD_WEIGHT_MAP', `expected "weight_map" to be an object of tensor name -> shard file, found ${show(weightMap)}.`, { file: indexFile });
+  }
+  for (const [tensor, shard] of Object.entries(weightMap)) {
+    if (typeof shard !== 'string' || shard === '' || shard.includes('\0')) {
+      fail('INDEX_BAD_WEIGHT_MAP', `expected "weight_map" to map tensor '${tensor}' to a shard file name, found ${show(shard)}.`, { file: indexFile, tensor });
+    }
+  }
+  return weightMap as Record<string, string>;
+}
+
+/** The absolute shard path, refused if it leaves the model directory (by `..`, absolute path, or symlink). */
+async function resolveShard(indexFile: string, dir: string, shard: string): Promise<string> {
+  const outside = (how: string): never =>
+    fail('SHARD_OUTSIDE_DIR', `the index names shard '${shard}', which ${how}; expected a file inside the model directory ${dir}.`, { file: indexFile });
+  if (isAbsolute(shard)) outside('is an absolute path');
+  const path = resolve(dir, shard);
+  if (!isInside(dir, path)) outside('points outside it');
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch (cause) {
+    return fail('SHARD_MISSING', `the index names shard '${shard}', expected it at ${path}, found nothing.`, { file: indexFile, cause });
+  }
+  if (!isInside(await realpath(dir), real)) outside(`is a symlink to ${real}, outside it`);
+  return path;
+}
+
+function isInside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && !isAbsolute(rel) && rel !== '..' && !rel.startsWith(`..${sep}`);
+}

@@ -1,0 +1,92 @@
+/**
+ * Typed errors. Every failure of this package is a SafetensorsError whose
+ * message names the file (and tensor, when there is one), says what was
+ * expected and what was found, so a user can act on it without a debugger.
+ */
+
+export type SafetensorsErrorCode =
+  // opening a file
+  | 'FILE_NOT_FOUND'
+  | 'NOT_A_FILE'
+  | 'IO_ERROR'
+  | 'FILE_TOO_SMALL'
+  // the header
+  | 'HEADER_TOO_LARGE'
+  | 'HEADER_PAST_EOF'
+  | 'HEADER_NOT_UTF8'
+  | 'HEADER_NOT_JSON'
+  | 'HEADER_NOT_OBJECT'
+  | 'BAD_METADATA'
+  // one header entry
+  | 'ENTRY_NOT_OBJECT'
+  | 'UNKNOWN_DTYPE'
+  | 'UNSUPPORTED_DTYPE'
+  | 'BAD_SHAPE'
+  | 'BAD_OFFSETS'
+  | 'SIZE_MISMATCH'
+  | 'OFFSET_OUT_OF_RANGE'
+  // the data section as a whole
+  | 'OVERLAPPING_TENSORS'
+  | 'DATA_GAP'
+  | 'TRAILING_BYTES'
+  // reading
+  | 'TENSOR_NOT_FOUND'
+  | 'FILE_CLOSED'
+  | 'SHORT_READ'
+  | 'TENSOR_TOO_LARGE'
+  | 'UNSUPPORTED_CONVERSION'
+  // checkpoints (directories, sharded indexes)
+  | 'INDEX_NOT_JSON'
+  | 'INDEX_BAD_WEIGHT_MAP'
+  | 'INDEX_AMBIGUOUS'
+  | 'INDEX_MISMATCH'
+  | 'SHARD_OUTSIDE_DIR'
+  | 'SHARD_MISSING'
+  | 'DUPLICATE_TENSOR'
+  | 'NO_SAFETENSORS'
+  // writing
+  | 'BAD_TENSOR_NAME'
+  | 'DATA_TYPE_MISMATCH';
+
+export interface SafetensorsErrorDetails {
+  file?: string;
+  tensor?: string;
+  cause?: unknown;
+}
+
+export class SafetensorsError extends Error {
+  readonly code: SafetensorsErrorCode;
+  readonly file?: string;
+  readonly tensor?: string;
+
+  constructor(code: SafetensorsErrorCode, message: string, details: SafetensorsErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'SafetensorsError';
+    this.code = code;
+    if (details.file !== undefined) this.file = details.file;
+    if (details.tensor !== undefined) this.tensor = details.tensor;
+  }
+}
+
+/** Throws a SafetensorsError whose message starts with the file (and tensor). */
+export function fail(
+  code: SafetensorsErrorCode,
+  what: string,
+  details: SafetensorsErrorDetails = {},
+): never {
+  const where = [details.file, details.tensor === undefined ? undefined : `tensor '${details.tensor}'`]
+    .filter((s) => s !== undefined)
+    .join(': ');
+  throw new SafetensorsError(code, where === '' ? what : `${where}: ${what}`, details);
+}
+
+/** A short, bounded rendering of a found JSON value for messages. */
+export function show(value: unknown): string {
+  let s: string;
+  try {
+    s = value === undefined ? 'undefined' : JSON.stringify(value);
+  } catch {
+    s = String(value);
+  }
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
