@@ -1,0 +1,303 @@
+import { type DType, type TypedArray, typedArrayFor } from './dtype.js';
+import { GraphError } from './errors.js';
+import type { OnnxTypes } from './proto.js';
+import { onnx } from './proto.js';
+import type { Dim, Shape } from './shape.js';
+import { type TensorRef, tensorFromArray } from './tensor-ref.js';
+import { Value } from './value.js';
+import type { Weights } from './weights.js';
+
+/** A node attribute with its ONNX kind made explicit (JS numbers do not say int or float). */
+export type Attr =
+  | { readonly int: number }
+  | { readonly float: number }
+  | { readonly string: string }
+  | { readonly ints: readonly number[] }
+  | { readonly floats: readonly number[] }
+  | { readonly tensor: { dtype: DType; shape: readonly number[]; data: TypedArray } };
+
+export const MS_DOMAIN = 'com.microsoft';
+
+export interface GraphOptions {
+  /** Graph name written into the model. */
+  name?: string;
+  /** ai.onnx opset (default 23: Attention, RMSNormalization, RotaryEmbedding). */
+  opset?: number;
+}
+
+export interface OutputSpec {
+  dtype: DType;
+  shape: Shape;
+}
+
+export interface InitializerEntry {
+  readonly name: string;
+  readonly ref: TensorRef;
+}
+
+/**
+ * The bookkeeping under every op: scoped names, inputs, outputs,
+ * initializers, and node emission. Ops (ops-*.ts) sit on top of it.
+ */
+export class GraphCore {
+  readonly name: string;
+  readonly opset: number;
+  protected readonly nodeList: OnnxTypes.INodeProto[] = [];
+  protected readonly inputList: Value[] = [];
+  protected readonly outputList: Value[] = [];
+  protected readonly initializerList: InitializerEntry[] = [];
+  protected readonly domains = new Set<string>();
+  private readonly scopeStack: string[] = [];
+  private readonly counters = new Map<string, number>();
+  private readonly valueNames = new Set<string>();
+  private readonly byRef = new Map<TensorRef, Value>();
+  private readonly byInitName = new Map<string, Value>();
+  private readonly smallConstants = new Map<string, Value>();
+
+  constructor(options: GraphOptions = {}) {
+    this.name = options.name ?? 'vlmkit';
+    this.opset = options.opset ?? 23;
+  }
+
+  /** The current scope path (`vision.blocks.3.attn`), empty at top level. */
+  get scopePath(): string {
+    return this.scopeStack.join('.');
+  }
+
+  /** Runs `fn` with `name` appended to the scope of node and initializer names. */
+  scope<T>(name: string, fn: () => T): T {
+    this.scopeStack.push(name);
+    try {
+      return fn();
+    } finally {
+      this.scopeStack.pop();
+    }
+  }
+
+  /** A scoped name: `scope.name`. */
+  scoped(name: string): string {
+    const path = this.scopePath;
+    return path === '' ? name : `${path}.${name}`;
+  }
+
+  /** Declares a graph input. Symbolic dims are strings (`'batch'`). */
+  input(name: string, dtype: DType, shape: Shape): Value {
+    this.claim(name);
+    const v = new Value(this, name, dtype, [...shape]);
+    this.inputList.push(v);
+    return v;
+  }
+
+  /** Marks a value as a graph output under `name` (an Identity is added when the value has another name). */
+  output(value: Value, name: string = value.name, shape?: Shape): Value {
+    this.own(value, `output ${name}`);
+    let out = value;
+    if (value.name !== name || this.outputList.includes(value) || this.inputList.includes(value)) {
+      this.claim(name);
+      this.nodeList.push({ opType: 'Identity', name: `${name}/Identity`, input: [value.name], output: [name], domain: '' });
+      out = new Value(this, name, value.dtype, shape ?? value.shape);
+    } else if (shape !== undefined) {
+      out = new Value(this, name, value.dtype, shape);
+    }
+    this.outputList.push(out);
+    return out;
+  }
+
+  /**
+   * An initializer named exactly `name`. The same TensorRef embedded twice
+   * (tied embeddings) yields the same value, stored once.
+   */
+  initializer(name: string, ref: TensorRef): Value {
+    const seen = this.byRef.get(ref);
+    if (seen !== undefined) return seen;
+    if (this.byInitName.has(name)) {
+      throw new GraphError('DUPLICATE_NAME', `initializer '${name}' is already defined with another tensor`);
+    }
+    this.claim(name);
+    const v = new Value(this, name, ref.dtype, [...ref.shape]);
+    this.initializerList.push({ name, ref });
+    this.byRef.set(ref, v);
+    this.byInitName.set(name, v);
+    return v;
+  }
+
+  /**
+   * A parameter from `weights` under its local name, embedded as an
+   * initializer named after the current scope (`blocks.3.attn.qkv.weight`).
+   * `expectShape` is checked (symbolic entries skipped).
+   */
+  param(weights: Weights, localName: string, expectShape?: Shape): Value {
+    const ref = weights.get(localName);
+    if (expectShape !== undefined) {
+      const ok =
+        expectShape.length === ref.shape.length &&
+        expectShape.every((d, i) => typeof d === 'string' || d === ref.shape[i]);
+      if (!ok) {
+        throw new GraphError(
+          'PARAMETER_SHAPE',
+          `parameter '${weights.fullName(localName)}' has shape [${ref.shape.join(', ')}], expected [${expectShape.join(', ')}]`,
+          this.scoped(localName),
+        );
+      }
+    }
+    return this.initializer(this.scoped(localName), ref);
+  }
+
+  /** A constant tensor; small ones are shared across the graph. */
+  constant(dtype: DType, shape: readonly number[], values: readonly number[] | readonly bigint[] | TypedArray): Value {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const small = n <= 64;
+    const key = small ? `${dtype}|${shape.join(',')}|${Array.from(values as ArrayLike<number | bigint>).join(',')}` : '';
+    if (small) {
+      const hit = this.smallConstants.get(key);
+      if (hit !== undefined) return hit;
+    }
+    const data = toTypedArray(dtype, n, values);
+    const name = small ? `const.${dtype}.${this.smallConstants.size}` : this.uniqueName(this.scoped('const'));
+    const v = this.initializer(name, tensorFromArray(dtype, shape, data));
+    if (small) this.smallConstants.set(key, v);
+    return v;
+  }
+
+  /** An int64 1-D constant (axes, shapes, indices). */
+  ints(values: readonly number[]): Value {
+    return this.constant('int64', [values.length], values);
+  }
+
+  /** An int64 or float scalar constant matching `like`'s dtype. */
+  scalar(value: number, dtype: DType): Value {
+    return this.constant(dtype, [], [value]);
+  }
+
+  /**
+   * Emits one node. `outputs` gives each output's dtype and shape, already
+   * inferred by the op; the returned values carry them.
+   */
+  protected emit(
+    opType: string,
+    inputs: readonly (Value | undefined)[],
+    outputs: readonly OutputSpec[],
+    attrs: Record<string, Attr | undefined> = {},
+    domain = '',
+    nodeName?: string,
+  ): Value[] {
+    const name = nodeName ?? this.nodeName(opType);
+    for (const v of inputs) if (v !== undefined) this.own(v, name);
+    if (domain !== '') this.domains.add(domain);
+    const outNames = outputs.map((_, i) => (outputs.length === 1 ? `${name}/out` : `${name}/out${i}`));
+    for (const o of outNames) this.claim(o);
+    const attribute: OnnxTypes.IAttributeProto[] = [];
+    for (const [key, a] of Object.entries(attrs)) if (a !== undefined) attribute.push(toAttribute(key, a));
+    // Trailing optional inputs are dropped; inner ones are written as '' (ONNX's "absent").
+    let last = inputs.length;
+    while (last > 0 && inputs[last - 1] === undefined) last--;
+    this.nodeList.push({
+      opType,
+      name,
+      domain,
+      input: inputs.slice(0, last).map((v) => v?.name ?? ''),
+      output: outNames,
+      attribute,
+    });
+    return outputs.map((o, i) => new Value(this, outNames[i]!, o.dtype, [...o.shape]));
+  }
+
+  /** The name the next `opType` node in this scope will get. */
+  protected nodeName(opType: string): string {
+    const base = this.scoped(opType);
+    const k = this.counters.get(base) ?? 0;
+    this.counters.set(base, k + 1);
+    return k === 0 ? base : `${base}_${k}`;
+  }
+
+  protected uniqueName(base: string): string {
+    if (!this.valueNames.has(base)) return base;
+    for (let k = 1; ; k++) if (!this.valueNames.has(`${base}_${k}`)) return `${base}_${k}`;
+  }
+
+  /** A fresh symbolic dim name for a size the builder cannot know. */
+  protected freshDim(label: string): Dim {
+    return `${label}_${this.dimCounter++}`;
+  }
+
+  private dimCounter = 0;
+
+  private claim(name: string): void {
+    if (this.valueNames.has(name)) throw new GraphError('DUPLICATE_NAME', `the name '${name}' is already used in graph '${this.name}'`);
+    this.valueNames.add(name);
+  }
+
+  protected own(v: Value, where: string): void {
+    if (v.owner !== this) throw new GraphError('FOREIGN_VALUE', `value '${v.name}' belongs to another graph`, where);
+  }
+
+  /** Everything a serialiser needs; the model module turns it into a ModelProto. */
+  snapshot(): {
+    name: string;
+    opset: number;
+    domains: string[];
+    nodes: readonly OnnxTypes.INodeProto[];
+    inputs: readonly Value[];
+    outputs: readonly Value[];
+    initializers: readonly InitializerEntry[];
+  } {
+    return {
+      name: this.name,
+      opset: this.opset,
+      domains: [...this.domains].sort(),
+      nodes: this.nodeList,
+      inputs: this.inputList,
+      outputs: this.outputList,
+      initializers: this.initializerList,
+    };
+  }
+}
+
+function toTypedArray(dtype: DType, n: number, values: readonly number[] | readonly bigint[] | TypedArray): TypedArray {
+  if (values.length !== n) throw new GraphError('BAD_ARGUMENT', `constant has ${values.length} values, shape needs ${n}`);
+  const out = typedArrayFor(dtype, n);
+  if (out instanceof BigInt64Array) {
+    for (let i = 0; i < n; i++) out[i] = BigInt(values[i] as number | bigint);
+  } else if (dtype === 'float16' || dtype === 'bfloat16') {
+    if (!(values instanceof Uint16Array)) throw new GraphError('BAD_ARGUMENT', `${dtype} constants take raw Uint16 bits`);
+    out.set(values);
+  } else {
+    for (let i = 0; i < n; i++) (out as Float32Array)[i] = Number(values[i]);
+  }
+  return out;
+}
+
+function toAttribute(name: string, a: Attr): OnnxTypes.IAttributeProto {
+  const T = onnx.AttributeProto.AttributeType;
+  if ('int' in a) return { name, type: T.INT, i: a.int };
+  if ('float' in a) return { name, type: T.FLOAT, f: a.float };
+  if ('string' in a) return { name, type: T.STRING, s: new TextEncoder().encode(a.string) };
+  if ('ints' in a) return { name, type: T.INTS, ints: [...a.ints] };
+  if ('floats' in a) return { name, type: T.FLOATS, floats: [...a.floats] };
+  const t = a.tensor;
+  return {
+    name,
+    type: T.TENSOR,
+    t: {
+      dataType: onnx.TensorProto.DataType[dtypeKey(t.dtype)],
+      dims: [...t.shape],
+      rawData: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength),
+    },
+  };
+}
+
+function dtypeKey(dtype: DType): keyof typeof onnx.TensorProto.DataType {
+  const map: Record<DType, keyof typeof onnx.TensorProto.DataType> = {
+    float32: 'FLOAT',
+    float16: 'FLOAT16',
+    bfloat16: 'BFLOAT16',
+    float64: 'DOUBLE',
+    int64: 'INT64',
+    int32: 'INT32',
+    int16: 'INT16',
+    int8: 'INT8',
+    uint8: 'UINT8',
+    bool: 'BOOL',
+  };
+  return map[dtype];
+}

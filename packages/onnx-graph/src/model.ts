@@ -1,0 +1,241 @@
+import { mkdir, open, readFile, realpath, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import type { TypedArray } from './dtype.js';
+import { onnxDataType } from './dtype.js';
+import { GraphError } from './errors.js';
+import { type InitializerEntry, MS_DOMAIN } from './graph-core.js';
+import type { Graph } from './graph.js';
+import { type OnnxTypes, onnx } from './proto.js';
+import type { Shape } from './shape.js';
+import { type TensorRef, tensorByteLength } from './tensor-ref.js';
+import type { Value } from './value.js';
+
+/** An external-data buffer handed to onnxruntime with the model bytes. */
+export interface ExternalBuffer {
+  path: string;
+  data: Uint8Array;
+}
+
+export interface SerializedModel {
+  bytes: Uint8Array;
+  externalData: ExternalBuffer[];
+}
+
+export interface SerializeOptions {
+  /**
+   * Initializers of at least this many bytes become external data (default:
+   * inline everything while the model stays under 1.5 GB, else 1 MiB).
+   */
+  externalThreshold?: number;
+}
+
+export interface SaveOptions {
+  /** Initializers of at least this many bytes go to external data (default 1 KiB). */
+  externalThreshold?: number;
+  /** External data file name, next to the model (default `<model file>.data`). */
+  dataFile?: string;
+  /**
+   * Point external data straight into the files of `file` tensors (e.g. the
+   * checkpoint's .safetensors) when they lie inside the model's directory, so
+   * the weights are never copied (default true). ORT refuses external data
+   * outside the model's directory, so other files are copied.
+   */
+  linkFiles?: boolean;
+}
+
+export interface SavedModel {
+  modelPath: string;
+  dataPath: string | undefined;
+  /** Bytes written to the external data file. */
+  copiedBytes: number;
+  /** Bytes referenced in place in other files. */
+  linkedBytes: number;
+}
+
+const INLINE_LIMIT = 1.5 * 2 ** 30;
+const ALIGN = 64;
+
+/** Serialises the graph in memory: the model bytes plus external buffers for large initializers. */
+export async function serializeModel(g: Graph, opts: SerializeOptions = {}): Promise<SerializedModel> {
+  const snap = g.snapshot();
+  const total = snap.initializers.reduce((a, e) => a + tensorByteLength(e.ref), 0);
+  const threshold = opts.externalThreshold ?? (total < INLINE_LIMIT ? Number.POSITIVE_INFINITY : 2 ** 20);
+  const externalData: ExternalBuffer[] = [];
+  const tensors: OnnxTypes.ITensorProto[] = [];
+  for (const [i, entry] of snap.initializers.entries()) {
+    const bytes = await tensorBytes(entry.ref);
+    if (bytes.byteLength >= threshold) {
+      const path = `initializer_${i}.bin`;
+      externalData.push({ path, data: bytes });
+      tensors.push(externalTensor(entry, path, 0, bytes.byteLength));
+    } else {
+      tensors.push(inlineTensor(entry, bytes));
+    }
+  }
+  return { bytes: encode(g, tensors), externalData };
+}
+
+/**
+ * Writes `<path>` and, for initializers at or above the threshold, an
+ * external data file beside it (tensors streamed one at a time, 64-byte
+ * aligned). Deterministic: the same graph gives the same bytes.
+ */
+export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}): Promise<SavedModel> {
+  const modelPath = resolve(path);
+  const dir = dirname(modelPath);
+  await mkdir(dir, { recursive: true });
+  const realDir = await realpath(dir);
+  const threshold = opts.externalThreshold ?? 1024;
+  const dataName = opts.dataFile ?? `${modelPath.slice(dir.length + 1)}.data`;
+  const dataPath = resolve(dir, dataName);
+  const snap = g.snapshot();
+  const tensors: OnnxTypes.ITensorProto[] = [];
+  let offset = 0;
+  let linkedBytes = 0;
+  const data = await open(dataPath, 'w');
+  try {
+    for (const entry of snap.initializers) {
+      const ref = entry.ref;
+      const length = tensorByteLength(ref);
+      if (length < threshold) {
+        tensors.push(inlineTensor(entry, await tensorBytes(ref)));
+        continue;
+      }
+      if (ref.kind === 'file' && opts.linkFiles !== false) {
+        const rel = relative(realDir, await realpath(ref.path));
+        if (!rel.startsWith('..') && !isAbsolute(rel)) {
+          tensors.push(externalTensor(entry, rel.split(sep).join('/'), ref.byteOffset, ref.byteLength));
+          linkedBytes += length;
+          continue;
+        }
+      }
+      offset = Math.ceil(offset / ALIGN) * ALIGN;
+      await writeTensor(ref, data, offset);
+      tensors.push(externalTensor(entry, dataName, offset, length));
+      offset += length;
+    }
+  } catch (err) {
+    throw new GraphError('SAVE_FAILED', `saving ${modelPath}: ${(err as Error).message}`);
+  } finally {
+    await data.close();
+  }
+  await writeFile(modelPath, encode(g, tensors));
+  return { modelPath, dataPath: offset > 0 ? dataPath : undefined, copiedBytes: offset, linkedBytes };
+}
+
+/** Serialises with every initializer inline (small models, tests). */
+export async function modelBytes(g: Graph): Promise<Uint8Array> {
+  const s = await serializeModel(g, { externalThreshold: Number.POSITIVE_INFINITY });
+  return s.bytes;
+}
+
+function encode(g: Graph, initializer: OnnxTypes.ITensorProto[]): Uint8Array {
+  const snap = g.snapshot();
+  const opsetImport: OnnxTypes.IOperatorSetIdProto[] = [{ domain: '', version: snap.opset }];
+  if (snap.domains.includes(MS_DOMAIN)) opsetImport.push({ domain: MS_DOMAIN, version: 1 });
+  const model: OnnxTypes.IModelProto = {
+    irVersion: 10,
+    producerName: 'vlmkit',
+    producerVersion: '0',
+    opsetImport,
+    graph: {
+      name: snap.name,
+      node: [...snap.nodes],
+      input: snap.inputs.map(valueInfo),
+      output: snap.outputs.map(valueInfo),
+      initializer,
+    },
+  };
+  return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
+}
+
+const PLAIN_DIM = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function valueInfo(v: Value): OnnxTypes.IValueInfoProto {
+  return {
+    name: v.name,
+    type: { tensorType: { elemType: onnxDataType(v.dtype), shape: { dim: shapeProto(v.shape) } } },
+  };
+}
+
+/** Known dims as values, plain symbolic names as params; derived expressions left unnamed for ORT to infer. */
+function shapeProto(shape: Shape): OnnxTypes.TensorShapeProto.IDimension[] {
+  return shape.map((d) => (typeof d === 'number' ? { dimValue: d } : PLAIN_DIM.test(d) ? { dimParam: d } : {}));
+}
+
+function inlineTensor(entry: InitializerEntry, bytes: Uint8Array): OnnxTypes.ITensorProto {
+  return { name: entry.name, dataType: onnxDataType(entry.ref.dtype), dims: [...entry.ref.shape], rawData: bytes };
+}
+
+function externalTensor(entry: InitializerEntry, location: string, offset: number, length: number): OnnxTypes.ITensorProto {
+  return {
+    name: entry.name,
+    dataType: onnxDataType(entry.ref.dtype),
+    dims: [...entry.ref.shape],
+    dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+    externalData: [
+      { key: 'location', value: location },
+      { key: 'offset', value: String(offset) },
+      { key: 'length', value: String(length) },
+    ],
+  };
+}
+
+function asBytes(a: TypedArray): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** The tensor's bytes in memory (reads a `file` tensor's range, runs a `lazy` one). */
+export async function tensorBytes(ref: TensorRef): Promise<Uint8Array> {
+  switch (ref.kind) {
+    case 'data':
+      return asBytes(ref.data);
+    case 'lazy':
+      return asBytes(await ref.load());
+    case 'file': {
+      const fh = await open(ref.path, 'r');
+      try {
+        const buf = new Uint8Array(ref.byteLength);
+        let done = 0;
+        while (done < buf.byteLength) {
+          const { bytesRead } = await fh.read(buf, done, buf.byteLength - done, ref.byteOffset + done);
+          if (bytesRead === 0) throw new Error(`${ref.path}: file ends before byte ${ref.byteOffset + ref.byteLength}`);
+          done += bytesRead;
+        }
+        return buf;
+      } finally {
+        await fh.close();
+      }
+    }
+  }
+}
+
+const CHUNK = 64 * 2 ** 20;
+
+async function writeTensor(ref: TensorRef, out: import('node:fs/promises').FileHandle, offset: number): Promise<void> {
+  if (ref.kind !== 'file') {
+    const bytes = await tensorBytes(ref);
+    await out.write(bytes, 0, bytes.byteLength, offset);
+    return;
+  }
+  // Stream a file range in bounded chunks: a multi-GB tensor never sits in memory whole.
+  const fh = await open(ref.path, 'r');
+  try {
+    const buf = new Uint8Array(Math.min(CHUNK, ref.byteLength));
+    let done = 0;
+    while (done < ref.byteLength) {
+      const n = Math.min(buf.byteLength, ref.byteLength - done);
+      const { bytesRead } = await fh.read(buf, 0, n, ref.byteOffset + done);
+      if (bytesRead === 0) throw new Error(`${ref.path}: file ends before byte ${ref.byteOffset + ref.byteLength}`);
+      await out.write(buf, 0, bytesRead, offset + done);
+      done += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Reads a saved model back (for inspection and tests). */
+export async function loadModelProto(path: string): Promise<OnnxTypes.ModelProto> {
+  return onnx.ModelProto.decode(await readFile(path));
+}

@@ -1,0 +1,84 @@
+import { type DType, type TypedArray, dtypeSize, normalizeDType } from './dtype.js';
+import { GraphError } from './errors.js';
+
+/**
+ * A tensor the graph can embed as an initializer, without holding its bytes
+ * until the model is serialised:
+ * - `data`: bytes in memory (small constants, tests);
+ * - `file`: a byte range of a file on disk (a safetensors tensor used
+ *   unchanged: external data can point straight at it, so it is never copied);
+ * - `lazy`: produced on demand (a transform of checkpoint tensors: fusion,
+ *   stacking, transpose, cast), loaded once at save time and written to the
+ *   external-data file.
+ */
+export type TensorRef = {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+} & (
+  | { readonly kind: 'data'; readonly data: TypedArray }
+  | { readonly kind: 'file'; readonly path: string; readonly byteOffset: number; readonly byteLength: number }
+  | { readonly kind: 'lazy'; readonly load: () => Promise<TypedArray> }
+);
+
+export function tensorByteLength(ref: Pick<TensorRef, 'dtype' | 'shape'>): number {
+  return ref.shape.reduce((a, b) => a * b, 1) * dtypeSize(ref.dtype);
+}
+
+function checkLength(dtype: DType, shape: readonly number[], length: number): void {
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n !== length) {
+    throw new GraphError('PARAMETER_SHAPE', `tensor data has ${length} elements but shape [${shape.join(', ')}] (${dtype}) needs ${n}`);
+  }
+}
+
+/** A tensor from a typed array (16-bit floats as raw Uint16 bits). */
+export function tensorFromArray(dtype: DType | string, shape: readonly number[], data: TypedArray): TensorRef {
+  const dt = normalizeDType(dtype);
+  checkLength(dt, shape, data.length);
+  return { kind: 'data', dtype: dt, shape: [...shape], data };
+}
+
+/** A tensor stored as a byte range of a file (e.g. a safetensors tensor's data). */
+export function tensorFromFile(
+  dtype: DType | string,
+  shape: readonly number[],
+  path: string,
+  byteOffset: number,
+  byteLength: number,
+): TensorRef {
+  const dt = normalizeDType(dtype);
+  const expected = tensorByteLength({ dtype: dt, shape });
+  if (expected !== byteLength) {
+    throw new GraphError('PARAMETER_SHAPE', `${path}@${byteOffset}: ${byteLength} bytes but [${shape.join(', ')}] ${dt} needs ${expected}`);
+  }
+  return { kind: 'file', dtype: dt, shape: [...shape], path, byteOffset, byteLength };
+}
+
+/**
+ * A safetensors tensor described by its header entry (the shape of
+ * `@vlmkit/safetensors`' `TensorInfo`), referenced in place.
+ */
+export function tensorFromSafetensors(info: {
+  dtype: string;
+  shape: readonly number[];
+  file: string;
+  byteOffset: number;
+  byteLength: number;
+}): TensorRef {
+  return tensorFromFile(info.dtype, info.shape, info.file, info.byteOffset, info.byteLength);
+}
+
+/** A tensor computed when the model is serialised. */
+export function lazyTensor(dtype: DType | string, shape: readonly number[], load: () => Promise<TypedArray>): TensorRef {
+  const dt = normalizeDType(dtype);
+  return {
+    kind: 'lazy',
+    dtype: dt,
+    shape: [...shape],
+    load: async () => {
+      const data = await load();
+      checkLength(dt, shape, data.length);
+      return data;
+    },
+  };
+}
