@@ -64,7 +64,7 @@ export class Checkpoint {
       const holder = checkpoint.#owner.get(tensor)?.path;
       if (holder !== byShard.get(shard)) {
         await checkpoint.close();
-        fail('INDEX_MISMATCH', `the index says the tensor is in '${shard}', but ${holder === undefined ? 'no shard holds it' : `it is in '${basename(holder)}'`}.`, { file: indexFile, tensor });
+        fail('INDEX_MISMATCH', `expected the tensor in shard '${shard}' as the index says, found it ${holder === undefined ? 'in no shard' : `in '${basename(holder)}'`}.`, { file: indexFile, tensor });
       }
     }
     return checkpoint;
@@ -125,7 +125,7 @@ export class Checkpoint {
   #fileOf(name: string): SafetensorsFile {
     const file = this.#owner.get(name);
     if (file === undefined) {
-      fail('TENSOR_NOT_FOUND', `no such tensor in this checkpoint. ${describeNearest(name, this.#owner.keys())}`, { file: this.path, tensor: name });
+      fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this checkpoint. ${describeNearest(name, this.#owner.keys())}`, { file: this.path, tensor: name });
     }
     return file;
   }

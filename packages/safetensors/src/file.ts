@@ -76,14 +76,14 @@ export class SafetensorsFile {
   info(name: string): TensorInfo {
     const info = this.#infos.get(name);
     if (info === undefined) {
-      fail('TENSOR_NOT_FOUND', `no such tensor in this file. ${describeNearest(name, this.#infos.keys())}`, { file: this.path, tensor: name });
+      fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this file. ${describeNearest(name, this.#infos.keys())}`, { file: this.path, tensor: name });
     }
     return { ...info, shape: [...info.shape] };
   }
 
   async read(name: string): Promise<Tensor> {
     const info = this.info(name);
-    if (this.#handle === null) fail('FILE_CLOSED', 'the file was closed; open it again to read.', { file: this.path, tensor: name });
+    if (this.#handle === null) fail('FILE_CLOSED', 'expected an open file, found it closed; open it again to read.', { file: this.path, tensor: name });
     const buffer = allocate(info);
     const bytes = new Uint8Array(buffer);
     await readInto(this.#handle, bytes, info);
@@ -113,7 +113,7 @@ function allocate(info: TensorInfo): ArrayBuffer {
   try {
     return new ArrayBuffer(info.byteLength);
   } catch (cause) {
-    return fail('TENSOR_TOO_LARGE', `cannot allocate ${info.byteLength} bytes for this tensor in one buffer (${(cause as Error).message}).`, { file: info.file, tensor: info.name, cause });
+    return fail('TENSOR_TOO_LARGE', `expected to allocate ${info.byteLength} bytes for this tensor in one buffer, found the runtime refuses (${(cause as Error).message}).`, { file: info.file, tensor: info.name, cause });
   }
 }
 

@@ -36,7 +36,7 @@ export function checkHeaderLength(file: string, prefix: Uint8Array, fileSize: nu
   }
   const headerLength = Number(n);
   if (8 + headerLength > fileSize) {
-    fail('HEADER_PAST_EOF', `the header length prefix says ${headerLength} bytes, but only ${fileSize - 8} bytes follow it; the file is truncated or not safetensors.`, { file });
+    fail('HEADER_PAST_EOF', `expected the ${headerLength}-byte header its length prefix announces, found only ${fileSize - 8} bytes after the prefix; the file is truncated or not safetensors.`, { file });
   }
   return headerLength;
 }
@@ -99,7 +99,7 @@ function checkEntry(file: string, tensor: string, value: unknown, dataLength: nu
   const { dtype, shape, data_offsets: offsets } = value;
   if (!isDType(dtype)) {
     if (typeof dtype === 'string' && UNSUPPORTED_DTYPES.includes(dtype)) {
-      fail('UNSUPPORTED_DTYPE', `dtype ${dtype} is valid safetensors but not supported here; supported: ${DTYPES.join(', ')}.`, where);
+      fail('UNSUPPORTED_DTYPE', `expected dtype to be one of ${DTYPES.join(', ')}, found ${dtype}, a safetensors dtype this package does not read yet.`, where);
     }
     fail('UNKNOWN_DTYPE', `expected dtype to be one of ${DTYPES.join(', ')}, found ${show(dtype)}.`, where);
   }
@@ -118,10 +118,10 @@ function checkEntry(file: string, tensor: string, value: unknown, dataLength: nu
   const [begin, end] = offsets as [number, number];
   const expected = count * DTYPE_SIZE[dtype];
   if (end - begin !== expected) {
-    fail('SIZE_MISMATCH', `shape ${show(shape)} of ${dtype} needs ${expected} bytes, but data_offsets [${begin}, ${end}] span ${end - begin}.`, where);
+    fail('SIZE_MISMATCH', `expected data_offsets to span ${expected} bytes (shape ${show(shape)} of ${dtype}), found [${begin}, ${end}], which span ${end - begin}.`, where);
   }
   if (end > dataLength) {
-    fail('OFFSET_OUT_OF_RANGE', `data_offsets [${begin}, ${end}] end past the data section, which holds ${dataLength} bytes; the file may be truncated.`, where);
+    fail('OFFSET_OUT_OF_RANGE', `expected data_offsets within the ${dataLength}-byte data section, found [${begin}, ${end}]; the file may be truncated.`, where);
   }
   return { dtype, shape: shape as number[], begin, end };
 }

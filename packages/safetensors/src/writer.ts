@@ -74,10 +74,10 @@ function checkTensor(name: string, t: Tensor, file: string | undefined): void {
   const count = elementCount(t.shape);
   if (count === null) fail('BAD_SHAPE', `expected shape to be an array of non-negative safe integers, found ${show(t.shape)}.`, where);
   if (!dataMatches(t.dtype, t.data)) {
-    fail('DATA_TYPE_MISMATCH', `dtype ${t.dtype} is held in a ${arrayNameOf(t.dtype)}, found ${describeData(t.data)}.`, where);
+    fail('DATA_TYPE_MISMATCH', `expected data for dtype ${t.dtype} in a ${arrayNameOf(t.dtype)}, found ${describeData(t.data)}.`, where);
   }
   if (t.data.length !== count) {
-    fail('SIZE_MISMATCH', `shape ${show(t.shape)} has ${count} elements, but data holds ${t.data.length}.`, where);
+    fail('SIZE_MISMATCH', `expected ${count} elements for shape ${show(t.shape)}, found ${t.data.length} in data.`, where);
   }
 }
 

@@ -2,7 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
+import { SafetensorsError } from '../errors.js';
 
 /** A fresh temp dir, removed after the test file's tests. */
 export async function tempDir(): Promise<string> {
@@ -27,4 +28,16 @@ export function rawFile(header: unknown, data: Uint8Array | number = 0, headerLe
   out.set(h, 8);
   out.set(d, 8 + h.length);
   return out;
+}
+
+/** The SafetensorsError a promise (or function) rejects with; fails the test if it resolves or throws something else. */
+export async function rejection(p: Promise<unknown> | (() => unknown)): Promise<SafetensorsError> {
+  let err: unknown;
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(SafetensorsError);
+  return err as SafetensorsError;
 }
