@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RuntimeError } from './errors.js';
+import { KvCache } from './kv-cache.js';
+import { createSession, type VlmSession } from './session.js';
+import { float32, type HostTensor } from './tensor.js';
+import { kvConcatModel } from './test-utils/onnx-models.js';
+
+const L = 2;
+const H = 2;
+const D = 4;
+
+let s: VlmSession;
+beforeAll(async () => {
+  s = await createSession(kvConcatModel(L, H, D), { device: 'cpu', name: 'kv-step' });
+});
+afterAll(async () => s.release());
+
+/** new_key / new_value for batch B, S tokens starting at position p: value = 1000*b + 100*h + 10*t + d (+ 0.5 for values). */
+function step(B: number, S: number, p: number): { new_key: HostTensor; new_value: HostTensor } {
+  const k = new Float32Array(B * H * S * D);
+  const v = new Float32Array(B * H * S * D);
+  let i = 0;
+  for (let b = 0; b < B; b++)
+    for (let h = 0; h < H; h++)
+      for (let t = 0; t < S; t++)
+        for (let d = 0; d < D; d++, i++) {
+          k[i] = 1000 * b + 100 * h + 10 * (p + t) + d;
+          v[i] = k[i]! + 0.5;
+        }
+  return { new_key: float32(k, [B, H, S, D]), new_value: float32(v, [B, H, S, D]) };
+}
+
+/** What layer i's cache must hold after T positions for batch rows `rows`. */
+function expectedCache(layer: number, kind: 'key' | 'value', rows: number[], T: number): number[] {
+  const out: number[] = [];
+  for (const b of rows)
+    for (let h = 0; h < H; h++)
+      for (let t = 0; t < T; t++)
+        for (let d = 0; d < D; d++) out.push((1000 * b + 100 * h + 10 * t + d + (kind === 'value' ? 0.5 : 0)) * (layer + 1));
+  return out;
+}
+
+describe('KvCache', () => {
+  it('starts empty with T = 0 feeds under the past names', () => {
+    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D });
+    expect(kv.length).toBe(0);
+    const feeds = kv.feeds();
+    expect(Object.keys(feeds)).toEqual([
+      'past_key_values.0.key',
+      'past_key_values.0.value',
+      'past_key_values.1.key',
+      'past_key_values.1.value',
+    ]);
+    expect(feeds['past_key_values.1.value']).toEqual({ dtype: 'float32', dims: [1, H, 0, D], data: new Float32Array(0) });
+  });
+
+  it('runs prefill then decode steps through a Concat(past, new) graph', async () => {
+    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, batchSize: 2 });
+    // prefill 3 tokens, then 2 decode steps of 1 token
+    let p = 0;
+    for (const S of [3, 1, 1]) {
+      const out = await s.run({ ...step(2, S, p), ...kv.feeds() });
+      kv.update(out);
+      p += S;
+      expect(kv.length).toBe(p);
+    }
+    for (let i = 0; i < L; i++) {
+      for (const kind of ['key', 'value'] as const) {
+        const t = kv.layer(i)[kind];
+        expect(t.dims).toEqual([2, H, 5, D]);
+        expect(Array.from(t.data)).toEqual(expectedCache(i, kind, [0, 1], 5));
+      }
+    }
+
+    // beam-style reorder: row 1 twice, then row 0
+    kv.reorder([1, 1, 0]);
+    expect(kv.batchSize).toBe(3);
+    expect(Array.from(kv.layer(1).value.data)).toEqual(expectedCache(1, 'value', [1, 1, 0], 5));
+    // and the reordered cache feeds the next step
+    const next = step(3, 1, 5);
+    const out = await s.run({ ...next, ...kv.feeds() });
+    kv.update(out);
+    expect(kv.length).toBe(6);
+    expect(kv.layer(0).key.dims).toEqual([3, H, 6, D]);
+
+    kv.select([2]);
+    expect(kv.batchSize).toBe(1);
+    expect(Array.from(kv.layer(0).key.data).slice(0, 5 * D)).toEqual(expectedCache(0, 'key', [0], 5).slice(0, 5 * D));
+
+    kv.reset();
+    expect(kv.length).toBe(0);
+    expect(kv.layer(0).key.dims).toEqual([1, H, 0, D]);
+  });
+
+  it('refuses outputs that do not fit', () => {
+    const kv = new KvCache({ numLayers: 1, numKvHeads: H, headDim: D });
+    const good = float32(new Float32Array(H * 2 * D), [1, H, 2, D]);
+    expect(() => kv.update({ 'present.0.key': good })).toThrow(/output 'present.0.value' is missing; got present.0.key/);
+    expect(() => kv.update({ 'present.0.key': good, 'present.0.value': float32(new Float32Array(H * 2 * 3), [1, H, 2, 3]) })).toThrow(
+      `'present.0.value' has dims [1, 2, 2, 3], expected [1, ${H}, T, ${D}]`,
+    );
+    expect(() =>
+      kv.update({ 'present.0.key': good, 'present.0.value': float32(new Float32Array(H * 3 * D), [1, H, 3, D]) }),
+    ).toThrow(/holds 3 positions but earlier present tensors hold 2/);
+    try {
+      kv.select([1]);
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(RuntimeError);
+      expect((e as RuntimeError).code).toBe('KV_CACHE_MISMATCH');
+    }
+    expect(kv.length).toBe(0); // failed updates leave the cache as it was
+  });
+
+  it('takes custom names', () => {
+    const kv = new KvCache({
+      numLayers: 1,
+      numKvHeads: 1,
+      headDim: 2,
+      pastName: (i, k) => `past.${i}.${k}`,
+      presentName: (i, k) => `cache.${i}.${k}`,
+    });
+    expect(Object.keys(kv.feeds())).toEqual(['past.0.key', 'past.0.value']);
+    const t = float32([1, 2], [1, 1, 1, 2]);
+    kv.update({ 'cache.0.key': t, 'cache.0.value': t });
+    expect(kv.length).toBe(1);
+  });
+
+  it('validates its options', () => {
+    expect(() => new KvCache({ numLayers: 0, numKvHeads: 1, headDim: 1 })).toThrow(/numLayers must be a positive integer, got 0/);
+  });
+});

@@ -1,0 +1,222 @@
+/**
+ * A session: one ONNX model on one device. createSession picks the device
+ * (see device.ts), loads the model from bytes or a path (with external data
+ * from buffers or from files next to the model), and wraps every ORT failure
+ * in a RuntimeError that names the session and, where ORT says, the node.
+ */
+import { basename } from 'node:path';
+import ort from 'onnxruntime-node';
+import {
+  chooseDevice,
+  cudaInstallHint,
+  findCudaBinaries,
+  isCudaProviderFailure,
+  probeNvidiaGpu,
+  type Device,
+  type DeviceFacts,
+  type DeviceRequest,
+} from './device.js';
+import { errorMessage, RuntimeError, wrapOrtError } from './errors.js';
+import { prepareFeeds, readOutputs, type Feed, type ValueInfo } from './feeds.js';
+import { resolveLogger, type Logger } from './log.js';
+import type { HostTensor } from './tensor.js';
+
+export interface ExternalDataBuffer {
+  /** The `location` the model's initializers name (relative to the model). */
+  path: string;
+  data: Uint8Array;
+}
+
+export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'layout' | 'all';
+
+export interface SessionOptions {
+  /** 'auto' (default): CUDA when its EP binaries are installed and a GPU answers, else CPU. */
+  device?: DeviceRequest;
+  /** Intra-op threads (ORT's default: one per physical core). */
+  threads?: number;
+  /** External data files handed over as buffers (needed when the model itself is a buffer). */
+  externalData?: ExternalDataBuffer[];
+  /** Receives one line saying which device was chosen and why. Default: VLMKIT_LOG, else silent. */
+  logger?: Logger;
+  graphOptimizationLevel?: GraphOptimizationLevel;
+  /** Used in errors and logs; default: the model file's base name, or 'model'. */
+  name?: string;
+}
+
+export interface RunOptions {
+  /** Fetch only these outputs (default: all). */
+  outputs?: readonly string[];
+}
+
+const BF16_HINT =
+  'onnxruntime-node cannot take bfloat16 graph inputs or outputs: keep I/O in float32/float16 and Cast inside the graph.';
+
+function valueInfo(m: ort.InferenceSession.ValueMetadata): ValueInfo {
+  if (!m.isTensor) return { name: m.name, isTensor: false };
+  return { name: m.name, isTensor: true, dtype: m.type, dims: [...m.shape] };
+}
+
+export class VlmSession {
+  readonly name: string;
+  readonly device: Device;
+  /** Why `device` was chosen, e.g. "auto: CUDA EP binaries not found in ...". */
+  readonly deviceReason: string;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  readonly inputMetadata: readonly ValueInfo[];
+  readonly outputMetadata: readonly ValueInfo[];
+  #ort: ort.InferenceSession | undefined;
+
+  /** @internal Use createSession(). */
+  constructor(session: ort.InferenceSession, name: string, device: Device, deviceReason: string) {
+    this.#ort = session;
+    this.name = name;
+    this.device = device;
+    this.deviceReason = deviceReason;
+    this.inputNames = [...session.inputNames];
+    this.outputNames = [...session.outputNames];
+    this.inputMetadata = session.inputMetadata.map(valueInfo);
+    this.outputMetadata = session.outputMetadata.map(valueInfo);
+  }
+
+  /**
+   * Run the model. Feeds are checked against the inputs first (names, dtype,
+   * rank, fixed dims). Note: ORT-node runs on the main thread and blocks the
+   * event loop for the duration of the run.
+   */
+  async run(feeds: Record<string, Feed>, opts: RunOptions = {}): Promise<Record<string, HostTensor>> {
+    const session = this.#ort;
+    if (session === undefined) {
+      throw new RuntimeError('SESSION_RELEASED', `Session '${this.name}' was released; create a new one.`, {
+        session: this.name,
+      });
+    }
+    const ortFeeds = prepareFeeds(this.name, feeds, this.inputMetadata);
+    if (opts.outputs !== undefined) {
+      const unknown = opts.outputs.filter((o) => !this.outputNames.includes(o));
+      if (unknown.length > 0) {
+        throw new RuntimeError(
+          'INVALID_FEEDS',
+          `Session '${this.name}': unknown output(s) ${unknown.map((o) => `'${o}'`).join(', ')}; the model's outputs are: ${this.outputNames.join(', ')}.`,
+          { session: this.name },
+        );
+      }
+    }
+    let result: ort.InferenceSession.ReturnType;
+    try {
+      result =
+        opts.outputs === undefined ? await session.run(ortFeeds) : await session.run(ortFeeds, [...opts.outputs]);
+    } catch (e) {
+      throw wrapOrtError('ORT_RUN_FAILED', this.name, e);
+    }
+    return readOutputs(result);
+  }
+
+  get released(): boolean {
+    return this.#ort === undefined;
+  }
+
+  /** Free the native session. Idempotent; outputs already returned stay valid. */
+  async release(): Promise<void> {
+    const session = this.#ort;
+    this.#ort = undefined;
+    if (session !== undefined) await session.release();
+  }
+}
+
+function defaultFacts(): DeviceFacts {
+  return { binaries: findCudaBinaries(), gpu: probeNvidiaGpu };
+}
+
+async function ortCreate(
+  model: Uint8Array | string,
+  options: ort.InferenceSession.SessionOptions,
+): Promise<ort.InferenceSession> {
+  return typeof model === 'string'
+    ? ort.InferenceSession.create(model, options)
+    : ort.InferenceSession.create(model, options);
+}
+
+function checkOptions(name: string, opts: SessionOptions): void {
+  const device = opts.device ?? 'auto';
+  if (!['auto', 'cpu', 'cuda'].includes(device)) {
+    throw new RuntimeError('INVALID_OPTIONS', `Session '${name}': device must be 'auto', 'cpu' or 'cuda', got '${String(device)}'.`, {
+      session: name,
+    });
+  }
+  if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads > 0)) {
+    throw new RuntimeError('INVALID_OPTIONS', `Session '${name}': threads must be a positive integer, got ${opts.threads}.`, {
+      session: name,
+    });
+  }
+}
+
+/**
+ * createSession with the device facts injectable (tests use it to play a
+ * machine with CUDA binaries and a GPU). Not exported from the package.
+ */
+export async function openSession(
+  model: Uint8Array | string,
+  opts: SessionOptions,
+  facts: DeviceFacts,
+): Promise<VlmSession> {
+  const name = opts.name ?? (typeof model === 'string' ? basename(model) : 'model');
+  checkOptions(name, opts);
+  const log = resolveLogger(opts.logger);
+  const request = opts.device ?? 'auto';
+
+  const base: ort.InferenceSession.SessionOptions = {
+    // ORT's own error lines would repeat what we throw; let them through only when logging is on.
+    logSeverityLevel: log ? 2 : 4,
+  };
+  if (opts.threads !== undefined) base.intraOpNumThreads = opts.threads;
+  if (opts.graphOptimizationLevel !== undefined) base.graphOptimizationLevel = opts.graphOptimizationLevel;
+  if (opts.externalData !== undefined) base.externalData = opts.externalData.map(({ path, data }) => ({ path, data }));
+
+  const choice = chooseDevice(request, facts);
+  if (choice.unavailable !== undefined) {
+    throw new RuntimeError(
+      'CUDA_UNAVAILABLE',
+      `Session '${name}': device 'cuda' was requested but ${choice.unavailable}. ${cudaInstallHint(facts.binaries.dir)}`,
+      { session: name },
+    );
+  }
+
+  const loadError = (e: unknown): RuntimeError =>
+    wrapOrtError('ORT_LOAD_FAILED', name, e, /Unsupported data type: 16\b/.test(errorMessage(e)) ? BF16_HINT : undefined);
+
+  let device: Device = choice.device;
+  let reason = choice.reason;
+  let session: ort.InferenceSession | undefined;
+  if (device === 'cuda') {
+    try {
+      session = await ortCreate(model, { ...base, executionProviders: ['cuda', 'cpu'] });
+    } catch (e) {
+      const msg = errorMessage(e);
+      if (!isCudaProviderFailure(msg)) throw loadError(e);
+      if (request === 'cuda') {
+        throw new RuntimeError(
+          'CUDA_UNAVAILABLE',
+          `Session '${name}': the CUDA EP failed to start: ${msg}. ${cudaInstallHint(facts.binaries.dir)}`,
+          { session: name, cause: e },
+        );
+      }
+      device = 'cpu';
+      reason = `auto: the CUDA EP failed to start (${msg.split('\n')[0]}); using CPU`;
+    }
+  }
+  if (session === undefined) {
+    try {
+      session = await ortCreate(model, { ...base, executionProviders: ['cpu'] });
+    } catch (e) {
+      throw loadError(e);
+    }
+  }
+  log?.(`session '${name}': device ${device} (${reason})`);
+  return new VlmSession(session, name, device, reason);
+}
+
+/** Load an ONNX model (bytes or a .onnx path) into a session on the chosen device. */
+export async function createSession(model: Uint8Array | string, opts: SessionOptions = {}): Promise<VlmSession> {
+  return openSession(model, opts, defaultFacts());
+}
