@@ -105,7 +105,7 @@ export class Checkpoint {
     return this.#fileOf(name).info(name);
   }
 
-  read(name: string): Promise<Tensor> {
+  async read(name: string): Promise<Tensor> {
     return this.#fileOf(name).read(name);
   }
 
