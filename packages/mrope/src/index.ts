@@ -41,3 +41,4 @@ export {
 } from './text-rotary.js';
 export { visionRotaryCosSin, visionRotaryPositionIds, type VisionCosSin, type VisionPositionIds, type VisionRotaryConfig } from './vision-rotary.js';
 export { applyRotaryReference, type HeadLayout, type RotaryStyle, type RotaryTable } from './rotate.js';
+export { applyErnieTextRotary, applyQwenTextRotary, applyVisionRotary, type TextRotaryOptions } from './rotary-graph.js';
