@@ -4,49 +4,53 @@
  * expected and what was found, so a user can act on it without a debugger.
  */
 
-export type SafetensorsErrorCode =
+/** Every code, grouped by where it arises. README.md's table lists the same codes (a test checks). */
+export const ERROR_CODES = [
   // opening a file
-  | 'FILE_NOT_FOUND'
-  | 'NOT_A_FILE'
-  | 'IO_ERROR'
-  | 'FILE_TOO_SMALL'
+  'FILE_NOT_FOUND',
+  'NOT_A_FILE',
+  'IO_ERROR',
+  'FILE_TOO_SMALL',
   // the header
-  | 'HEADER_TOO_LARGE'
-  | 'HEADER_PAST_EOF'
-  | 'HEADER_NOT_UTF8'
-  | 'HEADER_NOT_JSON'
-  | 'HEADER_NOT_OBJECT'
-  | 'BAD_METADATA'
+  'HEADER_TOO_LARGE',
+  'HEADER_PAST_EOF',
+  'HEADER_NOT_UTF8',
+  'HEADER_NOT_JSON',
+  'HEADER_NOT_OBJECT',
+  'BAD_METADATA',
   // one header entry
-  | 'ENTRY_NOT_OBJECT'
-  | 'UNKNOWN_DTYPE'
-  | 'UNSUPPORTED_DTYPE'
-  | 'BAD_SHAPE'
-  | 'BAD_OFFSETS'
-  | 'SIZE_MISMATCH'
-  | 'OFFSET_OUT_OF_RANGE'
+  'ENTRY_NOT_OBJECT',
+  'UNKNOWN_DTYPE',
+  'UNSUPPORTED_DTYPE',
+  'BAD_SHAPE',
+  'BAD_OFFSETS',
+  'SIZE_MISMATCH',
+  'OFFSET_OUT_OF_RANGE',
   // the data section as a whole
-  | 'OVERLAPPING_TENSORS'
-  | 'DATA_GAP'
-  | 'TRAILING_BYTES'
+  'OVERLAPPING_TENSORS',
+  'DATA_GAP',
+  'TRAILING_BYTES',
   // reading
-  | 'TENSOR_NOT_FOUND'
-  | 'FILE_CLOSED'
-  | 'SHORT_READ'
-  | 'TENSOR_TOO_LARGE'
-  | 'UNSUPPORTED_CONVERSION'
+  'TENSOR_NOT_FOUND',
+  'FILE_CLOSED',
+  'SHORT_READ',
+  'TENSOR_TOO_LARGE',
+  'UNSUPPORTED_CONVERSION',
   // checkpoints (directories, sharded indexes)
-  | 'INDEX_NOT_JSON'
-  | 'INDEX_BAD_WEIGHT_MAP'
-  | 'INDEX_AMBIGUOUS'
-  | 'INDEX_MISMATCH'
-  | 'SHARD_OUTSIDE_DIR'
-  | 'SHARD_MISSING'
-  | 'DUPLICATE_TENSOR'
-  | 'NO_SAFETENSORS'
+  'INDEX_NOT_JSON',
+  'INDEX_BAD_WEIGHT_MAP',
+  'INDEX_AMBIGUOUS',
+  'INDEX_MISMATCH',
+  'SHARD_OUTSIDE_DIR',
+  'SHARD_MISSING',
+  'DUPLICATE_TENSOR',
+  'NO_SAFETENSORS',
   // writing
-  | 'BAD_TENSOR_NAME'
-  | 'DATA_TYPE_MISMATCH';
+  'BAD_TENSOR_NAME',
+  'DATA_TYPE_MISMATCH',
+] as const;
+
+export type SafetensorsErrorCode = (typeof ERROR_CODES)[number];
 
 export interface SafetensorsErrorDetails {
   file?: string;
