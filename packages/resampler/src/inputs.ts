@@ -1,0 +1,83 @@
+import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
+import { ResamplerError } from './errors.js';
+
+/** One image or video's patch grid as the processor gives it: [t frames, h patch rows, w patch columns]. An image has t = 1. */
+export type GridThw = readonly [t: number, h: number, w: number];
+
+/** Host-side inputs of the resampler graph for one batch of images and videos. */
+export interface ResamplerIndexInputs {
+  /** Rows of the spatially merged tokens fed as the first half of each temporal pair (even frames; an image's only frame). */
+  readonly firstSlice: BigInt64Array;
+  /** Rows fed as the second half (odd frames; an image's frame again). Same length as firstSlice. */
+  readonly secondSlice: BigInt64Array;
+  /** Patches the vision tower outputs for these grids: rows of `vision_hidden` (sum of t*h*w). */
+  readonly numPatches: number;
+  /** Rows of `embeds`: sum over items of t'*h*w/s^2, t' = 1 for an image, t/2 for a video. */
+  readonly numTokens: number;
+  /** Rows of `embeds` per item, in order (the placeholder count of each image/video). */
+  readonly tokensPerItem: readonly number[];
+}
+
+/**
+ * The gather indices of the resampler's temporal slicing, computed from the
+ * grids on the host as the references do (HF `_temporal_slicing`, vLLM
+ * `fwd_placeholder`): for each item at merged-token offset b with
+ * n = h*w/s^2 tokens per frame, pair frames (0, 1), (2, 3), ... (an image
+ * pairs frame 0 with itself) and list rows b + f*n .. b + (f+1)*n - 1.
+ * Items may mix images and videos in any order; their outputs follow in order.
+ *
+ * A video with an odd frame count (> 1) is refused: HF silently drops the
+ * last frame and vLLM fails; ERNIE's processors duplicate the last frame to
+ * make the count even. Without temporal conv both slices are empty and every
+ * frame's tokens pass through.
+ */
+export function resamplerInputs(gridThw: readonly GridThw[], config: ErnieResamplerConfig): ResamplerIndexInputs {
+  const { spatialMergeSize: s, useTemporalConv } = validateResamplerConfig(config);
+  const first: number[] = [];
+  const second: number[] = [];
+  const tokensPerItem: number[] = [];
+  let numPatches = 0;
+  let offset = 0; // merged-token offset of the item (HF batch_offsets)
+  gridThw.forEach((grid, i) => {
+    const [t, h, w] = checkGrid(grid, i, s, useTemporalConv);
+    const perFrame = (h * w) / (s * s); // HF grid_hw_after_conv
+    numPatches += t * h * w;
+    if (useTemporalConv) {
+      const pairs: [number, number][] = t === 1 ? [[0, 0]] : Array.from({ length: t / 2 }, (_, k) => [2 * k, 2 * k + 1]);
+      for (const [even, odd] of pairs) {
+        for (let j = 0; j < perFrame; j++) {
+          first.push(offset + even * perFrame + j);
+          second.push(offset + odd * perFrame + j);
+        }
+      }
+      tokensPerItem.push(pairs.length * perFrame);
+    } else {
+      tokensPerItem.push(t * perFrame);
+    }
+    offset += t * perFrame;
+  });
+  return {
+    firstSlice: BigInt64Array.from(first, BigInt),
+    secondSlice: BigInt64Array.from(second, BigInt),
+    numPatches,
+    numTokens: tokensPerItem.reduce((a, b) => a + b, 0),
+    tokensPerItem,
+  };
+}
+
+function checkGrid(grid: GridThw, i: number, s: number, temporal: boolean): GridThw {
+  if (!Array.isArray(grid) || grid.length !== 3 || !grid.every((x) => Number.isInteger(x) && x > 0)) {
+    throw new ResamplerError('INVALID_GRID', `grid_thw[${i}] must be three positive integers [t, h, w], got ${JSON.stringify(grid)}`);
+  }
+  const [t, h, w] = grid;
+  if (h % s !== 0 || w % s !== 0) {
+    throw new ResamplerError('INVALID_GRID', `grid_thw[${i}] = [${t}, ${h}, ${w}]: h and w must be multiples of the spatial merge size ${s}`);
+  }
+  if (temporal && t > 1 && t % 2 !== 0) {
+    throw new ResamplerError(
+      'INVALID_GRID',
+      `grid_thw[${i}] = [${t}, ${h}, ${w}]: a video needs an even frame count (frames are merged in pairs); duplicate the last frame as ERNIE's video processor does`,
+    );
+  }
+  return grid;
+}
