@@ -1,0 +1,26 @@
+import { type Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+
+/**
+ * embed_tokens, then the vision features scattered over their placeholder
+ * rows: `visionPositions` [N] are flattened b * S + s indices, `visionEmbeds`
+ * [N, D] their rows (HF: inputs_embeds.masked_scatter at image/video token
+ * positions; N may be 0). Computes in float32 whatever the table's dtype.
+ */
+export function embedTokens(
+  g: Graph,
+  w: Weights,
+  inputIds: Value,
+  hiddenSize: number,
+  vision?: { embeds: Value; positions: Value },
+): Value {
+  const table = g.param(w, 'embed_tokens.weight', ['vocab', hiddenSize]);
+  return g.scope('embed_tokens', () => {
+    const rows = g.gather(table, inputIds, 0); // [B, S, D]
+    const x = rows.dtype === 'float32' ? rows : g.cast(rows, 'float32');
+    if (vision === undefined) return x;
+    const flat = g.reshape(x, [-1, hiddenSize]);
+    const merged = g.scatterND(flat, g.unsqueeze(vision.positions, [1]), vision.embeds);
+    const shape = g.concat([g.shapeOf(inputIds), g.ints([hiddenSize])], 0);
+    return g.reshape(merged, shape, [inputIds.dim(0), inputIds.dim(1), hiddenSize]);
+  });
+}

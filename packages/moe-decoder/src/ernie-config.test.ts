@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { ernieTextConfigFromHf } from './ernie-config.js';
+import { ernieTextExpectedParameters } from './ernie-parameters.js';
+import { MoeDecoderError } from './errors.js';
+import { fixtureExists, readJson } from './test-utils/fixtures.js';
+
+/** The 28B text config in Baidu's hub layout, as MODEL_NOTES.md records it. */
+const baidu28b = {
+  hidden_size: 2560,
+  intermediate_size: 12288,
+  num_hidden_layers: 28,
+  num_attention_heads: 20,
+  num_key_value_heads: 4,
+  vocab_size: 103424,
+  rms_norm_eps: 1e-5,
+  rope_theta: 500000,
+  freq_allocation: 20,
+  tie_word_embeddings: true,
+  use_bias: false,
+  hidden_act: 'silu',
+  moe_num_experts: [64, 64],
+  moe_intermediate_size: [1536, 512],
+  moe_k: 6,
+  moe_num_shared_experts: 2,
+  moe_layer_start_index: [1, 1],
+  moe_layer_end_index: [29, 28],
+  moe_layer_interval: 1,
+};
+
+describe('ernieTextConfigFromHf', () => {
+  it("reads Baidu's layout: head_dim derived, layer 0 dense, 1..27 MoE", () => {
+    const c = ernieTextConfigFromHf(baidu28b);
+    expect(c.headDim).toBe(128);
+    expect(c.freqAllocation).toBe(20);
+    expect(c.mlpLayerTypes[0]).toBe('dense');
+    expect(c.mlpLayerTypes.slice(1).every((t) => t === 'sparse')).toBe(true);
+    expect(c.moe).toEqual({ numExperts: [64, 64], topK: 6, intermediateSize: [1536, 512], numSharedExperts: 2, normMin: 1e-12 });
+  });
+
+  it.skipIf(!fixtureExists('ernie-tiny', 'config.json'))("reads HF 5.17's layout (text_config, mrope_section, mlp_layer_types)", async () => {
+    const c = ernieTextConfigFromHf(await readJson('ernie-tiny', 'config.json'));
+    expect(c).toMatchObject({ hiddenSize: 64, headDim: 16, numKeyValueHeads: 2, vocabSize: 256, ropeTheta: 500000, freqAllocation: 2, intermediateSize: 128 });
+    expect(c.mlpLayerTypes).toEqual(['dense', 'sparse', 'sparse', 'sparse']);
+    expect(c.moe.numExperts).toEqual([4, 4]);
+    expect(c.moe.intermediateSize).toEqual([64, 32]);
+  });
+
+  it('applies moe_layer_interval and the start/end range', () => {
+    const c = ernieTextConfigFromHf({ ...baidu28b, num_hidden_layers: 6, moe_layer_start_index: [2, 2], moe_layer_end_index: [5, 5], moe_layer_interval: 2 });
+    expect(c.mlpLayerTypes).toEqual(['dense', 'dense', 'dense', 'sparse', 'dense', 'sparse']);
+  });
+
+  const bad: [string, Record<string, unknown>, string, RegExp][] = [
+    ['missing hidden_size', { ...baidu28b, hidden_size: undefined }, 'INVALID_CONFIG', /'hidden_size' is missing/],
+    ['heads not a multiple of kv heads', { ...baidu28b, num_key_value_heads: 3 }, 'INVALID_CONFIG', /multiple of num_key_value_heads/],
+    ['mrope_section that does not add up', { ...baidu28b, rope_parameters: { rope_theta: 5e5, mrope_section: [22, 22, 10] } }, 'INVALID_CONFIG', /mrope_section/],
+    ['odd h/w share', { ...baidu28b, freq_allocation: 21 }, 'INVALID_CONFIG', /freq_allocation 21/],
+    ['moe_k above the experts', { ...baidu28b, moe_k: 65 }, 'INVALID_CONFIG', /moe_k \(65\)/],
+    ['a string where a number goes', { ...baidu28b, rms_norm_eps: '1e-5' }, 'INVALID_CONFIG', /rms_norm_eps/],
+    ['biased projections', { ...baidu28b, use_bias: true }, 'UNSUPPORTED_CONFIG', /use_bias/],
+    ['a layer with only text experts', { ...baidu28b, moe_layer_end_index: [27, 26] }, 'UNSUPPORTED_CONFIG', /layer 27 .* only text experts/],
+    ['mlp_layer_types of the wrong length', { ...baidu28b, mlp_layer_types: ['dense'] }, 'INVALID_CONFIG', /mlp_layer_types/],
+  ];
+  for (const [name, json, code, msg] of bad) {
+    it(`refuses ${name} with ${code}`, () => {
+      let err: unknown;
+      try {
+        ernieTextConfigFromHf(json);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(MoeDecoderError);
+      expect((err as MoeDecoderError).code).toBe(code);
+      expect((err as Error).message).toMatch(msg);
+    });
+  }
+});
+
+describe('ernieTextExpectedParameters', () => {
+  it('lists the docs/parameter-names.md names with their shapes (28B: counts and a few shapes)', () => {
+    const params = ernieTextExpectedParameters(ernieTextConfigFromHf(baidu28b));
+    const byName = new Map(params.map((p) => [p.name, p.shape]));
+    expect(byName.get('layers.0.self_attn.qkv_proj.weight')).toEqual([(20 + 8) * 128, 2560]);
+    expect(byName.get('layers.0.mlp.gate_up_proj.weight')).toEqual([2 * 12288, 2560]);
+    expect(byName.get('layers.1.mlp.text_experts.w13_weight')).toEqual([64, 3072, 2560]);
+    expect(byName.get('layers.1.mlp.vision_experts.w2_weight')).toEqual([64, 2560, 512]);
+    expect(byName.get('layers.27.mlp.shared_experts.gate_up_proj.weight')).toEqual([2 * 3072, 2560]);
+    expect(byName.get('layers.5.mlp.vision_experts_gate.weight')).toEqual([64, 2560]);
+    expect(byName.get('lm_head.weight')).toEqual([103424, 2560]);
+    // embed + norm + lm_head, 4 per layer, dense layer 2, MoE layers 4 per modality + 2 shared.
+    expect(params.length).toBe(3 + 28 * 4 + 2 + 27 * 10);
+  });
+});

@@ -1,0 +1,114 @@
+import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { causalPaddingMask } from './attention-mask.js';
+import { embedTokens } from './embedding.js';
+import type { ErnieTextConfig } from './ernie-config.js';
+import { ernieDecoderLayer } from './ernie-layer.js';
+import { MoeDecoderError } from './errors.js';
+
+/** One layer's KV cache: [B, Hkv, P, headDim] float32. */
+export interface KvPair {
+  key: Value;
+  value: Value;
+}
+
+export interface ErnieTextDecoderInputs {
+  /** [B, S] int64 token ids. Give these or `inputsEmbeds`. */
+  inputIds?: Value;
+  /** [B, S, D] float32 embeddings already merged with vision features (instead of `inputIds`). */
+  inputsEmbeds?: Value;
+  /** [N, D] float32 vision features (N may be 0), scattered at `visionPositions`; only with `inputIds`. */
+  visionEmbeds?: Value;
+  /** [N] int64 flattened b * S + s rows that `visionEmbeds` replace. */
+  visionPositions?: Value;
+  /** [B, S] int64: nonzero sends the token to the vision experts (patches and their start/end tokens). */
+  moeTokenType: Value;
+  /** [B, P + S] int64: 1 = real token, 0 = padding (left padding), over past and current positions. */
+  attentionMask: Value;
+  /** [B, S, headDim/2] float32 rotary tables from the 3D positions (`ernieRotaryTables`). */
+  ropeCos: Value;
+  ropeSin: Value;
+  /** One KV pair per layer, [B, Hkv, P, headDim] (P may be 0). Without it no present values are returned. */
+  past?: readonly KvPair[];
+}
+
+export interface ErnieTextDecoderOutputs {
+  /** [B, S, V] float32. */
+  logits: Value;
+  /** [B, S, D] after the final norm. */
+  lastHiddenState: Value;
+  /** The output of each decoder layer, [B, S, D] (HF's per-layer hooks). */
+  layerOutputs: Value[];
+  /** Per layer, [B, Hkv, P + S, headDim]; present when `past` was given. */
+  present: KvPair[] | undefined;
+}
+
+/**
+ * vLLM: Ernie4_5_VLMoeForCausalLM (Ernie4_5_VLMoeModel + lm_head). Adds the
+ * text decoder to `g` inside `scope` (default 'decoder'): embeddings with
+ * vision rows scattered in, the decoder layers with KV cache, the final
+ * norm and lm_head (tied to embed_tokens when the config ties them and no
+ * separate `lm_head.weight` is given; the same TensorRef is stored once).
+ * Computes in float32; bf16/fp16 parameters are cast in the graph.
+ */
+export function buildErnieTextDecoder(
+  g: Graph,
+  weights: Weights,
+  config: ErnieTextConfig,
+  inputs: ErnieTextDecoderInputs,
+  opts: { scope?: string } = {},
+): ErnieTextDecoderOutputs {
+  const L = config.numHiddenLayers;
+  if ((inputs.inputIds === undefined) === (inputs.inputsEmbeds === undefined)) {
+    throw new MoeDecoderError('BAD_INPUT', 'buildErnieTextDecoder: pass exactly one of inputIds and inputsEmbeds.');
+  }
+  if ((inputs.visionEmbeds === undefined) !== (inputs.visionPositions === undefined) || (inputs.visionEmbeds !== undefined && inputs.inputIds === undefined)) {
+    throw new MoeDecoderError('BAD_INPUT', 'buildErnieTextDecoder: visionEmbeds and visionPositions go together, and only with inputIds.');
+  }
+  if (inputs.past !== undefined && inputs.past.length !== L) {
+    throw new MoeDecoderError('BAD_INPUT', `buildErnieTextDecoder: past has ${inputs.past.length} layers, the config has ${L}.`);
+  }
+  return g.scope(opts.scope ?? 'decoder', () => {
+    const D = config.hiddenSize;
+    const x0 =
+      inputs.inputIds !== undefined
+        ? embedTokens(g, weights, inputs.inputIds, D, inputs.visionEmbeds && { embeds: inputs.visionEmbeds, positions: inputs.visionPositions! })
+        : inputs.inputsEmbeds!;
+    const mask = causalPaddingMask(g, inputs.attentionMask, x0);
+    const layerOutputs: Value[] = [];
+    const present: KvPair[] = [];
+    let h = x0;
+    for (let i = 0; i < L; i++) {
+      const past = inputs.past?.[i];
+      const r = g.scope(`layers.${i}`, () =>
+        ernieDecoderLayer(g, weights.sub(`layers.${i}`), config, i, h, {
+          cos: inputs.ropeCos,
+          sin: inputs.ropeSin,
+          mask,
+          moeTokenType: inputs.moeTokenType,
+          ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
+        }),
+      );
+      h = r.hidden;
+      layerOutputs.push(h);
+      if (r.presentKey !== undefined) present.push({ key: r.presentKey, value: r.presentValue! });
+    }
+    const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
+    const logits = lmHead(g, weights, config, lastHiddenState);
+    return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined };
+  });
+}
+
+/** logits = h W^T with W [V, D]: Gemm with transB, so a tied [V, D] table is never transposed into a copy. */
+function lmHead(g: Graph, weights: Weights, config: ErnieTextConfig, h: Value): Value {
+  const { vocabSize: V, hiddenSize: D } = config;
+  const name = weights.has('lm_head.weight') || !config.tieWordEmbeddings ? 'lm_head.weight' : 'embed_tokens.weight';
+  const w = nn.paramAs(g, weights, name, h);
+  if (w.shape[0] !== V || w.shape[1] !== D) {
+    throw new MoeDecoderError('BAD_INPUT', `${weights.fullName(name)} has shape [${w.shape.join(', ')}], expected [${V}, ${D}].`);
+  }
+  return g.scope('lm_head', () => {
+    const flat = g.gemm(g.reshape(h, [-1, D]), w, undefined, { transB: true });
+    const shape = g.concat([g.shapeOf(h, 0, 2), g.ints([V])], 0);
+    return g.reshape(flat, shape, [h.dim(0), h.dim(1), V]);
+  });
+}

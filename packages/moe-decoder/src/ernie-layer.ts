@@ -1,0 +1,31 @@
+import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type AttentionContext, ernieAttention } from './ernie-attention.js';
+import type { ErnieTextConfig } from './ernie-config.js';
+import { ernieMlp } from './ernie-mlp.js';
+import { ernieMoe } from './ernie-moe.js';
+
+/**
+ * vLLM: Ernie4_5_VLMoeDecoderLayer. x + attn(norm(x)), then + mlp(norm(.)),
+ * where mlp is dense or the modality-isolated MoE per `mlpLayerTypes`.
+ * `w` is relative to the layer (`layers.3`).
+ */
+export function ernieDecoderLayer(
+  g: Graph,
+  w: Weights,
+  config: ErnieTextConfig,
+  layer: number,
+  x: Value,
+  ctx: AttentionContext & { moeTokenType: Value },
+): { hidden: Value; presentKey: Value | undefined; presentValue: Value | undefined } {
+  const eps = config.rmsNormEps;
+  const normedIn = nn.rmsNorm(g, x, w, 'input_layernorm', eps);
+  const attn = g.scope('self_attn', () => ernieAttention(g, w.sub('self_attn'), config, normedIn, ctx));
+  const h = g.add(x, attn.out);
+  const normed = nn.rmsNorm(g, h, w, 'post_attention_layernorm', eps);
+  const mlp = g.scope('mlp', () =>
+    config.mlpLayerTypes[layer] === 'sparse'
+      ? ernieMoe(g, w.sub('mlp'), config, normed, ctx.moeTokenType)
+      : ernieMlp(g, w.sub('mlp'), normed, config.intermediateSize),
+  );
+  return { hidden: g.add(h, mlp), presentKey: attn.presentKey, presentValue: attn.presentValue };
+}

@@ -1,0 +1,63 @@
+import { Graph, type Weights } from '@vlmkit/onnx-graph';
+import type { ErnieTextConfig } from './ernie-config.js';
+import { buildErnieTextDecoder, type KvPair } from './ernie-decoder.js';
+
+export interface ErnieTextDecoderModelOptions {
+  /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
+  outputHiddenStates?: boolean;
+  /** Graph name written into the model. */
+  name?: string;
+}
+
+/**
+ * The ERNIE text decoder as a complete graph with named inputs and outputs,
+ * one step of prefill or decode with a KV cache:
+ *
+ * inputs
+ * - `input_ids` [B, S] int64
+ * - `vision_embeds` [N, D] float32 (N may be 0), `vision_positions` [N] int64 (flattened b*S+s)
+ * - `moe_token_type` [B, S] int64 (nonzero: vision experts)
+ * - `attention_mask` [B, P+S] int64 (1 real, 0 padding)
+ * - `rope_cos`, `rope_sin` [B, S, headDim/2] float32, from the 3D position ids on the host (`ernieRotaryTables`)
+ * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
+ *
+ * outputs
+ * - `logits` [B, S, V] float32
+ * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim]
+ * - `hidden_states.{i}` [B, S, D] with `outputHiddenStates`
+ */
+export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
+  const g = new Graph({ name: options.name ?? 'ernie_text_decoder' });
+  const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
+  const inputIds = g.input('input_ids', 'int64', ['batch', 'seq']);
+  const visionEmbeds = g.input('vision_embeds', 'float32', ['vision_tokens', D]);
+  const visionPositions = g.input('vision_positions', 'int64', ['vision_tokens']);
+  const moeTokenType = g.input('moe_token_type', 'int64', ['batch', 'seq']);
+  const attentionMask = g.input('attention_mask', 'int64', ['batch', 'total']);
+  const ropeCos = g.input('rope_cos', 'float32', ['batch', 'seq', hd / 2]);
+  const ropeSin = g.input('rope_sin', 'float32', ['batch', 'seq', hd / 2]);
+  const past: KvPair[] = [];
+  for (let i = 0; i < config.numHiddenLayers; i++) {
+    past.push({
+      key: g.input(`past_key_values.${i}.key`, 'float32', ['batch', hkv, 'past', hd]),
+      value: g.input(`past_key_values.${i}.value`, 'float32', ['batch', hkv, 'past', hd]),
+    });
+  }
+  const out = buildErnieTextDecoder(g, weights, config, {
+    inputIds,
+    visionEmbeds,
+    visionPositions,
+    moeTokenType,
+    attentionMask,
+    ropeCos,
+    ropeSin,
+    past,
+  });
+  g.output(out.logits, 'logits');
+  out.present!.forEach((kv, i) => {
+    g.output(kv.key, `present.${i}.key`, ['batch', hkv, 'total', hd]);
+    g.output(kv.value, `present.${i}.value`, ['batch', hkv, 'total', hd]);
+  });
+  if (options.outputHiddenStates) out.layerOutputs.forEach((h, i) => g.output(h, `hidden_states.${i}`));
+  return g;
+}

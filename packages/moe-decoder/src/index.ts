@@ -1,0 +1,13 @@
+// @vlmkit/moe-decoder: ERNIE-4.5-VL MoE text decoder as an ONNX subgraph with a KV cache.
+export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
+export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from './ernie-config.js';
+export { type ParameterSpec, ernieTextExpectedParameters } from './ernie-parameters.js';
+export {
+  type ErnieTextDecoderInputs,
+  type ErnieTextDecoderOutputs,
+  type KvPair,
+  buildErnieTextDecoder,
+} from './ernie-decoder.js';
+export { type ErnieTextDecoderModelOptions, buildErnieTextDecoderModel } from './ernie-model.js';
+export { ernieDecodePositions, ernieRotaryTables } from './ernie-rotary.js';
+export { causalPaddingMask } from './attention-mask.js';

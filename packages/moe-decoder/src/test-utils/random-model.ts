@@ -1,0 +1,47 @@
+import { type TensorRef, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
+import type { ErnieTextConfig } from '../ernie-config.js';
+import { ernieTextExpectedParameters } from '../ernie-parameters.js';
+import { randn } from './ort.js';
+
+/** A small config that exercises every path: GQA, dense and MoE layers, unequal text/vision experts, shared experts. */
+export const tinyConfig: ErnieTextConfig = {
+  hiddenSize: 32,
+  numHiddenLayers: 3,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 8,
+  vocabSize: 50,
+  rmsNormEps: 1e-5,
+  ropeTheta: 500000,
+  freqAllocation: 2,
+  intermediateSize: 48,
+  mlpLayerTypes: ['dense', 'sparse', 'sparse'],
+  moe: { numExperts: [4, 3], topK: 2, intermediateSize: [16, 8], numSharedExperts: 1, normMin: 1e-12 },
+  tieWordEmbeddings: true,
+};
+
+/**
+ * Random float32 weights for every expected parameter: linears N(0, 1.5/sqrt(fan_in))
+ * (HF's 0.02 init makes every token look alike), norms near 1, correction
+ * biases large enough to change some top-k choices. lm_head is the same
+ * TensorRef as embed_tokens (tied).
+ */
+export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Weights; arrays: Map<string, Float32Array> } {
+  const arrays = new Map<string, Float32Array>();
+  const refs = new Map<string, TensorRef>();
+  let k = seed * 1000;
+  for (const p of ernieTextExpectedParameters(config)) {
+    if (p.name === 'lm_head.weight' && config.tieWordEmbeddings) continue;
+    const n = p.shape.reduce((a, b) => a * b, 1);
+    const fanIn = p.shape[p.shape.length - 1]!;
+    let data: Float32Array;
+    if (p.name.endsWith('norm.weight') || p.name.endsWith('layernorm.weight')) data = randn(n, k++, 0.1).map((v) => 1 + v);
+    else if (p.name.endsWith('e_score_correction_bias')) data = randn(n, k++, 0.15);
+    else if (p.name === 'embed_tokens.weight') data = randn(n, k++, 1);
+    else data = randn(n, k++, 1.5 / Math.sqrt(fanIn));
+    arrays.set(p.name, data);
+    refs.set(p.name, tensorFromArray('float32', p.shape, data));
+  }
+  if (config.tieWordEmbeddings) refs.set('lm_head.weight', refs.get('embed_tokens.weight')!);
+  return { weights: Weights.from(refs), arrays };
+}

@@ -1,0 +1,61 @@
+import type ort from 'onnxruntime-node';
+import type { ErnieTextConfig } from '../ernie-config.js';
+import { ernieRotaryTables } from '../ernie-rotary.js';
+import { type Feed, f32, i64, run } from './ort.js';
+
+export interface StepInput {
+  B: number;
+  S: number;
+  ids: number[];
+  moeType: number[];
+  /** [B, P + S] */
+  mask: number[];
+  /** [3, B, S] */
+  positionIds: BigInt64Array;
+  vision?: { positions: number[]; embeds: Float32Array };
+  /** Per layer [B, Hkv, P, hd] from the previous step's present outputs. */
+  past?: { key: ort.Tensor; value: ort.Tensor }[];
+}
+
+export interface StepOutput {
+  logits: Float32Array;
+  present: { key: ort.Tensor; value: ort.Tensor }[];
+  hidden: Float32Array[];
+  ms: number;
+}
+
+/** One run of the standalone decoder model: builds the feeds (rotary tables on the host), returns logits and the cache. */
+export async function step(session: ort.InferenceSession, cfg: ErnieTextConfig, x: StepInput): Promise<StepOutput> {
+  const { B, S } = x;
+  const [D, hkv, hd] = [cfg.hiddenSize, cfg.numKeyValueHeads, cfg.headDim];
+  const { cos, sin } = ernieRotaryTables(x.positionIds, [3, B, S], cfg);
+  const n = x.vision?.positions.length ?? 0;
+  const feeds: Record<string, Feed> = {
+    input_ids: i64([B, S], x.ids),
+    vision_embeds: f32([n, D], x.vision?.embeds ?? new Float32Array(0)),
+    vision_positions: i64([n], x.vision?.positions ?? []),
+    moe_token_type: i64([B, S], x.moeType),
+    attention_mask: i64([B, x.mask.length / B], x.mask),
+    rope_cos: f32([B, S, hd / 2], cos),
+    rope_sin: f32([B, S, hd / 2], sin),
+  };
+  for (let l = 0; l < cfg.numHiddenLayers; l++) {
+    const p = x.past?.[l];
+    feeds[`past_key_values.${l}.key`] = p ? f32(p.key.dims as number[], p.key.data as Float32Array) : f32([B, hkv, 0, hd], new Float32Array(0));
+    feeds[`past_key_values.${l}.value`] = p ? f32(p.value.dims as number[], p.value.data as Float32Array) : f32([B, hkv, 0, hd], new Float32Array(0));
+  }
+  const t0 = performance.now();
+  const out = await run(session, feeds);
+  const ms = performance.now() - t0;
+  const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({ key: out[`present.${l}.key`]!, value: out[`present.${l}.value`]! }));
+  const hidden: Float32Array[] = [];
+  for (let l = 0; out[`hidden_states.${l}`] !== undefined; l++) hidden.push(out[`hidden_states.${l}`]!.data as Float32Array);
+  return { logits: out.logits!.data as Float32Array, present, hidden, ms };
+}
+
+/** argmax over the last axis of row r of a [rows, V] block. */
+export function argmax(a: Float32Array, r: number, V: number): number {
+  let best = 0;
+  for (let v = 1; v < V; v++) if (a[r * V + v]! > a[r * V + best]!) best = v;
+  return best;
+}
