@@ -1,0 +1,21 @@
+import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { activation } from '../activation.js';
+import type { FrameMask } from './attention-mask.js';
+import type { ErnieVisionConfig } from './config.js';
+import { type VisionRotary, visionAttention } from './vision-attention.js';
+
+/** vLLM: Ernie4_5_VisionMLP. fc1 -> act (quick_gelu) -> fc2, both with bias. */
+export function visionMlp(g: Graph, w: Weights, config: ErnieVisionConfig, x: Value): Value {
+  const { hiddenSize: d, intermediateSize: i } = config;
+  const h = nn.linear(g, x, w, 'fc1', { in: d, out: i });
+  return nn.linear(g, activation(g, h, config.hiddenAct), w, 'fc2', { in: i, out: d });
+}
+
+/** vLLM: Ernie4_5_VisionBlock. x += attn(norm1(x)); x += mlp(norm2(x)). */
+export function visionBlock(g: Graph, w: Weights, config: ErnieVisionConfig, x: Value, rotary: VisionRotary, frames: FrameMask): Value {
+  const eps = config.blockNormEps;
+  const attn = g.scope('attn', () => visionAttention(g, w.sub('attn'), config, nn.layerNorm(g, x, w, 'norm1', eps), rotary, frames));
+  const h = g.add(x, attn);
+  const mlp = g.scope('mlp', () => visionMlp(g, w.sub('mlp'), config, nn.layerNorm(g, h, w, 'norm2', eps)));
+  return g.add(h, mlp);
+}

@@ -1,0 +1,23 @@
+// @vlmkit/vision-tower: vision encoders as ONNX subgraphs (ERNIE-4.5-VL ViT).
+export { VisionTowerError, type VisionTowerErrorCode } from './errors.js';
+export { type VisionActivation } from './activation.js';
+export {
+  ErnieVisionConfig,
+  type ErnieVisionConfigOptions,
+  type ErnieVisionReference,
+  ernieVisionHeadDim,
+} from './ernie/config.js';
+export { expectedErnieVisionParameters, type ParameterSpec } from './ernie/parameters.js';
+export { ernieVisionInputs, type ErnieVisionInputs } from './ernie/inputs.js';
+export { type AttentionOp, type FrameMask, blockDiagonalMask } from './ernie/attention-mask.js';
+export { type VisionRotary, visionAttention } from './ernie/vision-attention.js';
+export { visionBlock, visionMlp } from './ernie/vision-block.js';
+export {
+  DEFAULT_ATTENTION_OP,
+  type ErnieVisionBuildOptions,
+  type ErnieVisionTowerInputs,
+  type ErnieVisionTowerOutputs,
+  buildErnieVisionTower,
+  buildErnieVisionTowerModel,
+  patchEmbed,
+} from './ernie/vision-transformer.js';
