@@ -1,0 +1,167 @@
+/**
+ * The generic mapping engine: a declarative table (renames, ignored keys,
+ * per-component parameter sources with expected shapes) applied to a
+ * checkpoint's headers. Nothing is read here: unchanged tensors become
+ * in-place file references, computed ones lazy tensors that read their
+ * sources when the model is saved.
+ */
+import { basename } from 'node:path';
+import type { Checkpoint } from '@vlmkit/safetensors';
+import { type TensorRef, Weights, lazyTensor, nearestNames, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { MappingError } from './errors.js';
+import { loadTyped } from './load.js';
+import { type Plan, describe, firstTensor, resolve } from './plan.js';
+import type { MappingReport, Mismatch, MissingParameter, ParameterRecord } from './report.js';
+import { type NameMatcher, type RenameRule, canonicalNames, matches } from './rules.js';
+import type { Source } from './source.js';
+
+export interface ParamSpec {
+  /** The component's own name for it (`layers.3.self_attn.qkv_proj.weight`). */
+  readonly name: string;
+  readonly source: Source;
+  /** The shape the component expects (from its config); checked against the checkpoint's. */
+  readonly shape?: readonly number[];
+  /** Missing optional parameters are reported, never an error. */
+  readonly optional?: boolean;
+}
+
+export interface MappingTable {
+  /** Shown in messages and the report (`ERNIE-4.5-VL`). */
+  readonly name: string;
+  /** Checkpoint name -> canonical name, applied in order; sources use canonical names. */
+  readonly renames: readonly RenameRule[];
+  /** Canonical names deliberately left unused (unless a parameter uses them). */
+  readonly ignore: readonly NameMatcher[];
+  readonly components: Readonly<Record<string, readonly ParamSpec[]>>;
+}
+
+export interface MapOptions {
+  /** Return (with the report) instead of throwing when required parameters are missing. Default false. */
+  readonly allowMissing?: boolean;
+  /** Throw UNMAPPED_TENSOR when a checkpoint tensor is neither used nor ignored. Default false (reported only). */
+  readonly strict?: boolean;
+}
+
+export interface Mapped<C extends string = string> {
+  readonly components: Record<C, Weights>;
+  readonly report: MappingReport;
+}
+
+/** Missing parameters beyond this many get no nearest names (edit distance over a large checkpoint is slow). */
+const NEAREST_LIMIT = 100;
+const SHOWN = 5;
+
+export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: MappingTable & { components: Record<C, readonly ParamSpec[]> }, opts: MapOptions = {}): Mapped<C> {
+  const canon = canonicalNames(table.renames, ckpt.names(), ckpt.path);
+  const lookup = (name: string) => {
+    const original = canon.get(name);
+    return original === undefined ? undefined : ckpt.info(original);
+  };
+  const read = (name: string) => ckpt.read(name);
+
+  const components = {} as Record<C, Weights>;
+  const parameters: ParameterRecord[] = [];
+  const missing: Array<Omit<MissingParameter, 'nearest'>> = [];
+  const mismatched: Mismatch[] = [];
+  const consumed = new Set<string>();
+  for (const [component, specs] of Object.entries(table.components) as Array<[C, readonly ParamSpec[]]>) {
+    const refs = new Map<string, TensorRef>();
+    for (const spec of specs) {
+      const label = `${component} parameter '${spec.name}'`;
+      if (refs.has(spec.name)) throw new MappingError('BAD_TABLE', `${table.name} table: ${label} is listed twice.`);
+      let r;
+      try {
+        r = resolve(spec.source, lookup, label);
+      } catch (err) {
+        if (err instanceof MappingError && (err.code === 'SHAPE_MISMATCH' || err.code === 'DTYPE_MISMATCH')) {
+          mismatched.push({ component, name: spec.name, code: err.code, message: err.message });
+          continue;
+        }
+        throw err;
+      }
+      if (!r.ok) {
+        missing.push({ component, name: spec.name, required: spec.optional !== true, tensors: r.missing });
+        continue;
+      }
+      const { plan } = r;
+      if (spec.shape !== undefined && !sameShape(spec.shape, plan.shape)) {
+        mismatched.push({
+          component,
+          name: spec.name,
+          code: 'SHAPE_MISMATCH',
+          message: `${label}: expected [${spec.shape.join(', ')}] (from the config), found ${describe(plan)} in ${firstTensor(plan).file}. Check that config.json belongs to this checkpoint.`,
+        });
+        continue;
+      }
+      for (const u of r.used) consumed.add(u);
+      refs.set(spec.name, toRef(plan, read));
+      parameters.push({ component, name: spec.name, dtype: plan.dtype, shape: plan.shape, sources: r.used, transformed: plan.kind !== 'tensor', fallback: r.fallback });
+    }
+    components[component] = Weights.from(refs);
+  }
+
+  const ignored: string[] = [];
+  const unmapped: string[] = [];
+  for (const [c, original] of canon) {
+    if (consumed.has(original)) continue;
+    (table.ignore.some((m) => matches(m, c)) ? ignored : unmapped).push(original);
+  }
+  const canonKeys = [...canon.keys()];
+  const report: MappingReport = {
+    table: table.name,
+    checkpoint: ckpt.path,
+    parameters,
+    consumed: ckpt.names().filter((n) => consumed.has(n)),
+    ignored,
+    unmapped,
+    missing: missing.map((m, i) => ({
+      ...m,
+      nearest: i < NEAREST_LIMIT ? nearestNames(m.tensors[0]!, canonKeys, 3).map((n) => canon.get(n)!) : [],
+    })),
+    mismatched,
+  };
+
+  const required = report.missing.filter((m) => m.required);
+  if (required.length > 0 && opts.allowMissing !== true) {
+    const lines = required.slice(0, SHOWN).map((m) => {
+      const near = m.nearest.length > 0 ? ` Nearest present: ${m.nearest.map((n) => `'${n}' (${fileOf(ckpt, n)})`).join(', ')}.` : '';
+      return `  ${m.component} parameter '${m.name}' needs ${m.tensors.slice(0, 3).map((t) => `'${t}'`).join(', ')}${m.tensors.length > 3 ? ` and ${m.tensors.length - 3} more` : ''}.${near}`;
+    });
+    const more = required.length > SHOWN ? `\n  ... and ${required.length - SHOWN} more (see error.report.missing).` : '';
+    throw new MappingError(
+      'MISSING_TENSOR',
+      `${table.name}: ${required.length} required parameter(s) have no tensor in checkpoint ${ckpt.path}:\n${lines.join('\n')}${more}\n` +
+        'Check that the checkpoint is complete (all shards present) and that config.json describes it.',
+      { file: ckpt.path, tensor: required[0]!.tensors[0], report },
+    );
+  }
+  if (mismatched.length > 0) {
+    const more = mismatched.length > SHOWN ? `\n  ... and ${mismatched.length - SHOWN} more (see error.report.mismatched).` : '';
+    const first = mismatched[0]!;
+    throw new MappingError(first.code, `${table.name}: ${mismatched.length} parameter(s) do not fit the checkpoint:\n${mismatched.slice(0, SHOWN).map((m) => `  ${m.message}`).join('\n')}${more}`, {
+      file: ckpt.path,
+      report,
+    });
+  }
+  if (unmapped.length > 0 && opts.strict === true) {
+    throw new MappingError(
+      'UNMAPPED_TENSOR',
+      `${table.name}: ${unmapped.length} checkpoint tensor(s) are used by no parameter, e.g. '${unmapped[0]}' (${fileOf(ckpt, unmapped[0]!)}); the table does not know this layout.`,
+      { file: ckpt.path, tensor: unmapped[0], report },
+    );
+  }
+  return { components, report };
+}
+
+function toRef(plan: Plan, read: (name: string) => ReturnType<Checkpoint['read']>): TensorRef {
+  if (plan.kind === 'tensor') return tensorFromSafetensors(plan.info);
+  return lazyTensor(plan.dtype, plan.shape, () => loadTyped(plan, read));
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+function fileOf(ckpt: Checkpoint, name: string): string {
+  return basename(ckpt.info(name).file);
+}
