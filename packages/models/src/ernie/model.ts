@@ -1,0 +1,231 @@
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { buildErnieTextDecoderModel, ernieDecodePositions, ernieRotaryTables } from '@vlmkit/moe-decoder';
+import type { GridThw } from '@vlmkit/mrope';
+import { Checkpoint } from '@vlmkit/safetensors';
+import { type HostTensor, KvCache, type VlmSession, float32, int64 } from '@vlmkit/runtime';
+import { mapErnie45VL } from '@vlmkit/weight-mapper';
+import { ModelError } from '../errors.js';
+import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { type SessionCacheOptions, cachedSession } from '../session-cache.js';
+import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
+import { type ErniePrompt, analyzePrompt } from './prompt.js';
+import { buildErnieVisionEncoder, visionEncoderFeeds } from './vision-encoder.js';
+
+/** HF forward kwargs, by their HF names. */
+export interface ErnieInputs {
+  input_ids: HostTensor;
+  attention_mask?: HostTensor | undefined;
+  pixel_values?: HostTensor | undefined;
+  image_grid_thw?: HostTensor | undefined;
+  pixel_values_videos?: HostTensor | undefined;
+  video_grid_thw?: HostTensor | undefined;
+  moe_mm_token_type_ids?: HostTensor | undefined;
+}
+
+export interface ErnieForwardOutputs {
+  /** [B, S, V] float32. */
+  logits: HostTensor<'float32'>;
+  /** Resampler outputs, all images (videos) concatenated in order: [Nt, D]. */
+  imageEmbeds: HostTensor<'float32'> | undefined;
+  videoEmbeds: HostTensor<'float32'> | undefined;
+  /** [3, B, S] int64. */
+  positionIds: HostTensor<'int64'>;
+}
+
+export interface ErnieLoadOptions extends SessionCacheOptions {
+  reference?: ErnieReference;
+}
+
+export interface ErnieTimings {
+  /** Reading config.json and the safetensors headers, mapping weights. */
+  loadMs: number;
+  /** Building the graphs and writing (or finding) them in the cache. */
+  buildMs: number;
+  /** Creating the ORT sessions. */
+  sessionMs: number;
+}
+
+/** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
+export class Ernie45VL {
+  private constructor(
+    readonly config: Ernie45VLConfig,
+    private readonly vision: VlmSession,
+    private readonly decoder: VlmSession,
+    readonly timings: ErnieTimings,
+  ) {}
+
+  /** The ORT device the sessions run on, and why it was chosen. */
+  get device(): string {
+    return this.decoder.device;
+  }
+  get deviceReason(): string {
+    return this.decoder.deviceReason;
+  }
+
+  static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
+    const t0 = performance.now();
+    const root = resolve(dir);
+    const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const config = ernie45VLConfig(json, options.reference ?? 'vllm');
+    const ckpt = await Checkpoint.open(root);
+    const mapped = await mapErnie45VL(ckpt, json);
+    const t1 = performance.now();
+    const vision = await cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options);
+    const decoder = await cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options);
+    // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
+    await ckpt.close();
+    return new Ernie45VL(config, vision.session, decoder.session, {
+      loadMs: t1 - t0,
+      buildMs: vision.buildMs + decoder.buildMs,
+      sessionMs: vision.sessionMs + decoder.sessionMs,
+    });
+  }
+
+  /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */
+  async forward(inputs: ErnieInputs): Promise<ErnieForwardOutputs> {
+    const prompt = this.prompt(inputs);
+    const { image, video } = await this.encodeVision(inputs);
+    const cache = this.newCache(prompt.batch);
+    const out = await this.decoder.run(this.prefillFeeds(prompt, image, video, cache), { outputs: ['logits'] });
+    return {
+      logits: out.logits as HostTensor<'float32'>,
+      imageEmbeds: image,
+      videoEmbeds: video,
+      positionIds: int64(prompt.positionIds, [3, prompt.batch, prompt.seq]),
+    };
+  }
+
+  /** Greedy by default; sampling with temperature/topK/topP/seed. Returns the new tokens only. */
+  async generate(inputs: ErnieInputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
+    const prompt = this.prompt(inputs);
+    const t0 = performance.now();
+    const { image, video } = await this.encodeVision(inputs);
+    const visionMs = performance.now() - t0;
+    const result = await generateTokens(this.decodeSteps(prompt, image, video), {
+      ...(this.config.tokens.eos !== undefined ? { eos: this.config.tokens.eos } : {}),
+      padTokenId: this.config.tokens.pad,
+      ...options,
+    });
+    return { ...result, visionMs };
+  }
+
+  async release(): Promise<void> {
+    await this.vision.release();
+    await this.decoder.release();
+  }
+
+  private prompt(inputs: ErnieInputs): ErniePrompt {
+    const ids = inputs.input_ids;
+    if (ids.dtype !== 'int64' || ids.dims.length !== 2) throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
+    return analyzePrompt(
+      {
+        inputIds: ids.data as BigInt64Array,
+        shape: [ids.dims[0]!, ids.dims[1]!],
+        attentionMask: inputs.attention_mask ? ints64(inputs.attention_mask, 'attention_mask') : undefined,
+        imageGrids: grids(inputs.image_grid_thw, 'image_grid_thw'),
+        videoGrids: grids(inputs.video_grid_thw, 'video_grid_thw'),
+        moeTokenType: inputs.moe_mm_token_type_ids ? ints64(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids') : undefined,
+      },
+      this.config,
+    );
+  }
+
+  private async encodeVision(inputs: ErnieInputs): Promise<{ image: HostTensor<'float32'> | undefined; video: HostTensor<'float32'> | undefined }> {
+    const run = async (pixels: HostTensor | undefined, g: HostTensor | undefined, what: string) => {
+      const gs = grids(g, `${what}_grid_thw`);
+      if (gs.length === 0) return undefined;
+      if (!pixels || pixels.dtype !== 'float32') throw new ModelError('BAD_INPUT', `${what}_grid_thw is given but ${what === 'image' ? 'pixel_values' : 'pixel_values_videos'} is missing or not float32`);
+      const out = await this.vision.run(visionEncoderFeeds(pixels.data as Float32Array, gs, this.config), { outputs: ['embeds'] });
+      return out.embeds as HostTensor<'float32'>;
+    };
+    return { image: await run(inputs.pixel_values, inputs.image_grid_thw, 'image'), video: await run(inputs.pixel_values_videos, inputs.video_grid_thw, 'video') };
+  }
+
+  private newCache(batch: number): KvCache {
+    const t = this.config.text;
+    return new KvCache({ numLayers: t.numHiddenLayers, numKvHeads: t.numKeyValueHeads, headDim: t.headDim, batchSize: batch });
+  }
+
+  private prefillFeeds(p: ErniePrompt, image: HostTensor | undefined, video: HostTensor | undefined, cache: KvCache): Record<string, HostTensor> {
+    const D = this.config.text.hiddenSize;
+    const parts = [image, video].filter((x): x is HostTensor => x !== undefined);
+    const n = parts.reduce((a, x) => a + x.dims[0]!, 0);
+    const embeds = new Float32Array(n * D);
+    let o = 0;
+    for (const x of parts) {
+      embeds.set(x.data as Float32Array, o);
+      o += (x.data as Float32Array).length;
+    }
+    const rope = ernieRotaryTables(p.positionIds, [3, p.batch, p.seq], this.config.text);
+    return {
+      input_ids: int64(p.inputIds, [p.batch, p.seq]),
+      vision_embeds: float32(embeds, [n, D]),
+      vision_positions: int64([...p.imagePositions, ...p.videoPositions], [n]),
+      moe_token_type: int64(p.moeTokenType, [p.batch, p.seq]),
+      attention_mask: int64(p.attentionMask, [p.batch, p.seq]),
+      rope_cos: float32(rope.cos, rope.shape),
+      rope_sin: float32(rope.sin, rope.shape),
+      ...cache.feeds(),
+    };
+  }
+
+  private decodeSteps(p: ErniePrompt, image: HostTensor | undefined, video: HostTensor | undefined): DecodeSteps {
+    const B = p.batch;
+    const V = this.config.text.vocabSize;
+    const D = this.config.text.hiddenSize;
+    const cache = this.newCache(B);
+    const realTokens = Array.from({ length: B }, (_, b) => p.attentionMask.subarray(b * p.seq, (b + 1) * p.seq).reduce((a, v) => a + Number(v), 0));
+    let mask = Array.from(p.attentionMask, Number);
+    let width = p.seq;
+    const lastLogits = (logits: HostTensor, seq: number) => {
+      const all = logits.data as Float32Array;
+      const out = new Float32Array(B * V);
+      for (let b = 0; b < B; b++) out.set(all.subarray((b * seq + seq - 1) * V, (b * seq + seq) * V), b * V);
+      return out;
+    };
+    return {
+      batchSize: B,
+      vocabSize: V,
+      prefill: async () => {
+        const out = await this.decoder.run(this.prefillFeeds(p, image, video, cache));
+        cache.update(out);
+        return lastLogits(out.logits!, p.seq);
+      },
+      step: async (tokens) => {
+        // Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes.
+        const next: number[] = [];
+        for (let b = 0; b < B; b++) next.push(...mask.slice(b * width, (b + 1) * width), 1);
+        mask = next;
+        width += 1;
+        const pos = ernieDecodePositions(p.ropeDeltas, realTokens);
+        realTokens.forEach((_, b) => realTokens[b]!++);
+        const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
+        const out = await this.decoder.run({
+          input_ids: int64(tokens, [B, 1]),
+          vision_embeds: float32(new Float32Array(0), [0, D]),
+          vision_positions: int64([], [0]),
+          moe_token_type: int64(new Array<number>(B).fill(0), [B, 1]),
+          attention_mask: int64(mask, [B, width]),
+          rope_cos: float32(rope.cos, rope.shape),
+          rope_sin: float32(rope.sin, rope.shape),
+          ...cache.feeds(),
+        });
+        cache.update(out);
+        return lastLogits(out.logits!, 1);
+      },
+    };
+  }
+}
+
+function ints64(t: HostTensor, name: string): BigInt64Array {
+  if (t.dtype !== 'int64') throw new ModelError('BAD_INPUT', `${name} must be int64, got ${t.dtype}`);
+  return t.data as BigInt64Array;
+}
+
+function grids(t: HostTensor | undefined, name: string): GridThw[] {
+  if (!t) return [];
+  const d = ints64(t, name);
+  if (t.dims.length !== 2 || t.dims[1] !== 3) throw new ModelError('BAD_INPUT', `${name} must be [N, 3], got [${t.dims.join(', ')}]`);
+  return Array.from({ length: t.dims[0]! }, (_, i) => [Number(d[3 * i]), Number(d[3 * i + 1]), Number(d[3 * i + 2])] as const);
+}

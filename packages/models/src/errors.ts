@@ -1,0 +1,18 @@
+export type ModelErrorCode =
+  | 'UNSUPPORTED_MODEL_TYPE'
+  | 'CONFIG_NOT_FOUND'
+  | 'BAD_CONFIG'
+  | 'BAD_INPUT'
+  | 'PLACEHOLDER_MISMATCH'
+  | 'BAD_GENERATION_OPTIONS';
+
+/** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
+export class ModelError extends Error {
+  readonly code: ModelErrorCode;
+
+  constructor(code: ModelErrorCode, message: string) {
+    super(message);
+    this.name = 'ModelError';
+    this.code = code;
+  }
+}

@@ -1,0 +1,61 @@
+import { ModelError } from './errors.js';
+import { type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
+
+export interface GenerateOptions extends SamplingOptions {
+  maxNewTokens: number;
+  /** Token id(s) that end a row; the row then emits `padTokenId` until every row is done. */
+  eos?: number | readonly number[];
+  padTokenId?: number;
+  /** Called after each step with the new token of every row (streaming). */
+  onToken?: (tokens: readonly number[], step: number) => void;
+}
+
+/** One model's decode steps, seen from the sampling loop. */
+export interface DecodeSteps {
+  readonly batchSize: number;
+  readonly vocabSize: number;
+  /** Runs the prompt; returns the last position's logits per row, [B * V]. */
+  prefill(): Promise<Float32Array>;
+  /** Feeds one token per row; returns the next logits, [B * V]. */
+  step(tokens: readonly number[]): Promise<Float32Array>;
+}
+
+export interface GenerateResult {
+  /** New tokens only, [B][steps]. */
+  tokens: number[][];
+  /** Milliseconds for the prompt and for each decode step. */
+  timings: { prefillMs: number; stepMs: number[] };
+}
+
+/** The sampling loop shared by every model: prefill, then one token per row per step. */
+export async function generateTokens(steps: DecodeSteps, o: GenerateOptions): Promise<GenerateResult> {
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) {
+    throw new ModelError('BAD_GENERATION_OPTIONS', `maxNewTokens must be an integer >= 0, got ${o.maxNewTokens}`);
+  }
+  validateSampling(o);
+  const eos = new Set(o.eos === undefined ? [] : typeof o.eos === 'number' ? [o.eos] : o.eos);
+  const pad = o.padTokenId ?? 0;
+  const random = seededRandom(o.seed ?? 0);
+  const B = steps.batchSize;
+  const V = steps.vocabSize;
+  const tokens: number[][] = Array.from({ length: B }, () => []);
+  const done = new Array<boolean>(B).fill(false);
+  const stepMs: number[] = [];
+  if (o.maxNewTokens === 0) return { tokens, timings: { prefillMs: 0, stepMs } };
+  let t0 = performance.now();
+  let logits = await steps.prefill();
+  const prefillMs = performance.now() - t0;
+  for (let n = 0; n < o.maxNewTokens; n++) {
+    const next = Array.from({ length: B }, (_, b) => (done[b] ? pad : sampleToken(logits, o, random, b * V, V)));
+    next.forEach((t, b) => {
+      tokens[b]!.push(t);
+      if (eos.has(t)) done[b] = true;
+    });
+    o.onToken?.(next, n);
+    if (n === o.maxNewTokens - 1 || done.every(Boolean)) break;
+    t0 = performance.now();
+    logits = await steps.step(next);
+    stepMs.push(performance.now() - t0);
+  }
+  return { tokens, timings: { prefillMs, stepMs } };
+}

@@ -1,0 +1,52 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type HostTensor, fromSafetensors } from '@vlmkit/runtime';
+import { SafetensorsFile } from '@vlmkit/safetensors';
+
+export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
+
+export interface FixtureCase {
+  name: string;
+  dir: string;
+  checkpoint: string;
+  json: Record<string, unknown>;
+}
+
+/** Every case under test-fixtures/<model>/cases, with its checkpoint directory. */
+export function fixtureCases(model: string): FixtureCase[] {
+  const root = join(FIXTURES, model, 'cases');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .sort()
+    .map((name) => {
+      const dir = join(root, name);
+      const json = JSON.parse(readFileSync(join(dir, 'case.json'), 'utf8')) as Record<string, unknown>;
+      return { name, dir, checkpoint: join(FIXTURES, String(json.checkpoint)), json };
+    });
+}
+
+/** All tensors of a safetensors file as host tensors (bf16 upcast). */
+export async function readTensors(path: string): Promise<Record<string, HostTensor>> {
+  const f = await SafetensorsFile.open(path);
+  try {
+    const out: Record<string, HostTensor> = {};
+    for (const n of f.names()) out[n] = fromSafetensors(await f.read(n));
+    return out;
+  } finally {
+    await f.close();
+  }
+}
+
+/** max |a - b| / max |b| over the entries `keep` selects. */
+export function relError(a: ArrayLike<number>, b: ArrayLike<number>, keep: (i: number) => boolean = () => true): number {
+  if (a.length !== b.length) throw new Error(`length ${a.length} != ${b.length}`);
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < a.length; i++) {
+    if (!keep(i)) continue;
+    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+    scale = Math.max(scale, Math.abs(b[i]!));
+  }
+  return diff / scale;
+}
