@@ -3,6 +3,7 @@ import { causalPaddingMask } from './attention-mask.js';
 import { embedTokens } from './embedding.js';
 import type { ErnieTextConfig } from './ernie-config.js';
 import { ernieDecoderLayer } from './ernie-layer.js';
+import type { MoeRouting } from './ernie-moe.js';
 import { MoeDecoderError } from './errors.js';
 
 /** One layer's KV cache: [B, Hkv, P, headDim] float32. */
@@ -40,6 +41,12 @@ export interface ErnieTextDecoderOutputs {
   layerOutputs: Value[];
   /** Per layer, [B, Hkv, P + S, headDim]; present when `past` was given. */
   present: KvPair[] | undefined;
+  /**
+   * With the `routing` option, per layer (undefined for dense layers): the
+   * experts each of the B*S tokens chose, ids [N, k] int64 and weights
+   * [N, k], from its modality's router (debugging, tests).
+   */
+  routing: (MoeRouting | undefined)[];
 }
 
 /**
@@ -55,7 +62,7 @@ export function buildErnieTextDecoder(
   weights: Weights,
   config: ErnieTextConfig,
   inputs: ErnieTextDecoderInputs,
-  opts: { scope?: string } = {},
+  opts: { scope?: string; routing?: boolean } = {},
 ): ErnieTextDecoderOutputs {
   const L = config.numHiddenLayers;
   if ((inputs.inputIds === undefined) === (inputs.inputsEmbeds === undefined)) {
@@ -76,6 +83,7 @@ export function buildErnieTextDecoder(
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
+    const routing: (MoeRouting | undefined)[] = [];
     let h = x0;
     for (let i = 0; i < L; i++) {
       const past = inputs.past?.[i];
@@ -85,16 +93,18 @@ export function buildErnieTextDecoder(
           sin: inputs.ropeSin,
           mask,
           moeTokenType: inputs.moeTokenType,
+          routing: opts.routing ?? false,
           ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
         }),
       );
       h = r.hidden;
       layerOutputs.push(h);
+      routing.push(r.routing);
       if (r.presentKey !== undefined) present.push({ key: r.presentKey, value: r.presentValue! });
     }
     const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
     const logits = lmHead(g, weights, config, lastHiddenState);
-    return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined };
+    return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined, routing };
   });
 }
 

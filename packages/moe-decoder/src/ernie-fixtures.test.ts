@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from './ernie-config.js';
 import { buildErnieTextDecoderModel } from './ernie-model.js';
 import { ernieDecodePositions } from './ernie-rotary.js';
-import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readJson } from './test-utils/fixtures.js';
+import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readAll, readJson } from './test-utils/fixtures.js';
 import { ernieHubWeights } from './test-utils/hub-weights.js';
 import { maxAbs, maxAbsDiff, sessionFor } from './test-utils/ort.js';
 import { type StepInput, argmax, step } from './test-utils/runner.js';
@@ -68,7 +68,7 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
     cfg = ernieTextConfigFromHf(top);
     ckpt = await Checkpoint.open(join(FIXTURES, MODEL));
     const t0 = performance.now();
-    session = await sessionFor(buildErnieTextDecoderModel(ernieHubWeights(ckpt, cfg), cfg, { outputHiddenStates: true }));
+    session = await sessionFor(buildErnieTextDecoderModel(ernieHubWeights(ckpt, cfg), cfg, { outputHiddenStates: true, outputRouting: true }));
     console.log(`[ernie-tiny] build + session create: ${(performance.now() - t0).toFixed(0)} ms`);
     for (const name of CASES) cases.set(name, await loadCase(MODEL, name));
   });
@@ -86,6 +86,25 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
       out.hidden.forEach((h, l) => errs.push(relErr(h, c.expected[`hidden_layer_${l}`]!.data as Float32Array, x.realRows, cfg.hiddenSize)));
       console.log(`[ernie-tiny/${name}] rel err logits ${errs[0]!.toExponential(2)}, layers ${errs.slice(1).map((e) => e.toExponential(2)).join(' ')}; forward ${out.ms.toFixed(1)} ms`);
       for (const e of errs) expect(e).toBeLessThan(REL_TOL);
+    });
+  }
+
+  for (const name of CASES) {
+    it(`${name}: the first MoE layer routes every token to HF's experts with HF's weights`, async () => {
+      const c = cases.get(name)!;
+      const layer = c.meta.first_moe_layer as number;
+      const x = promptStep(c, top);
+      const out = await step(session, cfg, x);
+      // Real tokens only: a padded query row's hidden state is meaningless (HF's and ours differ), so is its routing.
+      const k = cfg.moe.topK;
+      const real = (a: ArrayLike<number>) => Array.from(a).filter((_, i) => x.realRows[Math.floor(i / k)]);
+      const ids = real(numbers(out.raw[`router.${layer}.topk_ids`]!));
+      const weights = real(out.raw[`router.${layer}.topk_weights`]!.data as Float32Array);
+      expect(ids).toEqual(real(numbers(c.expected[`router_layer${layer}_topk_ids`]!)));
+      expect(maxAbsDiff(weights, real(c.expected[`router_layer${layer}_topk_weights`]!.data as Float32Array))).toBeLessThan(1e-5);
+      // Both modalities must be exercised where the case has vision tokens.
+      const isVision = numbers(c.expected[`router_layer${layer}_is_vision`]!);
+      if (name !== 'text-only') expect(new Set(isVision).size).toBe(2);
     });
   }
 
@@ -115,38 +134,98 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
   for (const name of CASES) {
     it(`${name}: a greedy decode loop with the KV cache reproduces generated_ids and their logits`, async () => {
       const c = cases.get(name)!;
-      const x = promptStep(c, top);
-      const { B, S } = x;
-      const V = cfg.vocabSize;
-      const want = numbers(c.expected.generated_ids!);
-      const wantLogits = c.expected.generated_logits!.data as Float32Array;
-      const steps = c.expected.generated_ids!.shape[1]!;
-      const deltas = numbers(c.expected.rope_deltas!);
-      let out = await step(session, cfg, x);
-      let mask = x.mask;
-      let rowLogits = Array.from({ length: B }, (_, b) => out.logits.subarray((b * S + S - 1) * V, (b * S + S) * V));
-      const got: number[][] = Array.from({ length: B }, () => []);
-      let worst = 0;
-      const times: number[] = [];
-      for (let t = 0; t < steps; t++) {
-        const next = rowLogits.map((l) => argmax(l, 0, V));
-        rowLogits.forEach((l, b) => {
-          const ref = wantLogits.subarray((b * steps + t) * V, (b * steps + t + 1) * V);
-          worst = Math.max(worst, maxAbsDiff(l, ref) / maxAbs(ref));
-        });
-        next.forEach((id, b) => got[b]!.push(id));
-        if (t === steps - 1) break;
-        // The new token's position: real tokens so far in the row + the prompt's rope delta, on all three axes.
-        const T = mask.length / B;
-        const real = Array.from({ length: B }, (_, b) => mask.slice(b * T, (b + 1) * T).reduce((a, m) => a + m, 0));
-        mask = Array.from({ length: B * (T + 1) }, (_, k) => (k % (T + 1) === T ? 1 : mask[Math.floor(k / (T + 1)) * T + (k % (T + 1))]!));
-        out = await step(session, cfg, { B, S: 1, ids: next, moeType: next.map(() => 0), mask, positionIds: ernieDecodePositions(deltas, real).positionIds, past: out.present });
-        times.push(out.ms);
-        rowLogits = Array.from({ length: B }, (_, b) => out.logits.subarray(b * V, (b + 1) * V));
-      }
-      console.log(`[ernie-tiny/${name}] greedy ${steps} steps: ids ${JSON.stringify(got)}; worst step-logit rel err ${worst.toExponential(2)}; decode step median ${times.sort((a, b) => a - b)[times.length >> 1]!.toFixed(1)} ms`);
-      expect(got.flat()).toEqual(want);
+      const g = await greedy(session, cfg, promptStep(c, top), c.expected.generated_ids!.shape[1]!, numbers(c.expected.rope_deltas!));
+      const worst = worstStepError(g.stepLogits, c.expected.generated_logits!.data as Float32Array, cfg.vocabSize);
+      console.log(`[ernie-tiny/${name}] greedy ${g.ids[0]!.length} steps: ids ${JSON.stringify(g.ids)}; worst step-logit rel err ${worst.toExponential(2)}; decode step median ${g.medianMs.toFixed(1)} ms`);
+      expect(g.ids.flat()).toEqual(numbers(c.expected.generated_ids!));
       expect(worst).toBeLessThan(REL_TOL);
     });
   }
+});
+
+/**
+ * Greedy generation with the KV cache: prefill, then one token per row per
+ * step; the new token's position is (real tokens so far in its row) + the
+ * prompt's rope delta on all three axes, its moe token type 0 (text).
+ * Returns the ids and, per row, the logits each step took the argmax of.
+ */
+async function greedy(session: ort.InferenceSession, cfg: ErnieTextConfig, x: StepInput, steps: number, deltas: number[]) {
+  const { B, S } = x;
+  const V = cfg.vocabSize;
+  let out = await step(session, cfg, x);
+  let mask = x.mask;
+  let rowLogits = Array.from({ length: B }, (_, b) => out.logits.slice((b * S + S - 1) * V, (b * S + S) * V));
+  const ids: number[][] = Array.from({ length: B }, () => []);
+  const stepLogits: Float32Array[][] = Array.from({ length: B }, () => []);
+  const times: number[] = [];
+  for (let t = 0; t < steps; t++) {
+    const next = rowLogits.map((l) => argmax(l, 0, V));
+    next.forEach((id, b) => (ids[b]!.push(id), stepLogits[b]!.push(rowLogits[b]!)));
+    if (t === steps - 1) break;
+    const T = mask.length / B;
+    const real = Array.from({ length: B }, (_, b) => mask.slice(b * T, (b + 1) * T).reduce((a, m) => a + m, 0));
+    mask = Array.from({ length: B * (T + 1) }, (_, k) => (k % (T + 1) === T ? 1 : mask[Math.floor(k / (T + 1)) * T + (k % (T + 1))]!));
+    out = await step(session, cfg, { B, S: 1, ids: next, moeType: next.map(() => 0), mask, positionIds: ernieDecodePositions(deltas, real).positionIds, past: out.present });
+    times.push(out.ms);
+    rowLogits = Array.from({ length: B }, (_, b) => out.logits.slice(b * V, (b + 1) * V));
+  }
+  return { ids, stepLogits, medianMs: times.sort((a, b) => a - b)[times.length >> 1] ?? 0 };
+}
+
+/** Worst max |diff| / max |expected| over rows and steps, against expected [B, N, V]. */
+function worstStepError(stepLogits: Float32Array[][], want: Float32Array, V: number): number {
+  let worst = 0;
+  stepLogits.forEach((row, b) =>
+    row.forEach((l, t) => {
+      const ref = want.subarray((b * row.length + t) * V, (b * row.length + t + 1) * V);
+      worst = Math.max(worst, maxAbsDiff(l, ref) / maxAbs(ref));
+    }),
+  );
+  return worst;
+}
+
+/**
+ * The bf16 checkpoint (router gates and correction biases stay float32).
+ * The decoder casts bf16 weights up and computes in float32; HF's bf16 case
+ * computes in bf16, which alone moves its logits by ~0.17 of max |logits|
+ * from the float32 run on the same inputs (routing flips at some tokens).
+ * So the numbers are held to HF run in float32 on the same bf16-rounded
+ * weights and that run's image rows (tools/moe-decoder/bf16_as_f32.py ->
+ * test-fixtures/moe-decoder/), at the float32 tolerance, and the greedy ids
+ * also to HF's bf16 run.
+ */
+const BF16 = 'ernie-tiny-bf16';
+const haveBf16 =
+  fixtureExists(BF16, 'config.json') &&
+  fixtureExists(MODEL, 'cases', 'bf16', 'expected.safetensors') &&
+  fixtureExists('moe-decoder', 'ernie-tiny-bf16-as-f32', 'expected.safetensors');
+describe.skipIf(!haveBf16)('ERNIE text decoder on a bf16 checkpoint', () => {
+  it('bf16: logits and greedy step logits match HF in float32 on the same weights; greedy ids match HF in bf16 too', async () => {
+    const top = await readJson(BF16, 'config.json');
+    const cfg = ernieTextConfigFromHf(top);
+    const ckpt = await Checkpoint.open(join(FIXTURES, BF16));
+    try {
+      const weights = ernieHubWeights(ckpt, cfg);
+      expect(weights.get('layers.1.self_attn.qkv_proj.weight').dtype).toBe('bfloat16');
+      expect(weights.get('layers.1.mlp.text_experts_gate.weight').dtype).toBe('float32');
+      const session = await sessionFor(buildErnieTextDecoderModel(weights, cfg));
+      const c = await loadCase(MODEL, 'bf16');
+      const asF32 = await readAll('moe-decoder', 'ernie-tiny-bf16-as-f32', 'expected.safetensors');
+      // The image rows of the float32 run: the bf16 case's own image_embeds carry the tower's bf16 arithmetic.
+      const x = promptStep({ ...c, expected: { ...c.expected, image_embeds: asF32.image_embeds! } }, top);
+      const out = await step(session, cfg, x);
+      const err = relErr(out.logits, asF32.logits!.data as Float32Array, x.realRows, cfg.vocabSize);
+      const errBf16 = relErr(out.logits, c.expected.logits!.data as Float32Array, x.realRows, cfg.vocabSize);
+      const g = await greedy(session, cfg, x, c.expected.generated_ids!.shape[1]!, numbers(c.expected.rope_deltas!));
+      const worst = worstStepError(g.stepLogits, asF32.generated_logits!.data as Float32Array, cfg.vocabSize);
+      console.log(`[ernie-tiny-bf16] rel err logits vs HF f32 ${err.toExponential(2)} (vs HF bf16 ${errBf16.toExponential(2)}); greedy ${JSON.stringify(g.ids)}, worst step rel err ${worst.toExponential(2)}`);
+      expect(err).toBeLessThan(REL_TOL);
+      expect(worst).toBeLessThan(REL_TOL);
+      expect(g.ids.flat()).toEqual(numbers(asF32.generated_ids!));
+      expect(g.ids.flat()).toEqual(numbers(c.expected.generated_ids!));
+      await session.release();
+    } finally {
+      await ckpt.close();
+    }
+  });
 });

@@ -5,6 +5,8 @@ import { buildErnieTextDecoder, type KvPair } from './ernie-decoder.js';
 export interface ErnieTextDecoderModelOptions {
   /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
   outputHiddenStates?: boolean;
+  /** Also output each MoE layer's routing as `router.{i}.topk_ids` [B*S, k] int64 and `router.{i}.topk_weights` [B*S, k]. */
+  outputRouting?: boolean;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -25,6 +27,7 @@ export interface ErnieTextDecoderModelOptions {
  * - `logits` [B, S, V] float32
  * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim]
  * - `hidden_states.{i}` [B, S, D] with `outputHiddenStates`
+ * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
  */
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
   const g = new Graph({ name: options.name ?? 'ernie_text_decoder' });
@@ -52,12 +55,17 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     ropeCos,
     ropeSin,
     past,
-  });
+  }, { routing: options.outputRouting ?? false });
   g.output(out.logits, 'logits');
   out.present!.forEach((kv, i) => {
     g.output(kv.key, `present.${i}.key`, ['batch', hkv, 'total', hd]);
     g.output(kv.value, `present.${i}.value`, ['batch', hkv, 'total', hd]);
   });
   if (options.outputHiddenStates) out.layerOutputs.forEach((h, i) => g.output(h, `hidden_states.${i}`));
+  out.routing.forEach((r, i) => {
+    if (r === undefined) return;
+    g.output(r.topkIds, `router.${i}.topk_ids`);
+    g.output(r.topkWeights, `router.${i}.topk_weights`);
+  });
   return g;
 }

@@ -15,19 +15,36 @@ import { ernieMlp } from './ernie-mlp.js';
  * experts and for the other modality; computing only the chosen experts is
  * a later optimisation.
  */
-export function ernieMoe(g: Graph, w: Weights, config: ErnieTextConfig, x: Value, moeTokenType: Value): Value {
+export function ernieMoe(
+  g: Graph,
+  w: Weights,
+  config: ErnieTextConfig,
+  x: Value,
+  moeTokenType: Value,
+  opts: { routing?: boolean } = {},
+): { out: Value; routing: MoeRouting | undefined } {
   const D = config.hiddenSize;
   const { numExperts, intermediateSize, numSharedExperts } = config.moe;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const isVision = g.cast(g.reshape(moeTokenType, [-1, 1]), 'bool'); // [N, 1]
   const text = fusedMoe(g, w, config, tokens, 'text', numExperts[0], intermediateSize[0]);
   const vision = fusedMoe(g, w, config, tokens, 'vision', numExperts[1], intermediateSize[1]);
-  let out = g.where(isVision, vision, text);
+  let out = g.where(isVision, vision.out, text.out);
   if (numSharedExperts > 0) {
     const shared = g.scope('shared_experts', () => ernieMlp(g, w.sub('shared_experts'), tokens, intermediateSize[0] * numSharedExperts));
     out = g.add(out, shared);
   }
-  return g.reshape(out, g.shapeOf(x), x.shape);
+  // Each token's routing from the modality it took, for callers that inspect it.
+  const routing = opts.routing
+    ? g.scope('routing', () => ({ topkIds: g.where(isVision, vision.chosen, text.chosen), topkWeights: g.where(isVision, vision.weights, text.weights) }))
+    : undefined;
+  return { out: g.reshape(out, g.shapeOf(x), x.shape), routing };
+}
+
+/** The router's choice per token over the flattened [B*S] tokens: expert ids [N, k] int64 (within the modality) and weights [N, k]. */
+export interface MoeRouting {
+  topkIds: Value;
+  topkWeights: Value;
 }
 
 /**
@@ -39,7 +56,15 @@ export function ernieMoe(g: Graph, w: Weights, config: ErnieTextConfig, x: Value
  * weights = p[experts] / max(sum, moe_norm_min) (HF clamps the sum; vLLM
  * divides by it unclamped, the same for any real sum).
  */
-function fusedMoe(g: Graph, w: Weights, config: ErnieTextConfig, x: Value, modality: 'text' | 'vision', E: number, I: number): Value {
+function fusedMoe(
+  g: Graph,
+  w: Weights,
+  config: ErnieTextConfig,
+  x: Value,
+  modality: 'text' | 'vision',
+  E: number,
+  I: number,
+): { out: Value; chosen: Value; weights: Value } {
   const D = config.hiddenSize;
   const { topK, normMin } = config.moe;
   const gate = g.param(w, `${modality}_experts_gate.weight`, [E, D]);
@@ -48,7 +73,7 @@ function fusedMoe(g: Graph, w: Weights, config: ErnieTextConfig, x: Value, modal
   const w2 = g.param(w, `${modality}_experts.w2_weight`, [E, D, I]);
   const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
   return g.scope(`${modality}_experts`, () => {
-    const routing = g.scope('router', () => {
+    const { chosen, weights, dense } = g.scope('router', () => {
       const logits = g.matmul(f32(x), g.transpose(f32(gate), [1, 0])); // [N, E]
       const probs = g.softmax(logits, -1);
       const [, chosen] = g.topk(g.add(probs, f32(bias)), topK, -1); // [N, k]
@@ -56,7 +81,7 @@ function fusedMoe(g: Graph, w: Weights, config: ErnieTextConfig, x: Value, modal
       const weights = g.div(picked, g.max(g.reduceSum(picked, [1]), normMin));
       // Dense [N, E] routing weights: sum over the k picks of one_hot(expert) * weight.
       const oneHot = g.cast(g.equal(g.unsqueeze(chosen, [2]), g.constant('int64', [1, 1, E], Array.from({ length: E }, (_, e) => e))), 'float32');
-      return g.reduceSum(g.mul(oneHot, g.unsqueeze(weights, [2])), [1], false);
+      return { chosen, weights, dense: g.reduceSum(g.mul(oneHot, g.unsqueeze(weights, [2])), [1], false) };
     });
 
     // Every expert on every token: [E, N, 2I] -> SiLU gate * up -> [E, N, D].
@@ -65,7 +90,7 @@ function fusedMoe(g: Graph, w: Weights, config: ErnieTextConfig, x: Value, modal
       const [gt, up] = g.split(gateUp, [I, I], -1);
       return g.matmul(g.mul(g.silu(gt!), up!), g.transpose(f32(w2), [0, 2, 1]));
     });
-    const perExpert = g.unsqueeze(g.transpose(routing, [1, 0]), [2]); // [E, N, 1]
-    return g.reduceSum(g.mul(experts, perExpert), [0], false); // [N, D]
+    const perExpert = g.unsqueeze(g.transpose(dense, [1, 0]), [2]); // [E, N, 1]
+    return { out: g.reduceSum(g.mul(experts, perExpert), [0], false), chosen, weights }; // out [N, D]
   });
 }

@@ -42,4 +42,4 @@ export async function loadCase(model: string, name: string): Promise<FixtureCase
   };
 }
 
-export const numbers = (t: Tensor): number[] => Array.from(t.data as ArrayLike<number | bigint>, Number);
+export const numbers = (t: { data: unknown }): number[] => Array.from(t.data as ArrayLike<number | bigint>, Number);

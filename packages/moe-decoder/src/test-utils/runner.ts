@@ -21,6 +21,8 @@ export interface StepOutput {
   logits: Float32Array;
   present: { key: ort.Tensor; value: ort.Tensor }[];
   hidden: Float32Array[];
+  /** Every output by name. */
+  raw: Record<string, ort.Tensor>;
   ms: number;
 }
 
@@ -50,7 +52,7 @@ export async function step(session: ort.InferenceSession, cfg: ErnieTextConfig, 
   const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({ key: out[`present.${l}.key`]!, value: out[`present.${l}.value`]! }));
   const hidden: Float32Array[] = [];
   for (let l = 0; out[`hidden_states.${l}`] !== undefined; l++) hidden.push(out[`hidden_states.${l}`]!.data as Float32Array);
-  return { logits: out.logits!.data as Float32Array, present, hidden, ms };
+  return { logits: out.logits!.data as Float32Array, present, hidden, raw: out, ms };
 }
 
 /** argmax over the last axis of row r of a [rows, V] block. */
