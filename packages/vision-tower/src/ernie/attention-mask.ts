@@ -1,7 +1,6 @@
 import { type Graph, type Value, nn } from '@vlmkit/onnx-graph';
+import type { AttentionOp } from '../types.js';
 
-/** Which attention kernel the tower's blocks use. */
-export type AttentionOp = 'Attention' | 'MultiHeadAttention';
 
 /** The block-diagonal mask in the form the chosen op takes, built once and shared by all blocks. */
 export type FrameMask = { op: 'Attention'; mask: Value } | { op: 'MultiHeadAttention'; bias: Value };

@@ -6,7 +6,7 @@ import { referenceConfigOf as refConfig, referenceErnieTower } from '../test-uti
 import { ErnieVisionConfig } from './config.js';
 import { ernieVisionInputs } from './inputs.js';
 import { buildErnieVisionTowerModel } from './vision-transformer.js';
-import type { AttentionOp } from './attention-mask.js';
+import type { AttentionOp } from '../types.js';
 
 type Grid = [number, number, number];
 

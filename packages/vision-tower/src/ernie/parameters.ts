@@ -1,10 +1,6 @@
+import type { ParameterSpec } from '../types.js';
 import type { ErnieVisionConfig } from './config.js';
 
-/** A parameter the component reads: its name (relative to the component) and shape. */
-export interface ParameterSpec {
-  name: string;
-  shape: number[];
-}
 
 /** The tower's parameters (docs/parameter-names.md, vision tower table), in module order. */
 export function expectedErnieVisionParameters(config: ErnieVisionConfig): ParameterSpec[] {

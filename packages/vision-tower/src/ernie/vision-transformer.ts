@@ -1,6 +1,7 @@
 import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
-import { type AttentionOp, blockDiagonalMask } from './attention-mask.js';
+import type { AttentionOp } from '../types.js';
+import { blockDiagonalMask } from './attention-mask.js';
 import { type ErnieVisionConfig, ernieVisionHeadDim } from './config.js';
 import { visionBlock } from './vision-block.js';
 

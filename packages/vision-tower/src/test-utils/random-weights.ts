@@ -1,6 +1,6 @@
 import { type TensorRef, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
 import { f16ToF32, f32ToF16 } from '@vlmkit/safetensors';
-import type { ParameterSpec } from '../ernie/parameters.js';
+import type { ParameterSpec } from '../types.js';
 import { randn } from './ort.js';
 
 /**

@@ -1,0 +1,69 @@
+import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import type { AttentionOp } from '../types.js';
+import { VisionTowerError } from '../errors.js';
+import type { SiglipVisionConfig } from './config.js';
+import { siglipVisionEmbeddings } from './embeddings.js';
+import { siglipEncoderLayer } from './encoder-layer.js';
+
+export interface SiglipVisionBuildOptions {
+  /** Attention kernel (default com.microsoft MultiHeadAttention; no mask is needed). */
+  attentionOp?: AttentionOp;
+  /** Apply `post_layernorm` to the last hidden state (default false, as vLLM's Granite 4 Vision: require_post_norm=False). */
+  postLayerNorm?: boolean;
+  /** Scope of the tower's nodes and initializers (default `vision_tower`). */
+  scope?: string;
+}
+
+export interface SiglipVisionTowerOutputs {
+  /** L + 1 values [B, Np, D]: the embeddings, then the output of each encoder layer (HF hidden_states, vLLM return_all_hidden_states). */
+  hiddenStates: Value[];
+  /** The last hidden state after post_layernorm, when `postLayerNorm`. */
+  pooled: Value | undefined;
+}
+
+/**
+ * vLLM: SiglipVisionTransformer (embeddings -> encoder returning all hidden
+ * states). Adds the tower to `g` under `options.scope`; `pixelValues` is
+ * [B, C, imageSize, imageSize] (one row per anyres tile).
+ */
+export function buildSiglipVisionTower(
+  g: Graph,
+  weights: Weights,
+  config: SiglipVisionConfig,
+  inputs: { pixelValues: Value },
+  options: SiglipVisionBuildOptions = {},
+): SiglipVisionTowerOutputs {
+  const pv = inputs.pixelValues;
+  const { numChannels: c, imageSize: s } = config;
+  const fits = pv.rank === 4 && [c, s, s].every((d, i) => typeof pv.dim(i + 1) !== 'number' || pv.dim(i + 1) === d);
+  if (!fits || (pv.dtype !== 'float32' && pv.dtype !== 'float16')) {
+    throw new VisionTowerError('BAD_INPUT', `SigLIP tower: pixelValues must be float32/float16 [batch, ${c}, ${s}, ${s}], got ${pv}.`);
+  }
+  const op = options.attentionOp ?? 'MultiHeadAttention';
+  return g.scope(options.scope ?? 'vision_tower', () => {
+    let x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, pv));
+    const hiddenStates = [x];
+    for (let l = 0; l < config.numHiddenLayers; l++) {
+      const name = `encoder.layers.${l}`;
+      x = g.scope(name, () => siglipEncoderLayer(g, weights.sub(name), config, x, op));
+      hiddenStates.push(x);
+    }
+    const pooled = options.postLayerNorm ? nn.layerNorm(g, x, weights, 'post_layernorm', config.layerNormEps) : undefined;
+    return { hiddenStates, pooled };
+  });
+}
+
+/**
+ * The SigLIP tower alone. Input `pixel_values` [B, C, S, S] float32; output
+ * `vision_hidden_states` [L+1, B, Np, D] (embeddings, then each layer), and
+ * `vision_post_layernorm` [B, Np, D] when `postLayerNorm`.
+ */
+export function buildSiglipVisionTowerModel(weights: Weights, config: SiglipVisionConfig, options: SiglipVisionBuildOptions = {}): Graph {
+  const g = new Graph({ name: 'siglip_vision_tower' });
+  const s = config.imageSize;
+  const pixelValues = g.input('pixel_values', 'float32', ['batch', config.numChannels, s, s]);
+  const { hiddenStates, pooled } = buildSiglipVisionTower(g, weights, config, { pixelValues }, options);
+  g.output(g.concat(hiddenStates.map((h) => g.unsqueeze(h, [0])), 0), 'vision_hidden_states');
+  if (pooled) g.output(pooled, 'vision_post_layernorm');
+  return g;
+}
