@@ -5,3 +5,5 @@ export { type MapOptions, type Mapped, type MappingTable, type ParamSpec, mapChe
 export { type MappingReport, type MissingParameter, type Mismatch, type ParameterRecord, formatReport } from './report.js';
 export { type Ernie45VlMapperConfig, type ErnieMlpKind, ernie45VlConfigFromHf } from './ernie45-vl-config.js';
 export { type Ernie45VlComponent, ernie45VlMapping, mapErnie45VL } from './ernie45-vl.js';
+export { type Granite4VisionMapperConfig, granite4VisionConfigFromHf } from './granite4-vision-config.js';
+export { type Granite4VisionComponent, granite4VisionMapping, mapGranite4Vision } from './granite4-vision.js';
