@@ -1,26 +1,106 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FIXTURE_DIR, type ModelError } from '@vlmkit/models';
 import { describe, expect, it } from 'vitest';
+import { readNamedTensors } from './io.js';
 import { main } from './main.js';
 
-describe('vlmkit demo', () => {
-  it('builds and runs the demo graph, printing the device and a layer-normed output', async () => {
-    let text = '';
-    const code = await main(['demo'], (s) => {
-      text += s;
+function capture(): { out: (s: string) => void; text: () => string } {
+  let text = '';
+  return { out: (s) => (text += s), text: () => text };
+}
+
+const ernie = join(FIXTURE_DIR, 'ernie-tiny');
+
+function relError(a: Float32Array, b: Float32Array): number {
+  let d = 0;
+  let s = 0;
+  for (let i = 0; i < a.length; i++) {
+    d = Math.max(d, Math.abs(a[i]! - b[i]!));
+    s = Math.max(s, Math.abs(b[i]!));
+  }
+  return d / s;
+}
+
+describe('vlmkit forward / generate on the ERNIE fixtures', () => {
+  for (const name of ['images', 'video-long-t']) {
+    it(`forward writes logits, embeddings and position ids matching HF (${name})`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
+      const c = capture();
+      const caseDir = join(ernie, 'cases', name);
+      const code = await main(['forward', '--model', ernie, '--inputs', join(caseDir, 'inputs.safetensors'), '--out', join(dir, 'out.safetensors'), '--device', 'cpu', '--reference', 'hf'], c.out);
+      expect(code).toBe(0);
+      const got = await readNamedTensors(join(dir, 'out.safetensors'));
+      const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
+      expect(got.logits!.dtype).toBe('float32');
+      expect(got.logits!.dims).toEqual(want.logits!.dims);
+      expect(relError(got.logits!.data as Float32Array, want.logits!.data as Float32Array)).toBeLessThan(1e-4);
+      expect(got.position_ids!.dims).toEqual([3, ...want.logits!.dims.slice(0, 2)]);
+      expect(Array.from(got.position_ids!.data as BigInt64Array)).toEqual(Array.from(want.position_ids!.data as BigInt64Array));
+      const key = name === 'images' ? 'image_embeds' : 'video_embeds';
+      expect(relError(got[key]!.data as Float32Array, want[key]!.data as Float32Array)).toBeLessThan(1e-4);
     });
-    expect(code).toBe(0);
-    expect(text).toMatch(/^device: cpu \(/);
-    const values = /output: \[(.*)\]/.exec(text)![1]!.split(', ').map(Number);
-    expect(values).toHaveLength(8);
-    // Layer norm with unit weight and zero bias: zero mean, unit variance per row.
-    const mean = values.reduce((a, b) => a + b) / 8;
-    const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / 8;
-    expect(Math.abs(mean)).toBeLessThan(1e-3);
-    expect(variance).toBeGreaterThan(0.99);
+  }
+
+  it('forward follows vLLM by default: text after a long video continues after its largest t position', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
+    const caseDir = join(ernie, 'cases', 'video-long-t');
+    await main(['forward', '--model', ernie, '--inputs', join(caseDir, 'inputs.safetensors'), '--out', join(dir, 'o.safetensors'), '--device', 'cpu'], capture().out);
+    const got = Array.from((await readNamedTensors(join(dir, 'o.safetensors'))).position_ids!.data as BigInt64Array, Number);
+    const hf = Array.from((await readNamedTensors(join(caseDir, 'expected.safetensors'))).position_ids!.data as BigInt64Array, Number);
+    // grid [8,2,4] -> t'=4 > max(h',w')=2: vLLM's last text position is 2 past HF's.
+    const S = got.length / 3;
+    expect(got[S - 1]! - hf[S - 1]!).toBe(2);
   });
 
-  it('rejects an unknown command with exit code 2', async () => {
-    let text = '';
-    expect(await main(['nope'], (s) => (text += s))).toBe(2);
-    expect(text).toContain("unknown command 'nope'");
+  it('generate writes generated_ids identical to HF greedy generate() and streams them', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
+    const c = capture();
+    const caseDir = join(ernie, 'cases', 'batch-padded');
+    const code = await main(['generate', '--model', ernie, '--inputs', join(caseDir, 'inputs.safetensors'), '--max-new-tokens', '8', '--out', join(dir, 'gen.safetensors'), '--device', 'cpu'], c.out);
+    expect(code).toBe(0);
+    const got = await readNamedTensors(join(dir, 'gen.safetensors'));
+    const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
+    expect(got.generated_ids!.dims).toEqual(want.generated_ids!.dims);
+    expect(Array.from(got.generated_ids!.data as BigInt64Array)).toEqual(Array.from(want.generated_ids!.data as BigInt64Array));
+    const streamed = /tokens:(.*)/.exec(c.text())![1]!;
+    expect(streamed.match(/\[\d+, \d+\]/g)).toHaveLength(8);
+  });
+
+  it('demo runs the tiny ERNIE end to end and prints ids, device and timings', async () => {
+    const c = capture();
+    expect(await main(['demo', '--device', 'cpu'], c.out)).toBe(0);
+    expect(c.text()).toMatch(/device: cpu/);
+    expect(c.text()).toMatch(/vision [\d.]+ ms, prefill [\d.]+ ms, decode [\d.]+ ms\/token over 7 steps/);
+    const ids = JSON.parse(/new token ids: (.*)/.exec(c.text())![1]!) as number[][];
+    const want = await readNamedTensors(join(ernie, 'cases', 'images', 'expected.safetensors'));
+    expect(ids.flat()).toEqual(Array.from(want.generated_ids!.data as BigInt64Array, Number));
+  });
+});
+
+describe('vlmkit usage errors', () => {
+  it('an unknown model type lists the supported ones; a directory without config.json says so', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
+    await writeFile(join(dir, 'config.json'), JSON.stringify({ model_type: 'llama' }));
+    const err = (await main(['forward', '--model', dir, '--inputs', 'x', '--out', 'y'], capture().out).catch((e: unknown) => e)) as ModelError;
+    expect(err.code).toBe('UNSUPPORTED_MODEL_TYPE');
+    expect(err.message).toMatch(/model_type 'llama' is not supported. Supported: ernie4_5_vl_moe/);
+    const none = (await main(['forward', '--model', join(FIXTURE_DIR, 'mrope'), '--inputs', 'x', '--out', 'y'], capture().out).catch((e: unknown) => e)) as ModelError;
+    expect(none.code).toBe('CONFIG_NOT_FOUND');
+  });
+
+  it('rejects a missing flag, a bad device and an unknown command with exit code 2', async () => {
+    for (const argv of [['forward', '--model', ernie], ['demo', '--device', 'tpu'], ['nope']]) {
+      const c = capture();
+      expect(await main(argv, c.out)).toBe(2);
+      expect(c.text()).toMatch(/^vlmkit: /);
+    }
+  });
+
+  it('graph-demo builds and runs a small graph', async () => {
+    const c = capture();
+    expect(await main(['graph-demo', '--device', 'cpu'], c.out)).toBe(0);
+    expect(c.text()).toMatch(/^device: cpu/);
   });
 });

@@ -13,3 +13,5 @@ export {
   type ErnieLoadOptions,
   type ErnieTimings,
 } from './ernie/model.js';
+export { type LoadOptions, type PretrainedModel, loadPretrained, supportedModelTypes } from './registry.js';
+export { FIXTURE_DIR } from './fixture-dir.js';

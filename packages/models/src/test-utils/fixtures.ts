@@ -1,10 +1,11 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type HostTensor, fromSafetensors } from '@vlmkit/runtime';
 import { SafetensorsFile } from '@vlmkit/safetensors';
 
-export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
+import { FIXTURE_DIR as FIXTURES } from '../fixture-dir.js';
+
+export { FIXTURES };
 
 export interface FixtureCase {
   name: string;

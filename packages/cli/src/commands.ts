@@ -1,0 +1,79 @@
+import { join } from 'node:path';
+import { FIXTURE_DIR, type GenerateOptions, loadPretrained } from '@vlmkit/models';
+import { type DeviceRequest, int64 } from '@vlmkit/runtime';
+import { readNamedTensors, writeNamedTensors } from './io.js';
+
+export type Out = (s: string) => void;
+
+export class UsageError extends Error {
+  readonly code = 'USAGE';
+}
+
+export interface CommonOptions {
+  model: string;
+  device: DeviceRequest;
+  reference: 'vllm' | 'hf';
+  cacheDir?: string | undefined;
+}
+
+function ms(x: number): string {
+  return `${x.toFixed(1)} ms`;
+}
+
+/** `vlmkit forward`: HF kwargs in, logits / vision embeddings / position ids out. */
+export async function forwardCommand(o: CommonOptions & { inputs: string; out: string }, out: Out): Promise<void> {
+  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir });
+  try {
+    const inputs = await readNamedTensors(o.inputs);
+    const t0 = performance.now();
+    const result = await model.forwardNamed(inputs);
+    const forwardMs = performance.now() - t0;
+    await writeNamedTensors(o.out, result);
+    out(`${model.modelType} on ${model.device}: forward ${ms(forwardMs)}; wrote ${Object.keys(result).sort().join(', ')} to ${o.out}\n`);
+  } finally {
+    await model.release();
+  }
+}
+
+export interface GenerateCommandOptions extends CommonOptions {
+  inputs: string;
+  out?: string | undefined;
+  generate: GenerateOptions;
+}
+
+/** `vlmkit generate`: greedy by default; streams each step's tokens; writes `generated_ids` [B, N] int64. */
+export async function generateCommand(o: GenerateCommandOptions, out: Out): Promise<number[][]> {
+  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir });
+  try {
+    const inputs = await readNamedTensors(o.inputs);
+    out(`device: ${model.device} (${model.deviceReason})\n`);
+    out(`load ${ms(model.timings.loadMs)}, build ${ms(model.timings.buildMs)}, sessions ${ms(model.timings.sessionMs)}\n`);
+    out('tokens:');
+    const r = await model.generate(inputs, { ...o.generate, onToken: (t) => out(` [${t.join(', ')}]`) });
+    out('\n');
+    const steps = r.timings.stepMs;
+    const perToken = steps.length > 0 ? steps.reduce((a, b) => a + b, 0) / steps.length : 0;
+    out(`vision ${ms(r.visionMs)}, prefill ${ms(r.timings.prefillMs)}, decode ${ms(perToken)}/token over ${steps.length} steps\n`);
+    if (o.out) {
+      const n = Math.max(0, ...r.tokens.map((t) => t.length));
+      const flat = r.tokens.flatMap((row) => [...row, ...new Array<number>(n - row.length).fill(0)]);
+      await writeNamedTensors(o.out, { generated_ids: int64(flat, [r.tokens.length, n]) });
+      out(`wrote generated_ids [${r.tokens.length}, ${n}] to ${o.out}\n`);
+    }
+    return r.tokens;
+  } finally {
+    await model.release();
+  }
+}
+
+/** `vlmkit demo`: the tiny ERNIE-4.5-VL fixture (2 images + text) end to end through generate. */
+export async function demoCommand(device: DeviceRequest, out: Out): Promise<number[][]> {
+  const model = join(FIXTURE_DIR, 'ernie-tiny');
+  out(`ERNIE-4.5-VL (tiny random checkpoint: ${model}), prompt with 2 images\n`);
+  const tokens = await generateCommand(
+    { model, device, reference: 'vllm', inputs: join(model, 'cases', 'images', 'inputs.safetensors'), generate: { maxNewTokens: 8, eos: [] } },
+    out,
+  );
+  out(`new token ids: ${JSON.stringify(tokens)}\n`);
+  return tokens;
+}

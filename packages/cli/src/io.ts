@@ -1,0 +1,20 @@
+import { type HostTensor, fromSafetensors, toSafetensors } from '@vlmkit/runtime';
+import { SafetensorsFile, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
+
+/** Every tensor of a safetensors file, by name (bf16 upcast to float32). */
+export async function readNamedTensors(path: string): Promise<Record<string, HostTensor>> {
+  const f = await SafetensorsFile.open(path);
+  try {
+    const out: Record<string, HostTensor> = {};
+    for (const name of f.names()) out[name] = fromSafetensors(await f.read(name));
+    return out;
+  } finally {
+    await f.close();
+  }
+}
+
+export async function writeNamedTensors(path: string, tensors: Record<string, HostTensor>): Promise<void> {
+  const out: Record<string, Tensor> = {};
+  for (const [k, v] of Object.entries(tensors)) out[k] = toSafetensors(v);
+  await writeSafetensors(path, out, { producer: 'vlmkit' });
+}

@@ -1,0 +1,70 @@
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { HostTensor } from '@vlmkit/runtime';
+import { ModelError } from './errors.js';
+import type { GenerateOptions, GenerateResult } from './generate.js';
+import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
+
+/** What every assembled model offers, by HF input and output names (the CLI's contract). */
+export interface PretrainedModel {
+  readonly modelType: string;
+  readonly device: string;
+  readonly deviceReason: string;
+  readonly timings: { loadMs: number; buildMs: number; sessionMs: number };
+  /** HF forward kwargs in; float32 `logits` [B,S,V] and model-specific extras out. */
+  forwardNamed(inputs: Record<string, HostTensor>): Promise<Record<string, HostTensor>>;
+  generate(inputs: Record<string, HostTensor>, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
+  release(): Promise<void>;
+}
+
+export type LoadOptions = ErnieLoadOptions;
+
+const LOADERS: Record<string, (dir: string, o: LoadOptions) => Promise<PretrainedModel>> = {
+  ernie4_5_vl_moe: async (dir, o) => ernieAdapter(await Ernie45VL.fromPretrained(dir, o)),
+};
+
+/** Hub `model_type`s that map to an implemented model (the hub's own name for ERNIE differs from HF's). */
+const ALIASES: Record<string, string> = { ernie4_5_moe_vl: 'ernie4_5_vl_moe' };
+
+export function supportedModelTypes(): string[] {
+  return Object.keys(LOADERS).sort();
+}
+
+/** Opens a checkpoint directory with the model its config.json names. */
+export async function loadPretrained(dir: string, options: LoadOptions = {}): Promise<PretrainedModel> {
+  const path = join(resolve(dir), 'config.json');
+  let json: { model_type?: unknown };
+  try {
+    json = JSON.parse(await readFile(path, 'utf8')) as { model_type?: unknown };
+  } catch (e) {
+    throw new ModelError('CONFIG_NOT_FOUND', `cannot read ${path}: ${(e as Error).message}. Pass the directory holding config.json and the .safetensors files.`);
+  }
+  const type = String(json.model_type);
+  const loader = LOADERS[ALIASES[type] ?? type];
+  if (!loader) {
+    throw new ModelError('UNSUPPORTED_MODEL_TYPE', `${path}: model_type '${type}' is not supported. Supported: ${supportedModelTypes().join(', ')}.`);
+  }
+  return loader(dir, options);
+}
+
+function ernieAdapter(m: Ernie45VL): PretrainedModel {
+  return {
+    modelType: 'ernie4_5_vl_moe',
+    get device() {
+      return m.device;
+    },
+    get deviceReason() {
+      return m.deviceReason;
+    },
+    timings: m.timings,
+    forwardNamed: async (inputs) => {
+      const out = await m.forward(inputs as never);
+      const named: Record<string, HostTensor> = { logits: out.logits, position_ids: out.positionIds };
+      if (out.imageEmbeds) named.image_embeds = out.imageEmbeds;
+      if (out.videoEmbeds) named.video_embeds = out.videoEmbeds;
+      return named;
+    },
+    generate: (inputs, o) => m.generate(inputs as never, o),
+    release: () => m.release(),
+  };
+}
