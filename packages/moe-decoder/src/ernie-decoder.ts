@@ -53,8 +53,7 @@ export interface ErnieTextDecoderOutputs {
  * vLLM: Ernie4_5_VLMoeForCausalLM (Ernie4_5_VLMoeModel + lm_head). Adds the
  * text decoder to `g` inside `scope` (default 'decoder'): embeddings with
  * vision rows scattered in, the decoder layers with KV cache, the final
- * norm and lm_head (tied to embed_tokens when the config ties them and no
- * separate `lm_head.weight` is given; the same TensorRef is stored once).
+ * norm and lm_head (with tied embeddings, embed_tokens' weight: stored once).
  * Computes in float32; bf16/fp16 parameters are cast in the graph.
  */
 export function buildErnieTextDecoder(
@@ -108,10 +107,16 @@ export function buildErnieTextDecoder(
   });
 }
 
-/** logits = h W^T with W [V, D]: Gemm with transB, so a tied [V, D] table is never transposed into a copy. */
+/**
+ * logits = h W^T with W [V, D]: Gemm with transB, so a tied [V, D] table is
+ * never transposed into a copy. Tied: W is `embed_tokens.weight` itself
+ * (one initializer), whatever `lm_head.weight` the weights also carry (a
+ * mapper may hand an equal but distinct TensorRef, which would be stored
+ * and loaded twice).
+ */
 function lmHead(g: Graph, weights: Weights, config: ErnieTextConfig, h: Value): Value {
   const { vocabSize: V, hiddenSize: D } = config;
-  const name = weights.has('lm_head.weight') || !config.tieWordEmbeddings ? 'lm_head.weight' : 'embed_tokens.weight';
+  const name = config.tieWordEmbeddings ? 'embed_tokens.weight' : 'lm_head.weight';
   const w = nn.paramAs(g, weights, name, h);
   if (w.shape[0] !== V || w.shape[1] !== D) {
     throw new MoeDecoderError('BAD_INPUT', `${weights.fullName(name)} has shape [${w.shape.join(', ')}], expected [${V}, ${D}].`);

@@ -1,12 +1,14 @@
 import { join } from 'node:path';
 import { Checkpoint } from '@vlmkit/safetensors';
+import { mapErnie45VL } from '@vlmkit/weight-mapper';
+import type { Weights } from '@vlmkit/onnx-graph';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from './ernie-config.js';
 import { buildErnieTextDecoderModel } from './ernie-model.js';
+import { ernieTextExpectedParameters } from './ernie-parameters.js';
 import { ernieDecodePositions } from './ernie-rotary.js';
 import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readAll, readJson } from './test-utils/fixtures.js';
-import { ernieHubWeights } from './test-utils/hub-weights.js';
 import { maxAbs, maxAbsDiff, sessionFor } from './test-utils/ort.js';
 import { type StepInput, argmax, step } from './test-utils/runner.js';
 
@@ -61,6 +63,7 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
   let top: Record<string, unknown>;
   let ckpt: Checkpoint;
   let session: ort.InferenceSession;
+  let decoderWeights: Weights;
   const cases = new Map<string, FixtureCase>();
 
   beforeAll(async () => {
@@ -68,13 +71,27 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
     cfg = ernieTextConfigFromHf(top);
     ckpt = await Checkpoint.open(join(FIXTURES, MODEL));
     const t0 = performance.now();
-    session = await sessionFor(buildErnieTextDecoderModel(ernieHubWeights(ckpt, cfg), cfg, { outputHiddenStates: true, outputRouting: true }));
+    const { decoder, report } = await mapErnie45VL(ckpt, top);
+    expect(report.missing).toEqual([]);
+    decoderWeights = decoder;
+    session = await sessionFor(buildErnieTextDecoderModel(decoder, cfg, { outputHiddenStates: true, outputRouting: true }));
     console.log(`[ernie-tiny] build + session create: ${(performance.now() - t0).toFixed(0)} ms`);
     for (const name of CASES) cases.set(name, await loadCase(MODEL, name));
   });
   afterAll(async () => {
     await session?.release();
     await ckpt?.close();
+  });
+
+  it('the weight mapper supplies exactly the expected parameters, and the tied table is stored once', () => {
+    const expected = ernieTextExpectedParameters(cfg);
+    expect(decoderWeights.names()).toEqual(expected.map((p) => p.name).sort());
+    for (const p of expected) expect([p.name, decoderWeights.get(p.name).shape]).toEqual([p.name, p.shape]);
+    const { initializers } = buildErnieTextDecoderModel(decoderWeights, cfg).snapshot();
+    // The mapper hands lm_head an equal but distinct ref to the same bytes: only one initializer may point there.
+    const emb = decoderWeights.get('embed_tokens.weight');
+    const same = (r: typeof emb) => r.kind === 'file' && emb.kind === 'file' && r.path === emb.path && r.byteOffset === emb.byteOffset;
+    expect(initializers.filter((e) => same(e.ref)).map((e) => e.name)).toEqual(['decoder.embed_tokens.weight']);
   });
 
   for (const name of CASES) {
@@ -205,7 +222,7 @@ describe.skipIf(!haveBf16)('ERNIE text decoder on a bf16 checkpoint', () => {
     const cfg = ernieTextConfigFromHf(top);
     const ckpt = await Checkpoint.open(join(FIXTURES, BF16));
     try {
-      const weights = ernieHubWeights(ckpt, cfg);
+      const weights = (await mapErnie45VL(ckpt, top)).decoder;
       expect(weights.get('layers.1.self_attn.qkv_proj.weight').dtype).toBe('bfloat16');
       expect(weights.get('layers.1.mlp.text_experts_gate.weight').dtype).toBe('float32');
       const session = await sessionFor(buildErnieTextDecoderModel(weights, cfg));

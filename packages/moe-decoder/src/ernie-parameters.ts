@@ -9,9 +9,9 @@ export interface ParameterSpec {
 /**
  * The parameters `buildErnieTextDecoder` reads, under the names of
  * docs/parameter-names.md (vLLM's module tree with packed qkv_proj /
- * gate_up_proj and stacked expert weights). With tied embeddings the
- * mapper supplies `embed_tokens.weight`'s TensorRef as `lm_head.weight`
- * (stored once); when it is absent the decoder uses `embed_tokens.weight`.
+ * gate_up_proj and stacked expert weights). `lm_head.weight` is listed as
+ * the mapper supplies it; with tied embeddings the decoder reads
+ * `embed_tokens.weight` for the head instead (stored once).
  */
 export function ernieTextExpectedParameters(config: ErnieTextConfig): ParameterSpec[] {
   const { hiddenSize: D, headDim: hd, numAttentionHeads: hq, numKeyValueHeads: hkv, vocabSize: V } = config;
