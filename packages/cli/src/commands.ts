@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { FIXTURE_DIR, type GenerateOptions, loadPretrained } from '@vlmkit/models';
+import { FIXTURE_DIR, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
-import { readNamedTensors, writeNamedTensors } from './io.js';
+
 
 export type Out = (s: string) => void;
 

@@ -1,9 +1,9 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FIXTURE_DIR, type ModelError } from '@vlmkit/models';
+import { FIXTURE_DIR, type ModelError, readNamedTensors } from '@vlmkit/models';
 import { describe, expect, it } from 'vitest';
-import { readNamedTensors } from './io.js';
+
 import { main } from './main.js';
 
 function capture(): { out: (s: string) => void; text: () => string } {

@@ -15,3 +15,4 @@ export {
 } from './ernie/model.js';
 export { type LoadOptions, type PretrainedModel, loadPretrained, supportedModelTypes } from './registry.js';
 export { FIXTURE_DIR } from './fixture-dir.js';
+export { readNamedTensors, writeNamedTensors } from './inputs-file.js';

@@ -1,7 +1,5 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type HostTensor, fromSafetensors } from '@vlmkit/runtime';
-import { SafetensorsFile } from '@vlmkit/safetensors';
 
 import { FIXTURE_DIR as FIXTURES } from '../fixture-dir.js';
 
@@ -27,17 +25,7 @@ export function fixtureCases(model: string): FixtureCase[] {
     });
 }
 
-/** All tensors of a safetensors file as host tensors (bf16 upcast). */
-export async function readTensors(path: string): Promise<Record<string, HostTensor>> {
-  const f = await SafetensorsFile.open(path);
-  try {
-    const out: Record<string, HostTensor> = {};
-    for (const n of f.names()) out[n] = fromSafetensors(await f.read(n));
-    return out;
-  } finally {
-    await f.close();
-  }
-}
+export { readNamedTensors as readTensors } from '../inputs-file.js';
 
 /** max |a - b| / max |b| over the entries `keep` selects. */
 export function relError(a: ArrayLike<number>, b: ArrayLike<number>, keep: (i: number) => boolean = () => true): number {
