@@ -1,0 +1,140 @@
+import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { causalPaddingMask } from './attention-mask.js';
+import { embedTokens } from './embedding.js';
+import type { KvPair } from './ernie-decoder.js';
+import { MoeDecoderError } from './errors.js';
+import type { GraniteTextConfig } from './granite-config.js';
+import { addDeepstackFeatures, zeroRows } from './granite-deepstack.js';
+import { graniteDecoderLayer } from './granite-layer.js';
+import { checkGraniteLevels } from './granite-levels.js';
+import { graniteRotaryTables } from './granite-rotary.js';
+
+export interface GraniteTextDecoderInputs {
+  /** [B, S] int64 token ids. Give these or `inputsEmbeds`. */
+  inputIds?: Value;
+  /** [B, S, D] float32 token embeddings (before embedding_multiplier), instead of `inputIds`. */
+  inputsEmbeds?: Value;
+  /** [N] int64 flattened b * S + s rows of the image tokens, in packing order (N may be 0). */
+  imagePositions?: Value;
+  /** One [N, D] float32 per deepstack level, in `levels` order: the packed image features of that level. */
+  deepstack?: readonly Value[];
+  /** [B, P + S] int64: 1 = real token, 0 = padding (left padding), over past and current positions. */
+  attentionMask: Value;
+  /** [B, S] int64 1D positions (HF generate: cumsum(attention_mask) - 1, 0 on padding). */
+  positionIds: Value;
+  /** One KV pair per layer, [B, Hkv, P, headDim] (P may be 0). Without it no present values are returned. */
+  past?: readonly KvPair[];
+}
+
+export interface GraniteTextDecoderOptions {
+  /** Level k -> the LLM layer its features are added before (`graniteDeepstackLevels(config.json)`). */
+  levels: readonly number[];
+  /** Scope of the decoder's nodes and initializers (default 'decoder'). */
+  scope?: string;
+}
+
+export interface GraniteTextDecoderOutputs {
+  /** [B, S, V] float32, already divided by logits_scaling. */
+  logits: Value;
+  /** [B, S, D] after the final norm. */
+  lastHiddenState: Value;
+  /** [B, S, D] token embeddings with the image rows zeroed, before embedding_multiplier (HF's `inputs_embeds`). */
+  inputsEmbeds: Value;
+  /** The input of each decoder layer, after that layer's deepstack features were added, [B, S, D]. */
+  layerInputs: Value[];
+  /** The output of each decoder layer, [B, S, D] (HF's per-layer hooks). */
+  layerOutputs: Value[];
+  /** Per layer, [B, Hkv, P + S, headDim]; present when `past` was given. */
+  present: KvPair[] | undefined;
+}
+
+/**
+ * HF: Granite4VisionTextModel + lm_head / logits_scaling; vLLM:
+ * Granite4VisionLLMModel (GraniteModel with deepstack injection). Adds the
+ * decoder to `g` inside a scope: embeddings with the image rows zeroed,
+ * times embedding_multiplier; before layer L, the level mapped to L is added
+ * at the image rows (unscaled); dense Granite layers with a KV cache; final
+ * norm; lm_head (tied: embed_tokens' weight, stored once) divided by
+ * logits_scaling. Computes in float32; bf16/fp16 parameters are cast in the graph.
+ */
+export function buildGraniteTextDecoder(
+  g: Graph,
+  weights: Weights,
+  config: GraniteTextConfig,
+  inputs: GraniteTextDecoderInputs,
+  options: GraniteTextDecoderOptions,
+): GraniteTextDecoderOutputs {
+  const { numHiddenLayers: L, hiddenSize: D } = config;
+  const bad = (m: string): never => {
+    throw new MoeDecoderError('BAD_INPUT', `buildGraniteTextDecoder: ${m}`);
+  };
+  if ((inputs.inputIds === undefined) === (inputs.inputsEmbeds === undefined)) bad('pass exactly one of inputIds and inputsEmbeds.');
+  checkGraniteLevels(options.levels, L);
+  const deepstack = inputs.deepstack ?? [];
+  if (deepstack.length > 0 && deepstack.length !== options.levels.length) {
+    bad(`deepstack has ${deepstack.length} feature inputs for ${options.levels.length} levels.`);
+  }
+  if (deepstack.length > 0 && inputs.imagePositions === undefined) bad('deepstack features need imagePositions.');
+  if (inputs.past !== undefined && inputs.past.length !== L) bad(`past has ${inputs.past.length} layers, the config has ${L}.`);
+
+  return g.scope(options.scope ?? 'decoder', () => {
+    const positions = inputs.imagePositions;
+    // HF Granite4VisionModel.forward: inputs_embeds.masked_fill(vision_mask, 0) (vLLM: text_embeds[is_multimodal] = 0).
+    const zeros = positions && zeroRows(g, positions, D);
+    const inputsEmbeds =
+      inputs.inputIds !== undefined
+        ? embedTokens(g, weights, inputs.inputIds, D, zeros && { embeds: zeros, positions: positions! })
+        : zeros
+          ? g.scope('embed_tokens', () => g.reshape(g.scatterND(g.reshape(inputs.inputsEmbeds!, [-1, D]), g.unsqueeze(positions!, [1]), zeros), g.shapeOf(inputs.inputsEmbeds!), inputs.inputsEmbeds!.shape))
+          : inputs.inputsEmbeds!;
+    const x0 = g.scope('embedding_multiplier', () => g.mul(inputsEmbeds, config.embeddingMultiplier));
+    const mask = causalPaddingMask(g, inputs.attentionMask, x0);
+    const { cos, sin } = graniteRotaryTables(g, inputs.positionIds, config);
+    const levelAt = new Map(options.levels.map((layer, k) => [layer, k]));
+
+    const layerInputs: Value[] = [];
+    const layerOutputs: Value[] = [];
+    const present: KvPair[] = [];
+    let h = x0;
+    for (let i = 0; i < L; i++) {
+      const k = levelAt.get(i);
+      if (k !== undefined && deepstack.length > 0) h = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, h, positions!, deepstack[k]!, D));
+      layerInputs.push(h);
+      const past = inputs.past?.[i];
+      const r = g.scope(`layers.${i}`, () =>
+        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, h, {
+          cos,
+          sin,
+          mask,
+          ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
+        }),
+      );
+      h = r.hidden;
+      layerOutputs.push(h);
+      if (r.presentKey !== undefined) present.push({ key: r.presentKey, value: r.presentValue! });
+    }
+    const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
+    const logits = lmHead(g, weights, config, lastHiddenState);
+    return { logits, lastHiddenState, inputsEmbeds, layerInputs, layerOutputs, present: inputs.past !== undefined ? present : undefined };
+  });
+}
+
+/**
+ * logits = (h W^T) / logits_scaling with W [V, D], as a Gemm with transB so a
+ * tied [V, D] table is never transposed into a copy; tied: W is
+ * `embed_tokens.weight` itself (one initializer). HF divides after the
+ * matmul (`logits / logits_scaling`), so do we (not alpha = 1/scaling).
+ */
+function lmHead(g: Graph, weights: Weights, config: GraniteTextConfig, h: Value): Value {
+  const { vocabSize: V, hiddenSize: D } = config;
+  const name = config.tieWordEmbeddings ? 'embed_tokens.weight' : 'lm_head.weight';
+  const w = nn.paramAs(g, weights, name, h);
+  if (w.shape[0] !== V || w.shape[1] !== D) {
+    throw new MoeDecoderError('BAD_INPUT', `${weights.fullName(name)} has shape [${w.shape.join(', ')}], expected [${V}, ${D}].`);
+  }
+  return g.scope('lm_head', () => {
+    const flat = g.gemm(g.reshape(h, [-1, D]), w, undefined, { transB: true });
+    const shape = g.concat([g.shapeOf(h, 0, 2), g.ints([V])], 0);
+    return g.div(g.reshape(flat, shape, [h.dim(0), h.dim(1), V]), config.logitsScaling);
+  });
+}

@@ -1,0 +1,21 @@
+import { type Graph, type Value } from '@vlmkit/onnx-graph';
+
+/**
+ * Adds one deepstack level's image features to the hidden state at the image
+ * positions: h[b, s] += features[n] where `positions[n]` = b * S + s
+ * (ScatterND with reduction 'add' on the flattened [B*S, D] view). HF:
+ * `hidden_states.masked_scatter(mask, hidden_states[mask] + features)` before
+ * the target layer; vLLM adds a buffer that is zero off the image rows. With
+ * N = 0 (decode steps) it is the identity.
+ */
+export function addDeepstackFeatures(g: Graph, h: Value, positions: Value, features: Value, hiddenSize: number): Value {
+  const flat = g.reshape(h, [-1, hiddenSize]);
+  const summed = g.scatterND(flat, g.unsqueeze(positions, [1]), features, 'add');
+  return g.reshape(summed, g.shapeOf(h), h.shape);
+}
+
+/** [N, D] float32 zeros, N = the number of `positions`: the rows that clear the image placeholders' embeddings. */
+export function zeroRows(g: Graph, positions: Value, hiddenSize: number): Value {
+  const shape = g.concat([g.shapeOf(positions), g.ints([hiddenSize])], 0);
+  return g.constantOfShape(shape, 0, 'float32', [positions.dim(0), hiddenSize]);
+}
