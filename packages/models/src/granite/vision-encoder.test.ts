@@ -1,0 +1,37 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { modelBytes } from '@vlmkit/onnx-graph';
+import { createSession } from '@vlmkit/runtime';
+import { Checkpoint } from '@vlmkit/safetensors';
+import { mapGranite4Vision } from '@vlmkit/weight-mapper';
+import { describe, expect, it } from 'vitest';
+import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
+import type { Size } from './anyres.js';
+import { granite4VisionConfig } from './config.js';
+import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
+
+describe.each(fixtureCases('granite-tiny').filter((c) => c.json.adapter === undefined))('Granite vision encoder against HF 5.17: $name', (c) => {
+  it('every injected level (layerwise then spatial), packed and unpadded, within 1e-4', async () => {
+    const json = JSON.parse(await readFile(join(c.checkpoint, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const config = granite4VisionConfig(json);
+    const ckpt = await Checkpoint.open(c.checkpoint);
+    const mapped = await mapGranite4Vision(ckpt, json);
+    const g = buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config);
+    const session = await createSession(await modelBytes(g), { device: 'cpu' });
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    const expected = await readTensors(join(c.dir, 'expected.safetensors'));
+    const sizes = inputs.image_sizes!.data as BigInt64Array;
+    const imageSizes: Size[] = Array.from({ length: sizes.length / 2 }, (_, i) => [Number(sizes[2 * i]), Number(sizes[2 * i + 1])]);
+    const { feeds, plan } = graniteVisionFeeds(inputs.pixel_values!, imageSizes, config);
+    expect(plan.tokensPerImage).toEqual(c.json.image_tokens);
+    const out = await session.run(feeds);
+    for (const level of config.levels) {
+      const ref = expected[`image_features_level_${level.k}`]!;
+      const got = out[`deepstack_${level.k}`]!;
+      expect(got.dims).toEqual(ref.dims);
+      expect(relError(got.data as Float32Array, ref.data as Float32Array), `level ${level.k}`).toBeLessThan(1e-4);
+    }
+    await session.release();
+    await ckpt.close();
+  });
+});

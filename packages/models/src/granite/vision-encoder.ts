@@ -1,0 +1,78 @@
+import { Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
+import { type HostTensor, float32, int64 } from '@vlmkit/runtime';
+import { buildSiglipVisionTower } from '@vlmkit/vision-tower';
+import { ModelError } from '../errors.js';
+import { type PackPlan, type Size, packPlan } from './anyres.js';
+import type { Granite4VisionConfig } from './config.js';
+
+/**
+ * The Granite vision encoder session: SigLIP (every hidden state), the
+ * layerwise and spatial window Q-Former projectors, and anyres packing, one
+ * graph. Inputs `pixel_values` [T, C, S, S] (the real tiles of every image,
+ * base tile first), `pack_indices` [N] int64 (from `packPlan`). Outputs
+ * `deepstack_{k}` [N, D] per level, as packed for injection.
+ */
+export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, config: Granite4VisionConfig): Graph {
+  const g = new Graph({ name: 'granite_vision_encoder' });
+  const v = config.vision;
+  const pixelValues = g.input('pixel_values', 'float32', ['tiles', v.numChannels, v.imageSize, v.imageSize]);
+  const packIndices = g.input('pack_indices', 'int64', ['image_tokens']);
+  const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
+  const D = config.projector.textHiddenSize;
+  const newline = config.imageNewline ? g.reshape(g.param(projectors, 'image_newline'), [1, D]) : undefined;
+  for (const level of config.levels) {
+    const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
+    let features: Value | undefined = hiddenStates[index];
+    if (features === undefined) {
+      throw new ModelError('BAD_CONFIG', `level ${level.k} reads vision hidden state ${level.visionLayer}, but SigLIP gives ${hiddenStates.length}`);
+    }
+    // "default" drops a CLS token; SigLIP has none, so Granite configs say "full".
+    if (config.selectStrategy === 'default') features = g.slice(features, [1], [Number.MAX_SAFE_INTEGER], [1]);
+    const name = `${level.kind === 'layerwise' ? 'layerwise_projectors' : 'spatial_projectors'}.${level.projector}`;
+    const { projected } = buildWindowQFormerDownsampler(
+      g,
+      projectors.sub(name),
+      config.projector,
+      { features },
+      { mode: level.kind === 'layerwise' ? 'area' : { offset: level.projector as 0 | 1 | 2 | 3 }, scope: name },
+    );
+    const rows = g.reshape(projected, [-1, D]);
+    const table = newline ? g.concat([rows, newline], 0) : rows;
+    g.output(g.scope(`pack.${level.k}`, () => g.gather(table, packIndices, 0)), `deepstack_${level.k}`);
+  }
+  return g;
+}
+
+/**
+ * Host-side feeds for a batch of images: the real tiles of each image out of
+ * HF's zero-padded pixel_values [B, maxTiles, C, S, S] (or [T, C, S, S]), and
+ * the packing plan.
+ */
+export function graniteVisionFeeds(pixelValues: HostTensor, imageSizes: readonly Size[], config: Granite4VisionConfig): { feeds: Record<string, HostTensor>; plan: PackPlan } {
+  const side = windowGeometry(config.projector).downsampledSide;
+  const plan = packPlan(imageSizes, config.pinpoints, config.vision.imageSize, side, config.imageNewline);
+  const { numChannels: C, imageSize: S } = config.vision;
+  const tile = C * S * S;
+  const data = pixelValues.data as Float32Array;
+  const total = plan.tilesPerImage.reduce((a, b) => a + b, 0);
+  const out = new Float32Array(total * tile);
+  if (pixelValues.dims.length === 5) {
+    const [B, maxTiles] = pixelValues.dims as [number, number];
+    if (B !== imageSizes.length) throw new ModelError('BAD_INPUT', `pixel_values has ${B} images but image_sizes has ${imageSizes.length}`);
+    let o = 0;
+    plan.tilesPerImage.forEach((n, i) => {
+      if (n > maxTiles) throw new ModelError('BAD_INPUT', `image ${i} (size ${imageSizes[i]!.join('x')}) needs ${n} tiles, pixel_values holds ${maxTiles}`);
+      out.set(data.subarray(i * maxTiles * tile, (i * maxTiles + n) * tile), o);
+      o += n * tile;
+    });
+  } else if (pixelValues.dims.length === 4 && pixelValues.dims[0] === total) {
+    out.set(data);
+  } else {
+    throw new ModelError('BAD_INPUT', `pixel_values must be [images, tiles, ${C}, ${S}, ${S}] or [${total}, ${C}, ${S}, ${S}], got [${pixelValues.dims.join(', ')}]`);
+  }
+  return {
+    feeds: { pixel_values: float32(out, [total, C, S, S]), pack_indices: int64(plan.indices, [plan.indices.length]) },
+    plan,
+  };
+}
