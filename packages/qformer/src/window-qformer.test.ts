@@ -1,7 +1,8 @@
-import { Graph } from '@vlmkit/onnx-graph';
+import { Graph, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
+import { Checkpoint, bf16ToF32, f32ToBf16 } from '@vlmkit/safetensors';
 import { describe, expect, it } from 'vitest';
 import { expectedParameters } from './parameters.js';
-import { GRANITE_TINY, QFORMER_CASES, readJson, readTensor, weightsUnder } from './test-utils/fixtures.js';
+import { GRANITE_TINY, QFORMER_CASES, readJson, readTensor, shapesUnder, weightsUnder } from './test-utils/fixtures.js';
 import { f32, relMaxError, runGraph } from './test-utils/run.js';
 import { type DownsampleMode, WINDOW_QFORMER_IO, buildWindowQFormerDownsampler, buildWindowQFormerDownsamplerModel } from './window-qformer.js';
 import { fromHfConfig, windowGeometry } from './window-config.js';
@@ -78,7 +79,6 @@ describe('window Q-Former projectors vs the granite-tiny fixtures (HF 5.17 Grani
   }
 
   it('the checkpoint holds exactly expectedParameters(config) for every projector', async () => {
-    const { shapesUnder } = await import('./test-utils/fixtures.js');
     const want = expectedParameters(config).map((s) => ({ name: s.name, shape: [...s.shape] })).sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const prefix of [0, 1, 2, 3].flatMap((k) => [`model.layerwise_projectors.${k}.`, `model.spatial_projectors.${k}.`])) {
       expect(await shapesUnder(checkpoint, prefix), prefix).toEqual(want);
@@ -144,5 +144,27 @@ describe('buildWindowQFormerDownsampler options and inputs', () => {
     const ref = await readTensor(`${d}expected.safetensors`, 'spatial_projector_1');
     const got = await runProjector(`${d}model.safetensors`, 'spatial_projectors.1.', config, { offset: 2 }, features.data, features.shape[0]!);
     expect(relMaxError(got.data as Float32Array, ref.data).rel).toBeGreaterThan(1e-2);
+  });
+});
+
+describe('half-precision weights', () => {
+  it('bf16 weights are cast in the graph: same output as float32 weights holding the bf16-rounded values', async () => {
+    const config = fromHfConfig(readJson(`${GRANITE_TINY}config.json`));
+    const ckpt = await Checkpoint.open(`${GRANITE_TINY}model.safetensors`);
+    const bf16: Record<string, ReturnType<typeof tensorFromArray>> = {};
+    const rounded: Record<string, ReturnType<typeof tensorFromArray>> = {};
+    for (const { name, shape } of expectedParameters(config)) {
+      const bits = f32ToBf16(await ckpt.readFloat32(`model.spatial_projectors.1.${name}`));
+      bf16[name] = tensorFromArray('bfloat16', shape, bits);
+      rounded[name] = tensorFromArray('float32', shape, bf16ToF32(bits));
+    }
+    await ckpt.close();
+    const hs = await readTensor(`${GRANITE_TINY}cases/anyres/expected.safetensors`, 'vision_hidden_states');
+    const [, tiles, p, dv] = hs.shape as [number, number, number, number];
+    const feeds = { [WINDOW_QFORMER_IO.features]: f32(hs.data.slice(0, tiles * p * dv), [tiles, p, dv]) };
+    const run = async (w: Record<string, ReturnType<typeof tensorFromArray>>) =>
+      (await runGraph(buildWindowQFormerDownsamplerModel(Weights.from(w), config, { mode: { offset: 1 } }), feeds))[WINDOW_QFORMER_IO.projected]!.data as Float32Array;
+    const [a, b] = [await run(bf16), await run(rounded)];
+    expect(relMaxError(a, b).rel).toBeLessThan(1e-6);
   });
 });
