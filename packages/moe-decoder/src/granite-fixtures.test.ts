@@ -122,6 +122,33 @@ describe.skipIf(!have)('Granite text decoder vs HF transformers 5.17 (test-fixtu
     expect(relErr(out.logits, c.expected.logits!.data as Float32Array, x.realRows, cfg.vocabSize)).toBeGreaterThan(1e-2);
   });
 
+  it('anyres: a chunked prefill (the image rows split across two steps, KV cache between) equals the full forward', async () => {
+    const c = cases.get('anyres')!;
+    const full = promptStep(c, top, levels.length);
+    const D = cfg.hiddenSize;
+    const pos = full.image!.positions;
+    const cut = pos[Math.floor(pos.length / 2)]!; // the second chunk starts in the middle of the image
+    const chunk = (from: number, to: number): GraniteStepInput => {
+      const rows = pos.flatMap((p, n) => (p >= from && p < to ? [n] : []));
+      return {
+        B: 1,
+        S: to - from,
+        ids: full.ids.slice(from, to),
+        mask: full.mask.slice(0, to),
+        positionIds: full.positionIds.slice(from, to),
+        // Positions are relative to the chunk; each level's rows are the ones whose tokens fall in it.
+        image: { positions: rows.map((n) => pos[n]! - from), levels: full.image!.levels.map((l) => l.slice(rows[0]! * D, (rows.at(-1)! + 1) * D)) },
+      };
+    };
+    const first = await graniteStep(session, cfg, levels.length, chunk(0, cut));
+    const second = await graniteStep(session, cfg, levels.length, { ...chunk(cut, full.S), past: first.present });
+    const V = cfg.vocabSize;
+    const want = (c.expected.logits!.data as Float32Array).subarray(cut * V);
+    const err = maxAbsDiff(second.logits, want) / maxAbs(want);
+    console.log(`[granite-tiny/anyres] prefill ${cut} + ${full.S - cut} tokens: rel err ${err.toExponential(2)}`);
+    expect(err).toBeLessThan(REL_TOL);
+  });
+
   it("batch-2: the case's position_ids are HF generate's (cumsum(mask) - 1, 0 on padding)", () => {
     const c = cases.get('batch-2')!;
     expect(Array.from(granitePositionIds(numbers(c.inputs.attention_mask!), 2), Number)).toEqual(numbers(c.inputs.position_ids!));

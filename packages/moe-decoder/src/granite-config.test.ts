@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { MoeDecoderError } from './errors.js';
+import { graniteTextConfigFromHf } from './granite-config.js';
+import { checkGraniteLevels, graniteDeepstackLevels } from './granite-levels.js';
+import { graniteTextExpectedParameters } from './granite-parameters.js';
+import { graniteDecodePositions, granitePositionIds } from './granite-rotary.js';
+import { fixtureExists, readJson } from './test-utils/fixtures.js';
+
+/** granite-4.0-3b-vision as MODEL_NOTES.md records it: text_config in the hub's granitemoehybrid layout. */
+const hub3b = {
+  model_type: 'granite4_vision',
+  tie_word_embeddings: true,
+  deepstack_layer_map: [[-19, 9], [-13, 6], [-7, 3], [-1, 0]],
+  spatial_target_layers: [12, 15, 18, 21],
+  use_spatial_sampling: true,
+  text_config: {
+    model_type: 'granitemoehybrid',
+    layer_types: Array(40).fill('attention'),
+    num_local_experts: 0,
+    hidden_size: 2560,
+    shared_intermediate_size: 8192,
+    intermediate_size: 1024,
+    num_hidden_layers: 40,
+    num_attention_heads: 40,
+    num_key_value_heads: 8,
+    vocab_size: 100353,
+    embedding_multiplier: 12,
+    attention_multiplier: 0.015625,
+    residual_multiplier: 0.22,
+    logits_scaling: 10,
+    rope_theta: 1e7,
+    rms_norm_eps: 1e-5,
+    position_embedding_type: 'rope',
+  },
+};
+
+const codeOf = (f: () => unknown): string | undefined => {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(MoeDecoderError);
+    return (e as MoeDecoderError).code;
+  }
+  return undefined;
+};
+
+describe('graniteTextConfigFromHf', () => {
+  it('reads the hub granitemoehybrid text_config: shared_intermediate_size, top-level rope_theta, derived head_dim, tied', () => {
+    expect(graniteTextConfigFromHf(hub3b)).toEqual({
+      hiddenSize: 2560,
+      numHiddenLayers: 40,
+      numAttentionHeads: 40,
+      numKeyValueHeads: 8,
+      headDim: 64,
+      intermediateSize: 8192,
+      vocabSize: 100353,
+      rmsNormEps: 1e-5,
+      ropeTheta: 1e7,
+      embeddingMultiplier: 12,
+      attentionMultiplier: 0.015625,
+      residualMultiplier: 0.22,
+      logitsScaling: 10,
+      tieWordEmbeddings: true,
+      attentionBias: false,
+      mlpBias: false,
+    });
+  });
+
+  it.skipIf(!fixtureExists('granite-tiny', 'config.json'))("reads HF 5.17's granite4_vision_text (test-fixtures/granite-tiny)", async () => {
+    const c = graniteTextConfigFromHf(await readJson('granite-tiny', 'config.json'));
+    expect(c).toMatchObject({ hiddenSize: 64, numHiddenLayers: 8, headDim: 16, intermediateSize: 128, ropeTheta: 10000, embeddingMultiplier: 2, attentionMultiplier: 0.5, residualMultiplier: 0.7, logitsScaling: 0.75, tieWordEmbeddings: true });
+  });
+
+  it('HF defaults: multipliers 1, rms eps 1e-6, theta 1e4, untied', () => {
+    const c = graniteTextConfigFromHf({ hidden_size: 32, num_hidden_layers: 1, num_attention_heads: 2, intermediate_size: 64, vocab_size: 10 });
+    expect(c).toMatchObject({ numKeyValueHeads: 2, headDim: 16, rmsNormEps: 1e-6, ropeTheta: 10000, embeddingMultiplier: 1, attentionMultiplier: 1, residualMultiplier: 1, logitsScaling: 1, tieWordEmbeddings: false });
+  });
+
+  it('refuses what it cannot build, with a code and the field', () => {
+    const t = hub3b.text_config;
+    const withText = (patch: Record<string, unknown>) => () => graniteTextConfigFromHf({ ...hub3b, text_config: { ...t, ...patch } });
+    expect(codeOf(withText({ layer_types: ['mamba', ...Array(39).fill('attention')] }))).toBe('UNSUPPORTED_CONFIG');
+    expect(codeOf(withText({ num_local_experts: 32 }))).toBe('UNSUPPORTED_CONFIG');
+    expect(codeOf(withText({ hidden_act: 'gelu' }))).toBe('UNSUPPORTED_CONFIG');
+    expect(codeOf(withText({ rope_parameters: { rope_type: 'yarn', rope_theta: 1e7 } }))).toBe('UNSUPPORTED_CONFIG');
+    expect(codeOf(withText({ model_type: 'llama' }))).toBe('UNSUPPORTED_CONFIG');
+    expect(codeOf(withText({ num_key_value_heads: 7 }))).toBe('INVALID_CONFIG');
+    expect(codeOf(withText({ layer_types: ['attention'] }))).toBe('INVALID_CONFIG');
+    expect(codeOf(withText({ hidden_size: '2560' }))).toBe('INVALID_CONFIG');
+    expect(codeOf(withText({ logits_scaling: 0 }))).toBe('INVALID_CONFIG');
+    expect(codeOf(() => graniteTextConfigFromHf([]))).toBe('INVALID_CONFIG');
+    expect(() => withText({ vocab_size: undefined })()).toThrow(/'vocab_size' is missing/);
+  });
+
+  it('expected parameters: packed qkv_proj / gate_up_proj shapes, biases only when configured', () => {
+    const c = graniteTextConfigFromHf(hub3b);
+    const p = new Map(graniteTextExpectedParameters(c).map((x) => [x.name, x.shape]));
+    expect(p.size).toBe(1 + 40 * 6 + 2);
+    expect(p.get('layers.39.self_attn.qkv_proj.weight')).toEqual([(40 + 16) * 64, 2560]);
+    expect(p.get('layers.0.mlp.gate_up_proj.weight')).toEqual([2 * 8192, 2560]);
+    expect(p.get('lm_head.weight')).toEqual([100353, 2560]);
+    const biased = graniteTextExpectedParameters({ ...c, attentionBias: true, mlpBias: true });
+    expect(biased.length).toBe(1 + 40 * 10 + 2);
+    expect(biased.find((x) => x.name === 'layers.0.self_attn.qkv_proj.bias')?.shape).toEqual([(40 + 16) * 64]);
+  });
+});
+
+describe('deepstack levels and positions', () => {
+  it('levels: deepstack_layer_map order, then the spatial target layers; use_spatial_sampling false drops them', () => {
+    expect(graniteDeepstackLevels(hub3b)).toEqual([9, 6, 3, 0, 12, 15, 18, 21]);
+    expect(graniteDeepstackLevels({ ...hub3b, use_spatial_sampling: false })).toEqual([9, 6, 3, 0]);
+    expect(codeOf(() => graniteDeepstackLevels({ deepstack_layer_map: [[1]] }))).toBe('INVALID_CONFIG');
+  });
+
+  it('checkGraniteLevels refuses a layer outside the decoder and two levels on one layer', () => {
+    expect(() => checkGraniteLevels([9, 6, 3, 0, 12, 15, 18, 21], 40)).not.toThrow();
+    expect(() => checkGraniteLevels([0, 40], 40)).toThrow(/level 1 targets LLM layer 40/);
+    expect(() => checkGraniteLevels([3, 5, 3], 40)).toThrow(/levels 0 and 2 both target LLM layer 3/);
+  });
+
+  it('position ids of a left-padded batch (hand derived: cumsum(mask) - 1, 0 on padding) and of the next tokens', () => {
+    // row 0: [pad, pad, a, b] -> 0 0 0 1; row 1: [a, b, c, d] -> 0 1 2 3
+    expect(Array.from(granitePositionIds([0, 0, 1, 1, 1, 1, 1, 1], 2), Number)).toEqual([0, 0, 0, 1, 0, 1, 2, 3]);
+    // the next token of each row sits at its real-token count: 2 and 4; two steps ahead: 2 3 / 4 5
+    expect(Array.from(graniteDecodePositions([2, 4], 2), Number)).toEqual([2, 3, 4, 5]);
+  });
+});
