@@ -11,7 +11,7 @@ import { ernieMlp } from './ernie-mlp.js';
  * module (`layers.3.mlp`).
  *
  * This first version runs both expert sets on every token, each expert
- * densely, and combines with routing weights that are zero for unchosen
+ * densely (batched MatMul over the stacked weights), and combines with routing weights that are zero for unchosen
  * experts and for the other modality; computing only the chosen experts is
  * a later optimisation.
  */
@@ -84,13 +84,16 @@ function fusedMoe(
       return { chosen, weights, dense: g.reduceSum(g.mul(oneHot, g.unsqueeze(weights, [2])), [1], false) };
     });
 
-    // Every expert on every token: [E, N, 2I] -> SiLU gate * up -> [E, N, D].
+    // Every expert on every token, weights on the left so no [E, ., .] weight is ever transposed
+    // (a folded transpose would copy all expert weights at session load):
+    // [E, 2I, D] x [D, N] -> SiLU(gate) * up [E, I, N] -> [E, D, I] x [E, I, N] -> [E, D, N].
     const experts = g.scope('experts', () => {
-      const gateUp = g.matmul(x, g.transpose(f32(w13), [0, 2, 1]));
-      const [gt, up] = g.split(gateUp, [I, I], -1);
-      return g.matmul(g.mul(g.silu(gt!), up!), g.transpose(f32(w2), [0, 2, 1]));
+      const gateUp = g.matmul(f32(w13), g.transpose(x, [1, 0]));
+      const [gt, up] = g.split(gateUp, [I, I], 1);
+      return g.matmul(f32(w2), g.mul(g.silu(gt!), up!));
     });
-    const perExpert = g.unsqueeze(g.transpose(dense, [1, 0]), [2]); // [E, N, 1]
-    return { out: g.reduceSum(g.mul(experts, perExpert), [0], false), chosen, weights }; // out [N, D]
+    const perExpert = g.unsqueeze(g.transpose(dense, [1, 0]), [1]); // [E, 1, N]
+    const out = g.transpose(g.reduceSum(g.mul(experts, perExpert), [0], false), [1, 0]); // [N, D]
+    return { out, chosen, weights };
   });
 }

@@ -11,3 +11,15 @@ export {
 export { type ErnieTextDecoderModelOptions, buildErnieTextDecoderModel } from './ernie-model.js';
 export { ernieDecodePositions, ernieRotaryTables } from './ernie-rotary.js';
 export { causalPaddingMask } from './attention-mask.js';
+// Granite 4 Vision text decoder (dense Granite with deepstack injection).
+export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite-config.js';
+export { graniteTextExpectedParameters } from './granite-parameters.js';
+export { checkGraniteLevels, graniteDeepstackLevels } from './granite-levels.js';
+export {
+  type GraniteTextDecoderInputs,
+  type GraniteTextDecoderOptions,
+  type GraniteTextDecoderOutputs,
+  buildGraniteTextDecoder,
+} from './granite-decoder.js';
+export { type GraniteTextDecoderModelOptions, buildGraniteTextDecoderModel } from './granite-model.js';
+export { graniteDecodePositions, granitePositionIds, graniteRotaryTables } from './granite-rotary.js';
