@@ -11,6 +11,7 @@ export {
 export { type ErnieTextDecoderModelOptions, buildErnieTextDecoderModel } from './ernie-model.js';
 export { ernieDecodePositions, ernieRotaryTables } from './ernie-rotary.js';
 export { causalPaddingMask } from './attention-mask.js';
+export type { MoeRouting } from './ernie-moe.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
 export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite-config.js';
 export { graniteTextExpectedParameters } from './granite-parameters.js';
