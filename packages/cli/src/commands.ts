@@ -14,6 +14,8 @@ export interface CommonOptions {
   device: DeviceRequest;
   reference: 'vllm' | 'hf';
   cacheDir?: string | undefined;
+  /** A PEFT LoRA adapter directory merged at load (Granite 4 Vision). */
+  adapter?: string | undefined;
 }
 
 function ms(x: number): string {
@@ -22,7 +24,7 @@ function ms(x: number): string {
 
 /** `vlmkit forward`: HF kwargs in, logits / vision embeddings / position ids out. */
 export async function forwardCommand(o: CommonOptions & { inputs: string; out: string }, out: Out): Promise<void> {
-  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir });
+  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir, adapter: o.adapter });
   try {
     const inputs = await readNamedTensors(o.inputs);
     const t0 = performance.now();
@@ -43,7 +45,7 @@ export interface GenerateCommandOptions extends CommonOptions {
 
 /** `vlmkit generate`: greedy by default; streams each step's tokens; writes `generated_ids` [B, N] int64. */
 export async function generateCommand(o: GenerateCommandOptions, out: Out): Promise<number[][]> {
-  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir });
+  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir, adapter: o.adapter });
   try {
     const inputs = await readNamedTensors(o.inputs);
     out(`device: ${model.device} (${model.deviceReason})\n`);

@@ -79,13 +79,42 @@ describe('vlmkit forward / generate on the ERNIE fixtures', () => {
   });
 });
 
+describe('vlmkit forward / generate on the Granite fixtures', () => {
+  const granite = join(FIXTURE_DIR, 'granite-tiny');
+  it('forward writes logits and every deepstack level matching HF (multi-image)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
+    const caseDir = join(granite, 'cases', 'multi-image');
+    expect(await main(['forward', '--model', granite, '--inputs', join(caseDir, 'inputs.safetensors'), '--out', join(dir, 'o.safetensors'), '--device', 'cpu'], capture().out)).toBe(0);
+    const got = await readNamedTensors(join(dir, 'o.safetensors'));
+    const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
+    expect(relError(got.logits!.data as Float32Array, want.logits!.data as Float32Array)).toBeLessThan(1e-4);
+    const levels = Object.keys(got).filter((k) => k.startsWith('deepstack_'));
+    expect(levels).toHaveLength(8);
+    for (const k of levels) {
+      const ref = want[`image_features_level_${k.slice('deepstack_'.length)}`]!;
+      expect(got[k]!.dims).toEqual(ref.dims);
+      expect(relError(got[k]!.data as Float32Array, ref.data as Float32Array)).toBeLessThan(1e-4);
+    }
+  });
+
+  it('generate with --adapter merges the LoRA and reproduces HF greedy ids of the merged model', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
+    const caseDir = join(granite, 'cases', 'lora');
+    const argv = ['generate', '--model', granite, '--adapter', join(FIXTURE_DIR, 'granite-tiny-lora'), '--inputs', join(caseDir, 'inputs.safetensors'), '--max-new-tokens', '8', '--out', join(dir, 'g.safetensors'), '--device', 'cpu'];
+    expect(await main(argv, capture().out)).toBe(0);
+    const got = await readNamedTensors(join(dir, 'g.safetensors'));
+    const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
+    expect(Array.from(got.generated_ids!.data as BigInt64Array)).toEqual(Array.from(want.generated_ids!.data as BigInt64Array));
+  });
+});
+
 describe('vlmkit usage errors', () => {
   it('an unknown model type lists the supported ones; a directory without config.json says so', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
     await writeFile(join(dir, 'config.json'), JSON.stringify({ model_type: 'llama' }));
     const err = (await main(['forward', '--model', dir, '--inputs', 'x', '--out', 'y'], capture().out).catch((e: unknown) => e)) as ModelError;
     expect(err.code).toBe('UNSUPPORTED_MODEL_TYPE');
-    expect(err.message).toMatch(/model_type 'llama' is not supported. Supported: ernie4_5_vl_moe/);
+    expect(err.message).toMatch(/model_type 'llama' is not supported. Supported: ernie4_5_vl_moe, granite4_vision/);
     const none = (await main(['forward', '--model', join(FIXTURE_DIR, 'mrope'), '--inputs', 'x', '--out', 'y'], capture().out).catch((e: unknown) => e)) as ModelError;
     expect(none.code).toBe('CONFIG_NOT_FOUND');
   });

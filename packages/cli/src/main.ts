@@ -6,7 +6,8 @@ const USAGE = `usage: vlmkit <command> [options]
 
 commands:
   forward   --model DIR --inputs IN.safetensors --out OUT.safetensors
-            run the model once; OUT gets float32 logits [B,S,V], image_embeds / video_embeds, int64 position_ids [3,B,S]
+            run the model once; OUT gets float32 logits [B,S,V] and, for ERNIE-4.5-VL, image_embeds / video_embeds
+            and int64 position_ids [3,B,S]; for Granite 4 Vision, deepstack_<k> [num_image_tokens, D] per injected level
   generate  --model DIR --inputs IN.safetensors --max-new-tokens N [--out OUT.safetensors]
             [--temperature T --top-k K --top-p P --seed S --eos ID]
             greedy by default; streams tokens; OUT gets int64 generated_ids [B,N] (new tokens only)
@@ -18,9 +19,11 @@ common options:
   --device auto|cpu|cuda   (default auto: CUDA when its EP binaries and a GPU are present)
   --reference vllm|hf      where vLLM and HF transformers differ, whose behaviour to follow (default vllm)
   --cache-dir DIR          where built .onnx files go (default: the model directory when writable)
+  --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
 
-IN holds the HF forward kwargs by their HF names (input_ids, attention_mask, pixel_values, image_grid_thw,
-pixel_values_videos, video_grid_thw, moe_mm_token_type_ids). The model type comes from config.json.
+IN holds the HF forward kwargs by their HF names (ERNIE: input_ids, attention_mask, pixel_values, image_grid_thw,
+pixel_values_videos, video_grid_thw, moe_mm_token_type_ids; Granite: input_ids, attention_mask, pixel_values,
+image_sizes, position_ids). The model type comes from config.json (supported: ernie4_5_vl_moe, granite4_vision).
 `;
 
 const OPTIONS = {
@@ -30,6 +33,7 @@ const OPTIONS = {
   device: { type: 'string', default: 'auto' },
   reference: { type: 'string', default: 'vllm' },
   'cache-dir': { type: 'string' },
+  adapter: { type: 'string' },
   'max-new-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -66,7 +70,7 @@ export async function main(argv: readonly string[], out: Out = (s) => process.st
     const { values: v } = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false });
     const device = oneOf(v.device, ['auto', 'cpu', 'cuda'] as const, 'device');
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
-    const common = { device, reference, cacheDir: v['cache-dir'] };
+    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter };
     switch (command) {
       case 'forward':
         await forwardCommand({ ...common, model: need(v.model, 'model'), inputs: need(v.inputs, 'inputs'), out: need(v.out, 'out') }, out);

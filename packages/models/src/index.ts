@@ -16,3 +16,7 @@ export {
 export { type LoadOptions, type PretrainedModel, loadPretrained, supportedModelTypes } from './registry.js';
 export { FIXTURE_DIR } from './fixture-dir.js';
 export { readNamedTensors, writeNamedTensors } from './inputs-file.js';
+export { type Granite4VisionConfig, type GraniteLevel, granite4VisionConfig } from './granite/config.js';
+export { type AnyresLayout, type PackPlan, type Size, anyresLayout, packPlan, selectBestResolution, unpaddedRange } from './granite/anyres.js';
+export { buildGraniteVisionEncoder, graniteVisionFeeds } from './granite/vision-encoder.js';
+export { Granite4Vision, type GraniteForwardOutputs, type GraniteInputs, type GraniteLoadOptions } from './granite/model.js';

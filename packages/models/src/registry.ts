@@ -4,6 +4,7 @@ import type { HostTensor } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
 import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
+import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
 
 /** What every assembled model offers, by HF input and output names (the CLI's contract). */
 export interface PretrainedModel {
@@ -17,10 +18,14 @@ export interface PretrainedModel {
   release(): Promise<void>;
 }
 
-export type LoadOptions = ErnieLoadOptions;
+export type LoadOptions = ErnieLoadOptions & GraniteLoadOptions;
 
 const LOADERS: Record<string, (dir: string, o: LoadOptions) => Promise<PretrainedModel>> = {
-  ernie4_5_vl_moe: async (dir, o) => ernieAdapter(await Ernie45VL.fromPretrained(dir, o)),
+  ernie4_5_vl_moe: async (dir, o) => {
+    if (o.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
+    return ernieAdapter(await Ernie45VL.fromPretrained(dir, o));
+  },
+  granite4_vision: async (dir, o) => graniteAdapter(await Granite4Vision.fromPretrained(dir, o)),
 };
 
 /** Hub `model_type`s that map to an implemented model (the hub's own name for ERNIE differs from HF's). */
@@ -62,6 +67,27 @@ function ernieAdapter(m: Ernie45VL): PretrainedModel {
       const named: Record<string, HostTensor> = { logits: out.logits, position_ids: out.positionIds };
       if (out.imageEmbeds) named.image_embeds = out.imageEmbeds;
       if (out.videoEmbeds) named.video_embeds = out.videoEmbeds;
+      return named;
+    },
+    generate: (inputs, o) => m.generate(inputs as never, o),
+    release: () => m.release(),
+  };
+}
+
+function graniteAdapter(m: Granite4Vision): PretrainedModel {
+  return {
+    modelType: 'granite4_vision',
+    get device() {
+      return m.device;
+    },
+    get deviceReason() {
+      return m.deviceReason;
+    },
+    timings: m.timings,
+    forwardNamed: async (inputs) => {
+      const out = await m.forward(inputs as never);
+      const named: Record<string, HostTensor> = { logits: out.logits };
+      out.deepstack.forEach((t, k) => (named[`deepstack_${k}`] = t));
       return named;
     },
     generate: (inputs, o) => m.generate(inputs as never, o),

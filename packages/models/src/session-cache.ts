@@ -17,6 +17,11 @@ export interface SessionCacheOptions {
   logger?: ((msg: string) => void) | undefined;
 }
 
+export interface CachedSessionExtras {
+  /** Files the graph's lazy tensors read besides the checkpoint (their size and mtime join the key). */
+  extraFiles?: readonly string[];
+}
+
 export interface BuiltSession {
   session: VlmSession;
   modelPath: string;
@@ -31,7 +36,7 @@ export interface BuiltSession {
  * descriptions, plus the size and mtime of every file it references. Built
  * graphs are deterministic, so the same config and weights give the same key.
  */
-export async function graphKey(g: Graph): Promise<string> {
+export async function graphKey(g: Graph, extraFiles: readonly string[] = []): Promise<string> {
   const snap = g.snapshot();
   const h = createHash('sha256');
   h.update(JSON.stringify({ name: snap.name, opset: snap.opset, domains: snap.domains, nodes: snap.nodes }));
@@ -42,6 +47,8 @@ export async function graphKey(g: Graph): Promise<string> {
     h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
     if (ref.kind === 'file') files.add(ref.path);
   }
+  // Files lazy tensors read besides the checkpoint (e.g. a LoRA adapter merged at load) count too.
+  for (const f of extraFiles) files.add(f);
   for (const f of [...files].sort()) {
     const s = await stat(f);
     h.update(`${f}:${s.size}:${s.mtimeMs}`);
@@ -64,11 +71,11 @@ async function writable(dir: string): Promise<boolean> {
  * on it. The .onnx appears atomically (written under a temporary name, then
  * renamed), so concurrent processes building the same model are safe.
  */
-export async function cachedSession(g: Graph, checkpointDir: string, name: string, o: SessionCacheOptions): Promise<BuiltSession> {
+export async function cachedSession(g: Graph, checkpointDir: string, name: string, o: SessionCacheOptions, extras: CachedSessionExtras = {}): Promise<BuiltSession> {
   const t0 = performance.now();
   const dir = o.cacheDir ?? ((await writable(checkpointDir)) ? checkpointDir : join(tmpdir(), 'vlmkit-cache'));
   await mkdir(dir, { recursive: true });
-  const key = await graphKey(g);
+  const key = await graphKey(g, extras.extraFiles);
   const base = `vlmkit-${name}-${key}`;
   const modelPath = join(dir, `${base}.onnx`);
   let cached = true;

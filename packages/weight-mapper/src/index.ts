@@ -7,3 +7,5 @@ export { type Ernie45VlMapperConfig, type ErnieMlpKind, ernie45VlConfigFromHf } 
 export { type Ernie45VlComponent, ernie45VlMapping, mapErnie45VL } from './ernie45-vl.js';
 export { type Granite4VisionMapperConfig, granite4VisionConfigFromHf } from './granite4-vision-config.js';
 export { type Granite4VisionComponent, granite4VisionMapping, mapGranite4Vision } from './granite4-vision.js';
+export { type LoraAdapter, loraOverlay, readLoraAdapter } from './lora.js';
+export type { TensorOverlay } from './mapping.js';

@@ -6,7 +6,7 @@
  * sources when the model is saved.
  */
 import { basename } from 'node:path';
-import type { Checkpoint } from '@vlmkit/safetensors';
+import type { Checkpoint, Tensor } from '@vlmkit/safetensors';
 import { type TensorRef, Weights, lazyTensor, nearestNames, tensorFromSafetensors } from '@vlmkit/onnx-graph';
 import { MappingError } from './errors.js';
 import { loadTyped } from './load.js';
@@ -40,6 +40,18 @@ export interface MapOptions {
   readonly allowMissing?: boolean;
   /** Throw UNMAPPED_TENSOR when a checkpoint tensor is neither used nor ignored. Default false (reported only). */
   readonly strict?: boolean;
+  /**
+   * Checkpoint tensors to change as they are read (e.g. a merged LoRA adapter,
+   * `loraOverlay`): such a tensor is never referenced in place, and every
+   * transform that reads it sees the changed values.
+   */
+  readonly overlay?: TensorOverlay;
+}
+
+/** Changes some checkpoint tensors (by checkpoint name) when they are read. */
+export interface TensorOverlay {
+  has(checkpointName: string): boolean;
+  apply(checkpointName: string, base: Tensor): Promise<Tensor>;
 }
 
 export interface Mapped<C extends string = string> {
@@ -57,7 +69,8 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
     const original = canon.get(name);
     return original === undefined ? undefined : ckpt.info(original);
   };
-  const read = (name: string) => ckpt.read(name);
+  const overlay = opts.overlay;
+  const read = async (name: string) => (overlay?.has(name) ? overlay.apply(name, await ckpt.read(name)) : ckpt.read(name));
 
   const components = {} as Record<C, Weights>;
   const parameters: ParameterRecord[] = [];
@@ -94,7 +107,7 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
         continue;
       }
       for (const u of r.used) consumed.add(u);
-      refs.set(spec.name, toRef(plan, read));
+      refs.set(spec.name, toRef(plan, read, overlay));
       parameters.push({ component, name: spec.name, dtype: plan.dtype, shape: plan.shape, sources: r.used, transformed: plan.kind !== 'tensor', fallback: r.fallback });
     }
     components[component] = Weights.from(refs);
@@ -153,8 +166,8 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
   return { components, report };
 }
 
-function toRef(plan: Plan, read: (name: string) => ReturnType<Checkpoint['read']>): TensorRef {
-  if (plan.kind === 'tensor') return tensorFromSafetensors(plan.info);
+function toRef(plan: Plan, read: (name: string) => ReturnType<Checkpoint['read']>, overlay: TensorOverlay | undefined): TensorRef {
+  if (plan.kind === 'tensor' && !overlay?.has(plan.info.name)) return tensorFromSafetensors(plan.info);
   return lazyTensor(plan.dtype, plan.shape, () => loadTyped(plan, read));
 }
 

@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIXTURE_DIR } from '../fixture-dir.js';
+import { ModelError } from '../errors.js';
+import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
+import { Granite4Vision } from './model.js';
+
+const cases = fixtureCases('granite-tiny');
+const models = new Map<string, Granite4Vision>();
+
+async function model(checkpoint: string, adapter?: string): Promise<Granite4Vision> {
+  const key = `${checkpoint}|${adapter ?? ''}`;
+  let m = models.get(key);
+  if (!m) {
+    m = await Granite4Vision.fromPretrained(checkpoint, { device: 'cpu', adapter });
+    models.set(key, m);
+  }
+  return m;
+}
+
+afterAll(async () => {
+  for (const m of models.values()) await m.release();
+});
+
+describe.each(cases)('Granite4Vision against HF 5.17: $name', (c) => {
+  const adapter = typeof c.json.adapter === 'string' ? join(FIXTURE_DIR, c.json.adapter) : undefined;
+  let inputs: Awaited<ReturnType<typeof readTensors>>;
+  let expected: Awaited<ReturnType<typeof readTensors>>;
+  beforeAll(async () => {
+    inputs = await readTensors(`${c.dir}/inputs.safetensors`);
+    expected = await readTensors(`${c.dir}/expected.safetensors`);
+  });
+
+  it('forward: logits within 1e-4 of max |logits| (padding excluded), every injected level within 1e-4', async () => {
+    const m = await model(c.checkpoint, adapter);
+    const out = await m.forward(inputs as never);
+    const ref = expected.logits!;
+    expect(out.logits.dims).toEqual(ref.dims);
+    const V = ref.dims[2]!;
+    const mask = inputs.attention_mask?.data as BigInt64Array | undefined;
+    expect(relError(out.logits.data as Float32Array, ref.data as Float32Array, (i) => !mask || mask[Math.floor(i / V)] === 1n)).toBeLessThan(1e-4);
+    out.deepstack.forEach((level, k) => {
+      const want = expected[`image_features_level_${k}`]!;
+      expect(level.dims).toEqual(want.dims);
+      expect(relError(level.data as Float32Array, want.data as Float32Array), `level ${k}`).toBeLessThan(1e-4);
+    });
+  });
+
+  it('generate: greedy ids identical to HF generate()', async () => {
+    const m = await model(c.checkpoint, adapter);
+    const ref = expected.generated_ids!;
+    const out = await m.generate(inputs as never, { maxNewTokens: ref.dims[1]!, eos: [] });
+    expect(out.tokens.flat()).toEqual(Array.from(ref.data as BigInt64Array, Number));
+  });
+});
+
+describe('Granite4Vision LoRA and input checks', () => {
+  it('the merged adapter changes the logits: the base model does not match the lora case', async () => {
+    const c = cases.find((x) => x.name === 'lora');
+    if (!c) return;
+    const inputs = await readTensors(`${c.dir}/inputs.safetensors`);
+    const expected = await readTensors(`${c.dir}/expected.safetensors`);
+    const base = await model(c.checkpoint);
+    const out = await base.forward(inputs as never);
+    expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeGreaterThan(1e-2);
+  });
+
+  it('a placeholder count that does not match the packed features is a clear error', async () => {
+    const c = cases.find((x) => x.name === 'anyres')!;
+    const m = await model(c.checkpoint);
+    const inputs = await readTensors(`${c.dir}/inputs.safetensors`);
+    const ids = (inputs.input_ids!.data as BigInt64Array).slice();
+    ids[ids.indexOf(BigInt(m.config.imageTokenId))] = 5n;
+    const err = await m.forward({ ...inputs, input_ids: { ...inputs.input_ids!, data: ids } } as never).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect((err as ModelError).message).toMatch(/93 image tokens \(id 255\) but the images \(sizes 70x160\) pack into 94 features/);
+  });
+});
