@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
 import { loadModelProto, saveModel } from './model.js';
 import * as nn from './nn.js';
-import { lazyTensor, tensorFromArray, tensorFromFile } from './tensor-ref.js';
+import { lazyTensor, tensorFromFile } from './tensor-ref.js';
 import { maxAbsDiff, randn } from './test-utils/ort.js';
 import { Weights } from './weights.js';
 
