@@ -45,10 +45,15 @@ function feeds(inp: RefInputs) {
   return f;
 }
 
-describe('ERNIE text decoder vs a plain-TypeScript reference (random weights)', () => {
+describe.each(['sparse', 'dense'] as const)('ERNIE text decoder vs a plain-TypeScript reference (random weights, %s experts)', (experts) => {
   let session: Awaited<ReturnType<typeof sessionFor>>;
   beforeAll(async () => {
-    session = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { outputHiddenStates: true }));
+    session = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { outputHiddenStates: true, experts }));
+  });
+
+  it('runs its experts the way it was asked to: sparse gathers routed tokens (NonZero), dense does not', () => {
+    const ops = new Set(buildErnieTextDecoderModel(weights, cfg, { experts }).snapshot().nodes.map((n) => n.opType));
+    expect(ops.has('NonZero')).toBe(experts === 'sparse');
   });
 
   // Tolerance: float32 sums in a different order; 1e-5 of the largest |value|.

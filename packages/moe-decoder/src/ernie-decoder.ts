@@ -3,7 +3,7 @@ import { causalPaddingMask } from './attention-mask.js';
 import { embedTokens } from './embedding.js';
 import type { ErnieTextConfig } from './ernie-config.js';
 import { ernieDecoderLayer } from './ernie-layer.js';
-import type { MoeRouting } from './ernie-moe.js';
+import type { ExpertsImpl, MoeRouting } from './ernie-moe.js';
 import { MoeDecoderError } from './errors.js';
 
 /** One layer's KV cache: [B, Hkv, P, headDim] float32. */
@@ -61,7 +61,7 @@ export function buildErnieTextDecoder(
   weights: Weights,
   config: ErnieTextConfig,
   inputs: ErnieTextDecoderInputs,
-  opts: { scope?: string; routing?: boolean } = {},
+  opts: { scope?: string; routing?: boolean; experts?: ExpertsImpl } = {},
 ): ErnieTextDecoderOutputs {
   const L = config.numHiddenLayers;
   if ((inputs.inputIds === undefined) === (inputs.inputsEmbeds === undefined)) {
@@ -93,6 +93,7 @@ export function buildErnieTextDecoder(
           mask,
           moeTokenType: inputs.moeTokenType,
           routing: opts.routing ?? false,
+          ...(opts.experts ? { experts: opts.experts } : {}),
           ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
         }),
       );

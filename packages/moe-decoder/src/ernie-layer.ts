@@ -2,7 +2,7 @@ import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
 import { type AttentionContext, ernieAttention } from './ernie-attention.js';
 import type { ErnieTextConfig } from './ernie-config.js';
 import { ernieMlp } from './ernie-mlp.js';
-import { type MoeRouting, ernieMoe } from './ernie-moe.js';
+import { type ExpertsImpl, type MoeRouting, ernieMoe } from './ernie-moe.js';
 
 /**
  * vLLM: Ernie4_5_VLMoeDecoderLayer. x + attn(norm(x)), then + mlp(norm(.)),
@@ -15,7 +15,7 @@ export function ernieDecoderLayer(
   config: ErnieTextConfig,
   layer: number,
   x: Value,
-  ctx: AttentionContext & { moeTokenType: Value; routing?: boolean },
+  ctx: AttentionContext & { moeTokenType: Value; routing?: boolean; experts?: ExpertsImpl },
 ): { hidden: Value; presentKey: Value | undefined; presentValue: Value | undefined; routing: MoeRouting | undefined } {
   const eps = config.rmsNormEps;
   const normedIn = nn.rmsNorm(g, x, w, 'input_layernorm', eps);
@@ -24,7 +24,7 @@ export function ernieDecoderLayer(
   const normed = nn.rmsNorm(g, h, w, 'post_attention_layernorm', eps);
   const mlp = g.scope('mlp', () =>
     config.mlpLayerTypes[layer] === 'sparse'
-      ? ernieMoe(g, w.sub('mlp'), config, normed, ctx.moeTokenType, { routing: ctx.routing ?? false })
+      ? ernieMoe(g, w.sub('mlp'), config, normed, ctx.moeTokenType, { routing: ctx.routing ?? false, ...(ctx.experts ? { experts: ctx.experts } : {}) })
       : { out: ernieMlp(g, w.sub('mlp'), normed, config.intermediateSize), routing: undefined },
   );
   return { hidden: g.add(h, mlp.out), presentKey: attn.presentKey, presentValue: attn.presentValue, routing: mlp.routing };

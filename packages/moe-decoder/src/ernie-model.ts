@@ -1,8 +1,11 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
 import type { ErnieTextConfig } from './ernie-config.js';
 import { buildErnieTextDecoder, type KvPair } from './ernie-decoder.js';
+import type { ExpertsImpl } from './ernie-moe.js';
 
 export interface ErnieTextDecoderModelOptions {
+  /** How MoE layers run their experts: 'sparse' (default, only the chosen ones) or 'dense' (all, weighted). */
+  experts?: ExpertsImpl;
   /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
   outputHiddenStates?: boolean;
   /** Also output each MoE layer's routing as `router.{i}.topk_ids` [B*S, k] int64 and `router.{i}.topk_weights` [B*S, k]. */
@@ -55,7 +58,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     ropeCos,
     ropeSin,
     past,
-  }, { routing: options.outputRouting ?? false });
+  }, { routing: options.outputRouting ?? false, ...(options.experts ? { experts: options.experts } : {}) });
   g.output(out.logits, 'logits');
   out.present!.forEach((kv, i) => {
     g.output(kv.key, `present.${i}.key`, ['batch', hkv, 'total', hd]);

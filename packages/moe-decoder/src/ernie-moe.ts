@@ -10,26 +10,34 @@ import { ernieMlp } from './ernie-mlp.js';
  * `x` is [B, S, D], `moeTokenType` [B, S] int64; `w` is relative to the
  * module (`layers.3.mlp`).
  *
- * This first version runs both expert sets on every token, each expert
- * densely (batched MatMul over the stacked weights), and combines with routing weights that are zero for unchosen
- * experts and for the other modality; computing only the chosen experts is
- * a later optimisation.
+ * Two ways to run the experts (`experts` option):
+ * - 'sparse' (default): per expert, only the tokens routed to it (NonZero on
+ *   its routing weight, Gather, Gemm, ScatterND add): k of E experts' FLOPs
+ *   per token, as vLLM's fused MoE.
+ * - 'dense': every expert on every token (batched MatMul over the stacked
+ *   weights), combined with routing weights that are zero for unchosen
+ *   experts: E/k times the FLOPs, fewer and larger ops.
  */
+export type ExpertsImpl = 'sparse' | 'dense';
+
 export function ernieMoe(
   g: Graph,
   w: Weights,
   config: ErnieTextConfig,
   x: Value,
   moeTokenType: Value,
-  opts: { routing?: boolean } = {},
+  opts: { routing?: boolean; experts?: ExpertsImpl } = {},
 ): { out: Value; routing: MoeRouting | undefined } {
   const D = config.hiddenSize;
   const { numExperts, intermediateSize, numSharedExperts } = config.moe;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const isVision = g.cast(g.reshape(moeTokenType, [-1, 1]), 'bool'); // [N, 1]
-  const text = fusedMoe(g, w, config, tokens, 'text', numExperts[0], intermediateSize[0]);
-  const vision = fusedMoe(g, w, config, tokens, 'vision', numExperts[1], intermediateSize[1]);
-  let out = g.where(isVision, vision.out, text.out);
+  const impl = opts.experts ?? 'sparse';
+  const isText = g.not(isVision);
+  const text = fusedMoe(g, w, config, tokens, 'text', numExperts[0], intermediateSize[0], impl, isText);
+  const vision = fusedMoe(g, w, config, tokens, 'vision', numExperts[1], intermediateSize[1], impl, isVision);
+  // Sparse: each modality only wrote its own tokens' rows. Dense: both ran everywhere; keep each token's own.
+  let out = impl === 'sparse' ? g.add(text.out, vision.out) : g.where(isVision, vision.out, text.out);
   if (numSharedExperts > 0) {
     const shared = g.scope('shared_experts', () => ernieMlp(g, w.sub('shared_experts'), tokens, intermediateSize[0] * numSharedExperts));
     out = g.add(out, shared);
@@ -64,6 +72,8 @@ function fusedMoe(
   modality: 'text' | 'vision',
   E: number,
   I: number,
+  impl: ExpertsImpl,
+  mine: Value,
 ): { out: Value; chosen: Value; weights: Value } {
   const D = config.hiddenSize;
   const { topK, normMin } = config.moe;
@@ -84,16 +94,52 @@ function fusedMoe(
       return { chosen, weights, dense: g.reduceSum(g.mul(oneHot, g.unsqueeze(weights, [2])), [1], false) };
     });
 
-    // Every expert on every token, weights on the left so no [E, ., .] weight is ever transposed
-    // (a folded transpose would copy all expert weights at session load):
-    // [E, 2I, D] x [D, N] -> SiLU(gate) * up [E, I, N] -> [E, D, I] x [E, I, N] -> [E, D, N].
-    const experts = g.scope('experts', () => {
-      const gateUp = g.matmul(f32(w13), g.transpose(x, [1, 0]));
-      const [gt, up] = g.split(gateUp, [I, I], 1);
-      return g.matmul(f32(w2), g.mul(g.silu(gt!), up!));
-    });
-    const perExpert = g.unsqueeze(g.transpose(dense, [1, 0]), [1]); // [E, 1, N]
-    const out = g.transpose(g.reduceSum(g.mul(experts, perExpert), [0], false), [1, 0]); // [N, D]
+    const out =
+      impl === 'sparse'
+        ? sparseExperts(g, w13, w2, x, g.mul(dense, g.cast(mine, 'float32')), E, I)
+        : denseExperts(g, f32(w13), f32(w2), x, dense, I);
     return { out, chosen, weights };
   });
+}
+
+/**
+ * Every expert on every token, weights on the left so no [E, ., .] weight is
+ * ever transposed (a folded transpose would copy all expert weights at
+ * session load): [E, 2I, D] x [D, N] -> SiLU(gate) * up [E, I, N] ->
+ * [E, D, I] x [E, I, N] -> [E, D, N], summed with the dense routing weights.
+ */
+function denseExperts(g: Graph, w13: Value, w2: Value, x: Value, dense: Value, I: number): Value {
+  const experts = g.scope('experts', () => {
+    const gateUp = g.matmul(w13, g.transpose(x, [1, 0]));
+    const [gt, up] = g.split(gateUp, [I, I], 1);
+    return g.matmul(w2, g.mul(g.silu(gt!), up!));
+  });
+  const perExpert = g.unsqueeze(g.transpose(dense, [1, 0]), [1]); // [E, 1, N]
+  return g.transpose(g.reduceSum(g.mul(experts, perExpert), [0], false), [1, 0]); // [N, D]
+}
+
+/**
+ * Only the chosen experts: for expert e, the tokens with a nonzero routing
+ * weight (`dense` [N, E], already zero for the other modality) are gathered,
+ * run through the expert (Gemm with transB reads the [out, in] slices as
+ * stored) and added back, scaled, at their rows (vLLM: FusedMoE; HF:
+ * Ernie4_5_VLMoeMoeExperts loops over the hit experts the same way).
+ */
+function sparseExperts(g: Graph, w13: Value, w2: Value, x: Value, dense: Value, E: number, I: number): Value {
+  const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
+  let out = g.mul(x, 0); // [N, D] zeros of x's shape
+  for (let e = 0; e < E; e++) {
+    out = g.scope(`experts.${e}`, () => {
+      const weight = g.gather(dense, g.constant('int64', [], [e]), 1); // [N]
+      const rows = g.reshape(g.nonZero(g.greater(weight, 0)), [-1]); // [M]
+      const xs = g.gather(x, rows, 0); // [M, D]
+      const ew13 = f32(g.gather(w13, g.constant('int64', [], [e]), 0)); // [2I, D]
+      const ew2 = f32(g.gather(w2, g.constant('int64', [], [e]), 0)); // [D, I]
+      const [gt, up] = g.split(g.gemm(xs, ew13, undefined, { transB: true }), [I, I], 1);
+      const y = g.gemm(g.mul(g.silu(gt!), up!), ew2, undefined, { transB: true }); // [M, D]
+      const scaled = g.mul(y, g.unsqueeze(g.gather(weight, rows, 0), [1]));
+      return g.scatterND(out, g.unsqueeze(rows, [1]), scaled, 'add');
+    });
+  }
+  return out;
 }

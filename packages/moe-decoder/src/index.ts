@@ -24,3 +24,4 @@ export {
 } from './granite-decoder.js';
 export { type GraniteTextDecoderModelOptions, buildGraniteTextDecoderModel } from './granite-model.js';
 export { graniteDecodePositions, granitePositionIds, graniteRotaryTables } from './granite-rotary.js';
+export type { ExpertsImpl } from './ernie-moe.js';

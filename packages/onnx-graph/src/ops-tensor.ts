@@ -202,6 +202,11 @@ export class TensorOps extends MathOps {
     })[0]!;
   }
 
+  /** Indices of the nonzero (true) elements: int64 [rank, count], count known only at run time. */
+  nonZero(x: Value): Value {
+    return this.emit('NonZero', [x], [{ dtype: 'int64', shape: [x.rank, this.freshDim('nonzero')] }])[0]!;
+  }
+
   /** A tensor of `shape` (runtime int64) filled with `value`. */
   constantOfShape(shape: Value, value: number, dtype: DType, outShape?: Shape): Value {
     const data = dtype === 'int64' ? new BigInt64Array([BigInt(value)]) : dtype === 'bool' ? new Uint8Array([value ? 1 : 0]) : new Float32Array([value]);
