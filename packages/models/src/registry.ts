@@ -52,9 +52,18 @@ export async function loadPretrained(dir: string, options: LoadOptions = {}): Pr
   return loader(dir, options);
 }
 
-function ernieAdapter(m: Ernie45VL): PretrainedModel {
+interface Assembled<I> {
+  readonly device: string;
+  readonly deviceReason: string;
+  readonly timings: PretrainedModel['timings'];
+  generate(inputs: I, o: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
+  release(): Promise<void>;
+}
+
+/** The shared face of an assembled model; `named` turns its forward outputs into HF-named tensors. */
+function adapt<I>(modelType: string, m: Assembled<I>, named: (inputs: I) => Promise<Record<string, HostTensor>>): PretrainedModel {
   return {
-    modelType: 'ernie4_5_vl_moe',
+    modelType,
     get device() {
       return m.device;
     },
@@ -62,35 +71,27 @@ function ernieAdapter(m: Ernie45VL): PretrainedModel {
       return m.deviceReason;
     },
     timings: m.timings,
-    forwardNamed: async (inputs) => {
-      const out = await m.forward(inputs as never);
-      const named: Record<string, HostTensor> = { logits: out.logits, position_ids: out.positionIds };
-      if (out.imageEmbeds) named.image_embeds = out.imageEmbeds;
-      if (out.videoEmbeds) named.video_embeds = out.videoEmbeds;
-      return named;
-    },
-    generate: (inputs, o) => m.generate(inputs as never, o),
+    forwardNamed: (inputs) => named(inputs as I),
+    generate: (inputs, o) => m.generate(inputs as I, o),
     release: () => m.release(),
   };
 }
 
+function ernieAdapter(m: Ernie45VL): PretrainedModel {
+  return adapt('ernie4_5_vl_moe', m, async (inputs) => {
+    const out = await m.forward(inputs);
+    const named: Record<string, HostTensor> = { logits: out.logits, position_ids: out.positionIds };
+    if (out.imageEmbeds) named.image_embeds = out.imageEmbeds;
+    if (out.videoEmbeds) named.video_embeds = out.videoEmbeds;
+    return named;
+  });
+}
+
 function graniteAdapter(m: Granite4Vision): PretrainedModel {
-  return {
-    modelType: 'granite4_vision',
-    get device() {
-      return m.device;
-    },
-    get deviceReason() {
-      return m.deviceReason;
-    },
-    timings: m.timings,
-    forwardNamed: async (inputs) => {
-      const out = await m.forward(inputs as never);
-      const named: Record<string, HostTensor> = { logits: out.logits };
-      out.deepstack.forEach((t, k) => (named[`deepstack_${k}`] = t));
-      return named;
-    },
-    generate: (inputs, o) => m.generate(inputs as never, o),
-    release: () => m.release(),
-  };
+  return adapt('granite4_vision', m, async (inputs) => {
+    const out = await m.forward(inputs);
+    const named: Record<string, HostTensor> = { logits: out.logits };
+    out.deepstack.forEach((t, k) => (named[`deepstack_${k}`] = t));
+    return named;
+  });
 }

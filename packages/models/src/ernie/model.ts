@@ -7,6 +7,7 @@ import { type HostTensor, KvCache, type VlmSession, float32, int64 } from '@vlmk
 import { mapErnie45VL } from '@vlmkit/weight-mapper';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { type SessionCacheOptions, cachedSession } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
 import { type ErniePrompt, analyzePrompt } from './prompt.js';
@@ -176,28 +177,17 @@ export class Ernie45VL {
     const D = this.config.text.hiddenSize;
     const cache = this.newCache(B);
     const realTokens = Array.from({ length: B }, (_, b) => p.attentionMask.subarray(b * p.seq, (b + 1) * p.seq).reduce((a, v) => a + Number(v), 0));
-    let mask = Array.from(p.attentionMask, Number);
-    let width = p.seq;
-    const lastLogits = (logits: HostTensor, seq: number) => {
-      const all = logits.data as Float32Array;
-      const out = new Float32Array(B * V);
-      for (let b = 0; b < B; b++) out.set(all.subarray((b * seq + seq - 1) * V, (b * seq + seq) * V), b * V);
-      return out;
-    };
+    const mask = new GrowingMask(p.attentionMask, B, p.seq);
     return {
       batchSize: B,
       vocabSize: V,
       prefill: async () => {
         const out = await this.decoder.run(this.prefillFeeds(p, image, video, cache));
         cache.update(out);
-        return lastLogits(out.logits!, p.seq);
+        return lastPositionLogits(out.logits!, B, p.seq, V);
       },
       step: async (tokens) => {
         // Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes.
-        const next: number[] = [];
-        for (let b = 0; b < B; b++) next.push(...mask.slice(b * width, (b + 1) * width), 1);
-        mask = next;
-        width += 1;
         const pos = ernieDecodePositions(p.ropeDeltas, realTokens);
         realTokens.forEach((_, b) => realTokens[b]!++);
         const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
@@ -206,13 +196,13 @@ export class Ernie45VL {
           vision_embeds: float32(new Float32Array(0), [0, D]),
           vision_positions: int64([], [0]),
           moe_token_type: int64(new Array<number>(B).fill(0), [B, 1]),
-          attention_mask: int64(mask, [B, width]),
+          attention_mask: mask.next(),
           rope_cos: float32(rope.cos, rope.shape),
           rope_sin: float32(rope.sin, rope.shape),
           ...cache.feeds(),
         });
         cache.update(out);
-        return lastLogits(out.logits!, 1);
+        return lastPositionLogits(out.logits!, B, 1, V);
       },
     };
   }

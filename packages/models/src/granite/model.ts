@@ -6,6 +6,7 @@ import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, mapGranite4Vision, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { type SessionCacheOptions, cachedSession } from '../session-cache.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
@@ -173,40 +174,29 @@ export class Granite4Vision {
     const D = this.text.hiddenSize;
     const cache = this.newCache(B);
     const real = [...p.realTokens];
-    let mask = Array.from(p.mask, Number);
-    let width = p.seq;
-    const last = (logits: HostTensor, seq: number) => {
-      const all = logits.data as Float32Array;
-      const out = new Float32Array(B * V);
-      for (let b = 0; b < B; b++) out.set(all.subarray((b * seq + seq - 1) * V, (b * seq + seq) * V), b * V);
-      return out;
-    };
+    const mask = new GrowingMask(p.mask, B, p.seq);
     return {
       batchSize: B,
       vocabSize: V,
       prefill: async () => {
         const out = await this.decoder.run(this.prefillFeeds(p, deepstack, cache));
         cache.update(out);
-        return last(out.logits!, p.seq);
+        return lastPositionLogits(out.logits!, B, p.seq, V);
       },
       step: async (tokens) => {
-        const next: number[] = [];
-        for (let b = 0; b < B; b++) next.push(...mask.slice(b * width, (b + 1) * width), 1);
-        mask = next;
-        width += 1;
         const positions = real.map((n) => n);
         real.forEach((_, b) => real[b]!++);
         const feeds: Record<string, HostTensor> = {
           input_ids: int64(tokens, [B, 1]),
           image_positions: int64([], [0]),
-          attention_mask: int64(mask, [B, width]),
+          attention_mask: mask.next(),
           position_ids: int64(positions, [B, 1]),
           ...cache.feeds(),
         };
         this.config.levels.forEach((l) => (feeds[`deepstack_${l.k}`] = float32(new Float32Array(0), [0, D])));
         const out = await this.decoder.run(feeds);
         cache.update(out);
-        return last(out.logits!, 1);
+        return lastPositionLogits(out.logits!, B, 1, V);
       },
     };
   }
