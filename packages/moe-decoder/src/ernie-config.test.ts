@@ -87,7 +87,8 @@ describe('ernieTextExpectedParameters', () => {
     expect(byName.get('layers.27.mlp.shared_experts.gate_up_proj.weight')).toEqual([2 * 3072, 2560]);
     expect(byName.get('layers.5.mlp.vision_experts_gate.weight')).toEqual([64, 2560]);
     expect(byName.get('lm_head.weight')).toEqual([103424, 2560]);
-    // embed + norm + lm_head, 4 per layer, dense layer 2, MoE layers 4 per modality + 2 shared.
-    expect(params.length).toBe(3 + 28 * 4 + 2 + 27 * 10);
+    expect(byName.get('layers.1.mlp.vision_experts.63.down_proj.weight')).toEqual([2560, 512]);
+    // embed + norm + lm_head, 4 per layer, dense layer 2, MoE layers 4 per modality + 2 shared + 3 per expert.
+    expect(params.length).toBe(3 + 28 * 4 + 2 + 27 * (10 + 3 * (64 + 64)));
   });
 });

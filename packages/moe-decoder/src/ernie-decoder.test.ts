@@ -102,7 +102,11 @@ describe('graph structure', () => {
     const emb = initializers.filter((e) => e.ref.shape[0] === cfg.vocabSize && e.ref.shape[1] === D);
     expect(emb.map((e) => e.name)).toEqual(['decoder.embed_tokens.weight']);
     expect(nodes.some((n) => n.name === 'decoder.layers.1.mlp.text_experts.router.TopK')).toBe(true);
-    expect(initializers.some((e) => e.name === 'decoder.layers.2.mlp.vision_experts.w13_weight')).toBe(true);
+    // Sparse experts (the default) embed each expert's own weights, never the stacked ones.
+    expect(initializers.some((e) => e.name === 'decoder.layers.2.mlp.vision_experts.0.down_proj.weight')).toBe(true);
+    expect(initializers.some((e) => e.name.endsWith('w13_weight'))).toBe(false);
+    const dense = buildErnieTextDecoderModel(weights, cfg, { experts: 'dense' }).snapshot().initializers;
+    expect(dense.some((e) => e.name === 'decoder.layers.2.mlp.vision_experts.w13_weight')).toBe(true);
     // Deterministic: the same inputs give the same bytes.
     const again = buildErnieTextDecoderModel(weights, cfg);
     expect(Buffer.from(await modelBytes(g)).equals(Buffer.from(await modelBytes(again)))).toBe(true);

@@ -38,6 +38,14 @@ export function ernieTextExpectedParameters(config: ErnieTextConfig): ParameterS
         { name: `${p}.mlp.${m}_experts.w13_weight`, shape: [E, 2 * I, D] },
         { name: `${p}.mlp.${m}_experts.w2_weight`, shape: [E, D, I] },
       );
+      // The same experts one by one, as checkpoints store them: the sparse path's Gemm operands.
+      for (let e = 0; e < E; e++) {
+        out.push(
+          { name: `${p}.mlp.${m}_experts.${e}.gate_proj.weight`, shape: [I, D] },
+          { name: `${p}.mlp.${m}_experts.${e}.up_proj.weight`, shape: [I, D] },
+          { name: `${p}.mlp.${m}_experts.${e}.down_proj.weight`, shape: [D, I] },
+        );
+      }
     });
     if (numSharedExperts > 0) {
       const Is = intermediateSize[0] * numSharedExperts;

@@ -61,6 +61,14 @@ function expectedShapes(): Record<'vision' | 'resampler' | 'decoder', Record<str
       [`${L}mlp.vision_experts.w13_weight`]: [4, 64, 64], [`${L}mlp.vision_experts.w2_weight`]: [4, 64, 32],
       [`${L}mlp.shared_experts.gate_up_proj.weight`]: [128, 64], [`${L}mlp.shared_experts.down_proj.weight`]: [64, 64],
     });
+    for (const [m, I] of [['text', 64], ['vision', 32]] as const) {
+      for (const e of [0, 1, 2, 3]) {
+        Object.assign(decoder, {
+          [`${L}mlp.${m}_experts.${e}.gate_proj.weight`]: [I, 64], [`${L}mlp.${m}_experts.${e}.up_proj.weight`]: [I, 64],
+          [`${L}mlp.${m}_experts.${e}.down_proj.weight`]: [64, I],
+        });
+      }
+    }
   }
   return { vision, resampler, decoder };
 }
@@ -131,7 +139,8 @@ for (const [fixture, weightDType] of [['ernie-tiny', 'float32'], ['ernie-tiny-bf
       expect(mapped.vision.get('blocks.1.attn.qkv.weight')).toMatchObject({ kind: 'file', byteOffset: ckpt.info('model.vision_model.blocks.1.attn.qkv.weight').byteOffset });
       expect(mapped.resampler.get('spatial_norm.weight')).toMatchObject({ kind: 'file', byteOffset: ckpt.info('model.resampler_model.spatial_linear.3.weight').byteOffset });
       expect(mapped.report.parameters.filter((p) => p.transformed).map((p) => p.name).sort()).toEqual(
-        Object.keys(expectedShapes().decoder).filter((n) => /qkv_proj|gate_up_proj|_experts/.test(n) && !n.endsWith('down_proj.weight')).sort(),
+        // Per-expert tensors (`text_experts.3.up_proj.weight`) are the checkpoint's own: referenced in place.
+        Object.keys(expectedShapes().decoder).filter((n) => /qkv_proj|gate_up_proj|_experts/.test(n) && !n.endsWith('down_proj.weight') && !/_experts\.\d+\./.test(n)).sort(),
       );
     });
 
@@ -211,7 +220,8 @@ describe('mapErnie45VL errors and other layouts', () => {
     const e = err as MappingError;
     expect(e.code).toBe('MISSING_TENSOR');
     expect(e.message).toContain("decoder parameter 'layers.2.mlp.vision_experts.w13_weight' needs 'model.layers.2.mlp.experts.6.up_proj.weight'");
-    expect(e.report!.missing).toHaveLength(1);
+    // The stacked tensor and the expert's own (hub expert 6 = vision expert 2) both need it.
+    expect(e.report!.missing.map((m) => m.name).sort()).toEqual(['layers.2.mlp.vision_experts.2.up_proj.weight', 'layers.2.mlp.vision_experts.w13_weight']);
     expect(e.report!.missing[0]!.nearest).toEqual([
       'model.layers.1.mlp.experts.6.up_proj.weight',
       'model.layers.2.mlp.experts.0.up_proj.weight',

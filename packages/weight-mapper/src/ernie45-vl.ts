@@ -125,6 +125,11 @@ function decoderParams(c: Ernie45VlMapperConfig): ParamSpec[] {
       add(`${M}${m.key}_experts.e_score_correction_bias`, [m.e], row(tensor(`model.${M}moe_statics.e_score_correction_bias`), m.biasRow));
       add(`${M}${m.key}_experts.w13_weight`, [m.e, 2 * m.inter, d], stackExperts(m.experts, (j) => pack(`${E}${j}.gate_proj.weight`, `${E}${j}.up_proj.weight`)));
       add(`${M}${m.key}_experts.w2_weight`, [m.e, d, m.inter], stack(m.experts.map((j) => tensor(`${E}${j}.down_proj.weight`))));
+      // Per expert, as stored (zero copy): what the sparse expert path reads, one Gemm per projection.
+      m.experts.forEach((j, e) => {
+        for (const proj of ['gate_proj', 'up_proj'] as const) add(`${M}${m.key}_experts.${e}.${proj}.weight`, [m.inter, d], tensor(`${E}${j}.${proj}.weight`));
+        add(`${M}${m.key}_experts.${e}.down_proj.weight`, [d, m.inter], tensor(`${E}${j}.down_proj.weight`));
+      });
     }
     if (t.sharedExperts > 0) {
       const is = t.moeIntermediate[0] * t.sharedExperts;

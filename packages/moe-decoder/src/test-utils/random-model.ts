@@ -30,8 +30,10 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
   const arrays = new Map<string, Float32Array>();
   const refs = new Map<string, TensorRef>();
   let k = seed * 1000;
+  const perExpert = /_experts\.\d+\./;
   for (const p of ernieTextExpectedParameters(config)) {
     if (p.name === 'lm_head.weight' && config.tieWordEmbeddings) continue;
+    if (perExpert.test(p.name)) continue; // views of the stacked tensors, below
     const n = p.shape.reduce((a, b) => a * b, 1);
     const fanIn = p.shape[p.shape.length - 1]!;
     let data: Float32Array;
@@ -41,6 +43,20 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
     else data = randn(n, k++, 1.5 / Math.sqrt(fanIn));
     arrays.set(p.name, data);
     refs.set(p.name, tensorFromArray('float32', p.shape, data));
+  }
+  // Per-expert weights are the stacked tensors' slices, as a checkpoint's per-expert tensors are.
+  for (const [name, w13] of arrays) {
+    const m = /^(.*_experts)\.w13_weight$/.exec(name);
+    if (!m) continue;
+    const w2 = arrays.get(`${m[1]}.w2_weight`)!;
+    const [E, twoI, D] = ernieTextExpectedParameters(config).find((p) => p.name === name)!.shape as [number, number, number];
+    const I = twoI / 2;
+    for (let e = 0; e < E; e++) {
+      const at = (k: string, shape: number[], data: Float32Array) => refs.set(`${m[1]}.${e}.${k}`, tensorFromArray('float32', shape, data));
+      at('gate_proj.weight', [I, D], w13.subarray(e * twoI * D, e * twoI * D + I * D));
+      at('up_proj.weight', [I, D], w13.subarray(e * twoI * D + I * D, (e + 1) * twoI * D));
+      at('down_proj.weight', [D, I], w2.subarray(e * D * I, (e + 1) * D * I));
+    }
   }
   if (config.tieWordEmbeddings) refs.set('lm_head.weight', refs.get('embed_tokens.weight')!);
   return { weights: Weights.from(refs), arrays };
