@@ -65,6 +65,21 @@ describe('Granite4Vision LoRA and input checks', () => {
     expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeGreaterThan(1e-2);
   });
 
+  it('no state carries from one request to the next: interleaved requests give the answers they give alone', async () => {
+    const [a, b] = ['anyres', 'multi-image'].map((n) => cases.find((x) => x.name === n)!);
+    const m = await model(a!.checkpoint);
+    const ia = await readTensors(`${a!.dir}/inputs.safetensors`);
+    const ib = await readTensors(`${b!.dir}/inputs.safetensors`);
+    const first = await m.generate(ia as never, { maxNewTokens: 4, eos: [] });
+    await m.generate(ib as never, { maxNewTokens: 4, eos: [] });
+    const again = await m.generate(ia as never, { maxNewTokens: 4, eos: [] });
+    expect(again.tokens).toEqual(first.tokens);
+    const [fa, fb] = [await m.forward(ia as never), await m.forward(ib as never)];
+    const fa2 = await m.forward(ia as never);
+    expect(Array.from(fa2.logits.data as Float32Array)).toEqual(Array.from(fa.logits.data as Float32Array));
+    expect(fb.logits.dims[1]).not.toBe(fa.logits.dims[1]);
+  });
+
   it('a placeholder count that does not match the packed features is a clear error', async () => {
     const c = cases.find((x) => x.name === 'anyres')!;
     const m = await model(c.checkpoint);
