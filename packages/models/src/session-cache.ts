@@ -83,9 +83,14 @@ export async function cachedSession(g: Graph, checkpointDir: string, name: strin
     await stat(modelPath);
   } catch {
     cached = false;
-    const tmp = join(dir, `${base}.tmp-${process.pid}-${Date.now()}.onnx`);
-    await saveModel(g, tmp, { dataFile: `${base}.onnx.data` });
-    await rename(tmp, modelPath);
+    // Both files are written under temporary names and renamed into place, data first: a concurrent
+    // process building the same model writes identical bytes, and a reader never sees a partial file.
+    const tag = `tmp-${process.pid}-${Date.now()}`;
+    const dataFile = `${base}.onnx.data`;
+    const tmpModel = join(dir, `${base}.${tag}.onnx`);
+    const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}` });
+    if (saved.dataPath !== undefined) await rename(join(dir, `${dataFile}.${tag}`), join(dir, dataFile));
+    await rename(tmpModel, modelPath);
   }
   const t1 = performance.now();
   const session = await createSession(modelPath, {

@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, realpath, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import type { TypedArray } from './dtype.js';
 import { onnxDataType } from './dtype.js';
@@ -34,6 +34,12 @@ export interface SaveOptions {
   externalThreshold?: number;
   /** External data file name, next to the model (default `<model file>.data`). */
   dataFile?: string;
+  /**
+   * Write the external data bytes here instead (a temporary name the caller
+   * renames to `dataFile` afterwards, so a reader never sees a half-written
+   * file); the model still refers to `dataFile`.
+   */
+  writeDataTo?: string;
   /**
    * Point external data straight into the files of `file` tensors (e.g. the
    * checkpoint's .safetensors) when they lie inside the model's directory, so
@@ -88,11 +94,12 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   const threshold = opts.externalThreshold ?? 1024;
   const dataName = opts.dataFile ?? `${modelPath.slice(dir.length + 1)}.data`;
   const dataPath = resolve(dir, dataName);
+  const writePath = opts.writeDataTo !== undefined ? resolve(dir, opts.writeDataTo) : dataPath;
   const snap = g.snapshot();
   const tensors: OnnxTypes.ITensorProto[] = [];
   let offset = 0;
   let linkedBytes = 0;
-  const data = await open(dataPath, 'w');
+  const data = await open(writePath, 'w');
   try {
     for (const entry of snap.initializers) {
       const ref = entry.ref;
@@ -119,6 +126,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   } finally {
     await data.close();
   }
+  if (offset === 0) await rm(writePath, { force: true });
   await writeFile(modelPath, encode(g, tensors));
   return { modelPath, dataPath: offset > 0 ? dataPath : undefined, copiedBytes: offset, linkedBytes };
 }
