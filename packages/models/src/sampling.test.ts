@@ -44,7 +44,7 @@ describe('sampling', () => {
     await expect(generateTokens(steps, { maxNewTokens: -1 })).rejects.toThrow(/maxNewTokens/);
   });
 
-  it('stops a row at eos and pads it, stops early when every row is done, streams tokens', async () => {
+  it('stops a row at eos and pads it, streams tokens', async () => {
     // Row 0 counts up 1, 2, 3 ...; row 1 emits eos (9) at its second step.
     let calls = 0;
     const V = 10;
@@ -71,5 +71,20 @@ describe('sampling', () => {
     ]);
     expect(streamed).toHaveLength(4);
     expect(r.timings.stepMs).toHaveLength(3);
+  });
+
+  it('stops early once every row has emitted eos', async () => {
+    let steps = 0;
+    const V = 4;
+    const eosAt = (t: number) => Float32Array.from({ length: 2 * V }, (_, i) => (i % V === t ? 1 : 0));
+    const r = await generateTokens(
+      { batchSize: 2, vocabSize: V, prefill: async () => eosAt(1), step: async () => (++steps === 2 ? eosAt(3) : eosAt(2)) },
+      { maxNewTokens: 10, eos: 3 },
+    );
+    expect(r.tokens).toEqual([
+      [1, 2, 3],
+      [1, 2, 3],
+    ]);
+    expect(steps).toBe(2);
   });
 });

@@ -164,7 +164,7 @@ export class GraphCore {
     return this.constant('int64', [values.length], values);
   }
 
-  /** An int64 or float scalar constant matching `like`'s dtype. */
+  /** A scalar (rank-0) constant of `dtype`. */
   scalar(value: number, dtype: DType): Value {
     return this.constant(dtype, [], [value]);
   }
