@@ -5,6 +5,7 @@ import type { ErnieTextConfig } from './ernie-config.js';
 import { ernieDecoderLayer } from './ernie-layer.js';
 import type { ExpertsImpl, MoeRouting } from './ernie-moe.js';
 import { MoeDecoderError } from './errors.js';
+import { lmHead } from './lm-head.js';
 
 /** One layer's KV cache: [B, Hkv, P, headDim] float32. */
 export interface KvPair {
@@ -108,23 +109,3 @@ export function buildErnieTextDecoder(
   });
 }
 
-/**
- * logits = h W^T with W [V, D]: Gemm with transB, so a tied [V, D] table is
- * never transposed into a copy. Tied: W is `embed_tokens.weight` itself
- * (one initializer), whatever `lm_head.weight` the weights also carry (a
- * mapper may hand an equal but distinct TensorRef, which would be stored
- * and loaded twice).
- */
-function lmHead(g: Graph, weights: Weights, config: ErnieTextConfig, h: Value): Value {
-  const { vocabSize: V, hiddenSize: D } = config;
-  const name = config.tieWordEmbeddings ? 'embed_tokens.weight' : 'lm_head.weight';
-  const w = nn.paramAs(g, weights, name, h);
-  if (w.shape[0] !== V || w.shape[1] !== D) {
-    throw new MoeDecoderError('BAD_INPUT', `${weights.fullName(name)} has shape [${w.shape.join(', ')}], expected [${V}, ${D}].`);
-  }
-  return g.scope('lm_head', () => {
-    const flat = g.gemm(g.reshape(h, [-1, D]), w, undefined, { transB: true });
-    const shape = g.concat([g.shapeOf(h, 0, 2), g.ints([V])], 0);
-    return g.reshape(flat, shape, [h.dim(0), h.dim(1), V]);
-  });
-}

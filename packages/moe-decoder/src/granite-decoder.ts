@@ -3,6 +3,7 @@ import { causalPaddingMask } from './attention-mask.js';
 import { embedTokens } from './embedding.js';
 import type { KvPair } from './ernie-decoder.js';
 import { MoeDecoderError } from './errors.js';
+import { lmHead } from './lm-head.js';
 import type { GraniteTextConfig } from './granite-config.js';
 import { addDeepstackFeatures, zeroRows } from './granite-deepstack.js';
 import { graniteDecoderLayer } from './granite-layer.js';
@@ -114,27 +115,9 @@ export function buildGraniteTextDecoder(
       if (r.presentKey !== undefined) present.push({ key: r.presentKey, value: r.presentValue! });
     }
     const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
-    const logits = lmHead(g, weights, config, lastHiddenState);
+    // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).
+    const logits = g.div(lmHead(g, weights, config, lastHiddenState), config.logitsScaling);
     return { logits, lastHiddenState, inputsEmbeds, layerInputs, layerOutputs, present: inputs.past !== undefined ? present : undefined };
   });
 }
 
-/**
- * logits = (h W^T) / logits_scaling with W [V, D], as a Gemm with transB so a
- * tied [V, D] table is never transposed into a copy; tied: W is
- * `embed_tokens.weight` itself (one initializer). HF divides after the
- * matmul (`logits / logits_scaling`), so do we (not alpha = 1/scaling).
- */
-function lmHead(g: Graph, weights: Weights, config: GraniteTextConfig, h: Value): Value {
-  const { vocabSize: V, hiddenSize: D } = config;
-  const name = config.tieWordEmbeddings ? 'embed_tokens.weight' : 'lm_head.weight';
-  const w = nn.paramAs(g, weights, name, h);
-  if (w.shape[0] !== V || w.shape[1] !== D) {
-    throw new MoeDecoderError('BAD_INPUT', `${weights.fullName(name)} has shape [${w.shape.join(', ')}], expected [${V}, ${D}].`);
-  }
-  return g.scope('lm_head', () => {
-    const flat = g.gemm(g.reshape(h, [-1, D]), w, undefined, { transB: true });
-    const shape = g.concat([g.shapeOf(h, 0, 2), g.ints([V])], 0);
-    return g.div(g.reshape(flat, shape, [h.dim(0), h.dim(1), V]), config.logitsScaling);
-  });
-}
