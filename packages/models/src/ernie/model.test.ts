@@ -63,6 +63,15 @@ describe.each(cases)('Ernie45VL against HF 5.17: $name', (c) => {
 });
 
 describe('Ernie45VL input checks', () => {
+  it('pixel rows that do not match the grids are refused before anything is allocated for them', async () => {
+    const c = cases.find((x) => x.name === 'images')!;
+    const m = await model(c.checkpoint);
+    const inputs = await readTensors(`${c.dir}/inputs.safetensors`);
+    const pv = inputs.pixel_values!;
+    const bad = { ...inputs, pixel_values: { ...pv, dims: [47, 588], data: (pv.data as Float32Array).subarray(0, 47 * 588) } };
+    await expect(m.forward(bad as never)).rejects.toThrow(/pixel_values has 47 patch rows of 588 but image_grid_thw \(\[1, 4, 6\], \[1, 6, 4\]\) needs 48/);
+  });
+
   it('a placeholder count that does not match the grids is a clear error, as in HF', async () => {
     const c = cases.find((x) => x.name === 'images')!;
     const m = await model(c.checkpoint);

@@ -137,6 +137,13 @@ export class Ernie45VL {
       const gs = grids(g, `${what}_grid_thw`);
       if (gs.length === 0) return undefined;
       if (!pixels || pixels.dtype !== 'float32') throw new ModelError('BAD_INPUT', `${what}_grid_thw is given but ${what === 'image' ? 'pixel_values' : 'pixel_values_videos'} is missing or not float32`);
+      // Checked before anything is allocated for the grids: their patch count must be the rows given.
+      const patchDim = this.config.vision.inChannels * this.config.vision.patchSize ** 2;
+      const patches = gs.reduce((n, [t, h, w]) => n + t * h * w, 0);
+      if (pixels.data.length !== patches * patchDim) {
+        const name = what === 'image' ? 'pixel_values' : 'pixel_values_videos';
+        throw new ModelError('BAD_INPUT', `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${what}_grid_thw (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`);
+      }
       const out = await this.vision.run(visionEncoderFeeds(pixels.data as Float32Array, gs, this.config), { outputs: ['embeds'] });
       return out.embeds as HostTensor<'float32'>;
     };
