@@ -2,8 +2,7 @@
 // usage: node tools/bench/ernie-bench.mjs [DIR=/tmp/vlmkit-bench-ernie] [NEW_TOKENS=16] [THREADS=2]
 // Needs `pnpm build` and the Python env of tools/fixtures/README.md (.venv-ref). Not part of the tests.
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ernie45VL, readNamedTensors } from '../../packages/models/dist/index.js';
@@ -14,7 +13,12 @@ const newTokens = Number(process.argv[3] ?? 16);
 const threads = Number(process.argv[4] ?? 2);
 const python = join(root, '.venv-ref/bin/python');
 
-const hf = JSON.parse(execFileSync(python, [join(root, 'tools/bench/ernie_hf.py'), dir, String(newTokens), String(threads)], { encoding: 'utf8' }).trim().split('\n').at(-1));
+const hf = JSON.parse(
+  execFileSync(python, [join(root, 'tools/bench/ernie_hf.py'), dir, String(newTokens), String(threads)], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .at(-1),
+);
 
 for (const f of readdirSync(dir)) if (f.startsWith('vlmkit-')) rmSync(join(dir, f));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -55,5 +59,9 @@ console.log(`ERNIE-4.5-VL bench: ${(hf.params / 1e6).toFixed(1)}M params, ${hf.p
 console.log('| step | HF PyTorch ms | vlmkit ms | HF / vlmkit |');
 console.log('| --- | --- | --- | --- |');
 for (const [name, a, b] of rows) console.log(`| ${name} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${(a / b).toFixed(2)} |`);
-console.log(`decode: ${median(gen.timings.stepMs).toFixed(1)} ms/token median (vlmkit), prefill ${gen.timings.prefillMs.toFixed(0)} ms, vision ${gen.visionMs.toFixed(0)} ms`);
-console.log(`logits vs HF: max |diff| / max |ref| = ${(diff / scale).toExponential(2)}; greedy ids ${JSON.stringify(gen.tokens[0]) === JSON.stringify(hf.generated) ? 'identical' : `DIFFER: ${gen.tokens[0]} vs ${hf.generated}`}`);
+console.log(
+  `decode: ${median(gen.timings.stepMs).toFixed(1)} ms/token median (vlmkit), prefill ${gen.timings.prefillMs.toFixed(0)} ms, vision ${gen.visionMs.toFixed(0)} ms`,
+);
+console.log(
+  `logits vs HF: max |diff| / max |ref| = ${(diff / scale).toExponential(2)}; greedy ids ${JSON.stringify(gen.tokens[0]) === JSON.stringify(hf.generated) ? 'identical' : `DIFFER: ${gen.tokens[0]} vs ${hf.generated}`}`,
+);

@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import { FIXTURE_DIR, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
-
 export type Out = (s: string) => void;
 
 export class UsageError extends Error {
@@ -73,7 +72,13 @@ export async function demoCommand(device: DeviceRequest, out: Out): Promise<numb
   const model = join(FIXTURE_DIR, 'ernie-tiny');
   out(`ERNIE-4.5-VL (tiny random checkpoint: ${model}), prompt with 2 images\n`);
   const tokens = await generateCommand(
-    { model, device, reference: 'vllm', inputs: join(model, 'cases', 'images', 'inputs.safetensors'), generate: { maxNewTokens: 8, eos: [] } },
+    {
+      model,
+      device,
+      reference: 'vllm',
+      inputs: join(model, 'cases', 'images', 'inputs.safetensors'),
+      generate: { maxNewTokens: 8, eos: [] },
+    },
     out,
   );
   out(`new token ids: ${JSON.stringify(tokens)}\n`);

@@ -1,5 +1,5 @@
-import { Graph, Weights, nn, serializeModel, tensorFromArray } from '@vlmkit/onnx-graph';
-import { type DeviceRequest, createSession, float32 } from '@vlmkit/runtime';
+import { Graph, nn, serializeModel, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
+import { createSession, type DeviceRequest, float32 } from '@vlmkit/runtime';
 
 export interface GraphDemoResult {
   device: string;
@@ -31,7 +31,13 @@ export async function runGraphDemo(device: DeviceRequest = 'auto'): Promise<Grap
   try {
     const out = await session.run({ x: float32(ramp(2 * d, 1), [2, d]) });
     const t2 = performance.now();
-    return { device: session.device, deviceReason: session.deviceReason, output: out.y!.data as Float32Array, buildMs: t1 - t0, runMs: t2 - t1 };
+    return {
+      device: session.device,
+      deviceReason: session.deviceReason,
+      output: out.y!.data as Float32Array,
+      buildMs: t1 - t0,
+      runMs: t2 - t1,
+    };
   } finally {
     await session.release();
   }

@@ -1,3 +1,3 @@
-export { main } from './main.js';
 export { demoCommand, forwardCommand, generateCommand, UsageError } from './commands.js';
-export { runGraphDemo, type GraphDemoResult } from './demo-graph.js';
+export { type GraphDemoResult, runGraphDemo } from './demo-graph.js';
+export { main } from './main.js';

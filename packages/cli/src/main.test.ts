@@ -8,7 +8,12 @@ import { main } from './main.js';
 
 function capture(): { out: (s: string) => void; text: () => string } {
   let text = '';
-  return { out: (s) => (text += s), text: () => text };
+  return {
+    out: (s) => {
+      text += s;
+    },
+    text: () => text,
+  };
 }
 
 const ernie = join(FIXTURE_DIR, 'ernie-tiny');
@@ -29,7 +34,22 @@ describe('vlmkit forward / generate on the ERNIE fixtures', () => {
       const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
       const c = capture();
       const caseDir = join(ernie, 'cases', name);
-      const code = await main(['forward', '--model', ernie, '--inputs', join(caseDir, 'inputs.safetensors'), '--out', join(dir, 'out.safetensors'), '--device', 'cpu', '--reference', 'hf'], c.out);
+      const code = await main(
+        [
+          'forward',
+          '--model',
+          ernie,
+          '--inputs',
+          join(caseDir, 'inputs.safetensors'),
+          '--out',
+          join(dir, 'out.safetensors'),
+          '--device',
+          'cpu',
+          '--reference',
+          'hf',
+        ],
+        c.out,
+      );
       expect(code).toBe(0);
       const got = await readNamedTensors(join(dir, 'out.safetensors'));
       const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
@@ -46,7 +66,20 @@ describe('vlmkit forward / generate on the ERNIE fixtures', () => {
   it('forward follows vLLM by default: text after a long video continues after its largest t position', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
     const caseDir = join(ernie, 'cases', 'video-long-t');
-    await main(['forward', '--model', ernie, '--inputs', join(caseDir, 'inputs.safetensors'), '--out', join(dir, 'o.safetensors'), '--device', 'cpu'], capture().out);
+    await main(
+      [
+        'forward',
+        '--model',
+        ernie,
+        '--inputs',
+        join(caseDir, 'inputs.safetensors'),
+        '--out',
+        join(dir, 'o.safetensors'),
+        '--device',
+        'cpu',
+      ],
+      capture().out,
+    );
     const got = Array.from((await readNamedTensors(join(dir, 'o.safetensors'))).position_ids!.data as BigInt64Array, Number);
     const hf = Array.from((await readNamedTensors(join(caseDir, 'expected.safetensors'))).position_ids!.data as BigInt64Array, Number);
     // grid [8,2,4] -> t'=4 > max(h',w')=2: vLLM's last text position is 2 past HF's.
@@ -58,7 +91,22 @@ describe('vlmkit forward / generate on the ERNIE fixtures', () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
     const c = capture();
     const caseDir = join(ernie, 'cases', 'batch-padded');
-    const code = await main(['generate', '--model', ernie, '--inputs', join(caseDir, 'inputs.safetensors'), '--max-new-tokens', '8', '--out', join(dir, 'gen.safetensors'), '--device', 'cpu'], c.out);
+    const code = await main(
+      [
+        'generate',
+        '--model',
+        ernie,
+        '--inputs',
+        join(caseDir, 'inputs.safetensors'),
+        '--max-new-tokens',
+        '8',
+        '--out',
+        join(dir, 'gen.safetensors'),
+        '--device',
+        'cpu',
+      ],
+      c.out,
+    );
     expect(code).toBe(0);
     const got = await readNamedTensors(join(dir, 'gen.safetensors'));
     const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
@@ -84,7 +132,22 @@ describe('vlmkit forward / generate on the Granite fixtures', () => {
   it('forward writes logits and every deepstack level matching HF (multi-image)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
     const caseDir = join(granite, 'cases', 'multi-image');
-    expect(await main(['forward', '--model', granite, '--inputs', join(caseDir, 'inputs.safetensors'), '--out', join(dir, 'o.safetensors'), '--device', 'cpu'], capture().out)).toBe(0);
+    expect(
+      await main(
+        [
+          'forward',
+          '--model',
+          granite,
+          '--inputs',
+          join(caseDir, 'inputs.safetensors'),
+          '--out',
+          join(dir, 'o.safetensors'),
+          '--device',
+          'cpu',
+        ],
+        capture().out,
+      ),
+    ).toBe(0);
     const got = await readNamedTensors(join(dir, 'o.safetensors'));
     const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
     expect(relError(got.logits!.data as Float32Array, want.logits!.data as Float32Array)).toBeLessThan(1e-4);
@@ -100,7 +163,21 @@ describe('vlmkit forward / generate on the Granite fixtures', () => {
   it('generate with --adapter merges the LoRA and reproduces HF greedy ids of the merged model', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
     const caseDir = join(granite, 'cases', 'lora');
-    const argv = ['generate', '--model', granite, '--adapter', join(FIXTURE_DIR, 'granite-tiny-lora'), '--inputs', join(caseDir, 'inputs.safetensors'), '--max-new-tokens', '8', '--out', join(dir, 'g.safetensors'), '--device', 'cpu'];
+    const argv = [
+      'generate',
+      '--model',
+      granite,
+      '--adapter',
+      join(FIXTURE_DIR, 'granite-tiny-lora'),
+      '--inputs',
+      join(caseDir, 'inputs.safetensors'),
+      '--max-new-tokens',
+      '8',
+      '--out',
+      join(dir, 'g.safetensors'),
+      '--device',
+      'cpu',
+    ];
     expect(await main(argv, capture().out)).toBe(0);
     const got = await readNamedTensors(join(dir, 'g.safetensors'));
     const want = await readNamedTensors(join(caseDir, 'expected.safetensors'));
@@ -112,10 +189,14 @@ describe('vlmkit usage errors', () => {
   it('an unknown model type lists the supported ones; a directory without config.json says so', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-'));
     await writeFile(join(dir, 'config.json'), JSON.stringify({ model_type: 'llama' }));
-    const err = (await main(['forward', '--model', dir, '--inputs', 'x', '--out', 'y'], capture().out).catch((e: unknown) => e)) as ModelError;
+    const err = (await main(['forward', '--model', dir, '--inputs', 'x', '--out', 'y'], capture().out).catch(
+      (e: unknown) => e,
+    )) as ModelError;
     expect(err.code).toBe('UNSUPPORTED_MODEL_TYPE');
     expect(err.message).toMatch(/model_type 'llama' is not supported. Supported: ernie4_5_vl_moe, granite4_vision/);
-    const none = (await main(['forward', '--model', join(FIXTURE_DIR, 'mrope'), '--inputs', 'x', '--out', 'y'], capture().out).catch((e: unknown) => e)) as ModelError;
+    const none = (await main(['forward', '--model', join(FIXTURE_DIR, 'mrope'), '--inputs', 'x', '--out', 'y'], capture().out).catch(
+      (e: unknown) => e,
+    )) as ModelError;
     expect(none.code).toBe('CONFIG_NOT_FOUND');
   });
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { type Out, UsageError, demoCommand, forwardCommand, generateCommand } from './commands.js';
+import { demoCommand, forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
 
 const USAGE = `usage: vlmkit <command> [options]
@@ -112,7 +112,11 @@ export async function main(argv: readonly string[], out: Out = (s) => process.st
         throw new UsageError(`unknown command '${command}'`);
     }
   } catch (e) {
-    if (e instanceof UsageError || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    if (
+      e instanceof UsageError ||
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
+    ) {
       out(`vlmkit: ${(e as Error).message}\n\n${USAGE}`);
       return 2;
     }

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FIXTURE_DIR } from './fixture-dir.js';
 import { Ernie45VL } from './ernie/model.js';
-import { loadPretrained } from './registry.js';
+import { FIXTURE_DIR } from './fixture-dir.js';
 import { readNamedTensors } from './inputs-file.js';
+import { loadPretrained } from './registry.js';
 
 describe('README example', () => {
   it('loads the tiny ERNIE, runs forward and streams generate', async () => {

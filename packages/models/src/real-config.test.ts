@@ -5,8 +5,15 @@
  * the builders read). Weights are lazy tensors that fail if anything tries to
  * read them, so this costs milliseconds, not 56 GB.
  */
-import { type Graph, type TensorRef, Weights, lazyTensor } from '@vlmkit/onnx-graph';
-import { ernieTextExpectedParameters, graniteTextConfigFromHf, graniteTextExpectedParameters, buildErnieTextDecoderModel, buildGraniteTextDecoderModel } from '@vlmkit/moe-decoder';
+
+import {
+  buildErnieTextDecoderModel,
+  buildGraniteTextDecoderModel,
+  ernieTextExpectedParameters,
+  graniteTextConfigFromHf,
+  graniteTextExpectedParameters,
+} from '@vlmkit/moe-decoder';
+import { type Graph, lazyTensor, type TensorRef, Weights } from '@vlmkit/onnx-graph';
 import { expectedParameters as windowParameters } from '@vlmkit/qformer';
 import { expectedParameters as resamplerParameters } from '@vlmkit/resampler';
 import { expectedErnieVisionParameters, expectedSiglipVisionParameters } from '@vlmkit/vision-tower';
@@ -67,7 +74,17 @@ const ernie28b = {
   image_end_token_id: 101305,
   video_start_token_id: 101306,
   video_end_token_id: 101307,
-  vision_config: { depth: 32, embed_dim: 1280, hidden_size: 1280, hidden_act: 'quick_gelu', in_channels: 3, mlp_ratio: 4, num_heads: 16, patch_size: 14, spatial_merge_size: 2 },
+  vision_config: {
+    depth: 32,
+    embed_dim: 1280,
+    hidden_size: 1280,
+    hidden_act: 'quick_gelu',
+    in_channels: 3,
+    mlp_ratio: 4,
+    num_heads: 16,
+    patch_size: 14,
+    spatial_merge_size: 2,
+  },
 };
 
 // granite-4.0-3b-vision: MODEL_NOTES.md (text model_type granitemoehybrid, every layer attention).
@@ -75,14 +92,36 @@ const granite3b = {
   model_type: 'granite4_vision',
   image_token_index: 100352,
   downsample_rate: '4/8',
-  deepstack_layer_map: [[-19, 9], [-13, 6], [-7, 3], [-1, 0]],
+  deepstack_layer_map: [
+    [-19, 9],
+    [-13, 6],
+    [-7, 3],
+    [-1, 0],
+  ],
   spatial_target_layers: [12, 15, 18, 21],
   spatial_vision_layer: -1,
   use_spatial_sampling: true,
   use_image_newline_parameter: true,
   vision_feature_select_strategy: 'full',
-  image_grid_pinpoints: [[384, 768], [768, 384], [768, 768], [384, 1152], [1152, 384], [1152, 1152]],
-  vision_config: { model_type: 'siglip_vision_model', num_hidden_layers: 27, hidden_size: 1152, intermediate_size: 4304, num_attention_heads: 16, image_size: 384, patch_size: 16, hidden_act: 'gelu_pytorch_tanh', layer_norm_eps: 1e-6 },
+  image_grid_pinpoints: [
+    [384, 768],
+    [768, 384],
+    [768, 768],
+    [384, 1152],
+    [1152, 384],
+    [1152, 1152],
+  ],
+  vision_config: {
+    model_type: 'siglip_vision_model',
+    num_hidden_layers: 27,
+    hidden_size: 1152,
+    intermediate_size: 4304,
+    num_attention_heads: 16,
+    image_size: 384,
+    patch_size: 16,
+    hidden_act: 'gelu_pytorch_tanh',
+    layer_norm_eps: 1e-6,
+  },
   text_config: {
     model_type: 'granitemoehybrid',
     hidden_size: 2560,
@@ -109,7 +148,11 @@ describe('graphs build for the published configs (no weights read)', () => {
   it('ERNIE-4.5-VL-28B-A3B: vision encoder (0.6B) and MoE decoder (28B), both expert paths', () => {
     const config = ernie45VLConfig(ernie28b);
     const t0 = performance.now();
-    const vision = buildErnieVisionEncoder(Weights.from(unread(expectedErnieVisionParameters(config.vision))), Weights.from(unread(resamplerParameters(config.resampler))), config);
+    const vision = buildErnieVisionEncoder(
+      Weights.from(unread(expectedErnieVisionParameters(config.vision))),
+      Weights.from(unread(resamplerParameters(config.resampler))),
+      config,
+    );
     const decoderWeights = Weights.from(unread(ernieTextExpectedParameters(config.text)));
     const sparse = buildErnieTextDecoderModel(decoderWeights, config.text);
     const dense = buildErnieTextDecoderModel(decoderWeights, config.text, { experts: 'dense' });
@@ -127,10 +170,17 @@ describe('graphs build for the published configs (no weights read)', () => {
     const text = graniteTextConfigFromHf(granite3b);
     const projectors = new Map<string, TensorRef>([['image_newline', lazyTensor('bfloat16', [2560], async () => new Uint16Array(2560))]]);
     for (const p of ['layerwise_projectors', 'spatial_projectors']) {
-      for (let k = 0; k < 4; k++) for (const [n, r] of unread(windowParameters(config.projector), 'bfloat16', `${p}.${k}.`)) projectors.set(n, r);
+      for (let k = 0; k < 4; k++)
+        for (const [n, r] of unread(windowParameters(config.projector), 'bfloat16', `${p}.${k}.`)) projectors.set(n, r);
     }
-    const vision = buildGraniteVisionEncoder(Weights.from(unread(expectedSiglipVisionParameters(config.vision))), Weights.from(projectors), config);
-    const decoder = buildGraniteTextDecoderModel(Weights.from(unread(graniteTextExpectedParameters(text))), text, { levels: config.levels.map((l) => l.llmLayer) });
+    const vision = buildGraniteVisionEncoder(
+      Weights.from(unread(expectedSiglipVisionParameters(config.vision))),
+      Weights.from(projectors),
+      config,
+    );
+    const decoder = buildGraniteTextDecoderModel(Weights.from(unread(graniteTextExpectedParameters(text))), text, {
+      levels: config.levels.map((l) => l.llmLayer),
+    });
     expect(config.levels.map((l) => l.llmLayer)).toEqual([9, 6, 3, 0, 12, 15, 18, 21]);
     const [v, d] = [stats(vision), stats(decoder)];
     // ~0.4B SigLIP + 8 x ~21M projectors; ~3.5B decoder with the tied 100353 x 2560 table.

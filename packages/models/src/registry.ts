@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { HostTensor } from '@vlmkit/runtime';
+import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
-import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
 
 /** What every assembled model offers, by HF input and output names (the CLI's contract). */
@@ -42,12 +42,18 @@ export async function loadPretrained(dir: string, options: LoadOptions = {}): Pr
   try {
     json = JSON.parse(await readFile(path, 'utf8')) as { model_type?: unknown };
   } catch (e) {
-    throw new ModelError('CONFIG_NOT_FOUND', `cannot read ${path}: ${(e as Error).message}. Pass the directory holding config.json and the .safetensors files.`);
+    throw new ModelError(
+      'CONFIG_NOT_FOUND',
+      `cannot read ${path}: ${(e as Error).message}. Pass the directory holding config.json and the .safetensors files.`,
+    );
   }
   const type = String(json.model_type);
   const loader = LOADERS[ALIASES[type] ?? type];
   if (!loader) {
-    throw new ModelError('UNSUPPORTED_MODEL_TYPE', `${path}: model_type '${type}' is not supported. Supported: ${supportedModelTypes().join(', ')}.`);
+    throw new ModelError(
+      'UNSUPPORTED_MODEL_TYPE',
+      `${path}: model_type '${type}' is not supported. Supported: ${supportedModelTypes().join(', ')}.`,
+    );
   }
   return loader(dir, options);
 }
@@ -91,7 +97,9 @@ function graniteAdapter(m: Granite4Vision): PretrainedModel {
   return adapt('granite4_vision', m, async (inputs) => {
     const out = await m.forward(inputs);
     const named: Record<string, HostTensor> = { logits: out.logits };
-    out.deepstack.forEach((t, k) => (named[`deepstack_${k}`] = t));
+    out.deepstack.forEach((t, k) => {
+      named[`deepstack_${k}`] = t;
+    });
     return named;
   });
 }

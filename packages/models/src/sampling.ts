@@ -25,7 +25,8 @@ export function seededRandom(seed: number): () => number {
 
 export function validateSampling(o: SamplingOptions): void {
   const bad = (why: string) => new ModelError('BAD_GENERATION_OPTIONS', why);
-  if (o.temperature !== undefined && !(o.temperature >= 0 && Number.isFinite(o.temperature))) throw bad(`temperature must be a finite number >= 0, got ${o.temperature}`);
+  if (o.temperature !== undefined && !(o.temperature >= 0 && Number.isFinite(o.temperature)))
+    throw bad(`temperature must be a finite number >= 0, got ${o.temperature}`);
   if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw bad(`topK must be an integer >= 0, got ${o.topK}`);
   if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw bad(`topP must be in (0, 1], got ${o.topP}`);
 }
@@ -48,7 +49,13 @@ export function argmax(logits: Float32Array, offset = 0, length = logits.length 
  * otherwise softmax(logits / T) filtered by top-k then top-p (the order HF's
  * logits processors apply), sampled with `random`.
  */
-export function sampleToken(logits: Float32Array, o: SamplingOptions, random: () => number, offset = 0, length = logits.length - offset): number {
+export function sampleToken(
+  logits: Float32Array,
+  o: SamplingOptions,
+  random: () => number,
+  offset = 0,
+  length = logits.length - offset,
+): number {
   const t = o.temperature ?? 0;
   if (t === 0) return argmax(logits, offset, length);
   const idx = Array.from({ length }, (_, i) => i);

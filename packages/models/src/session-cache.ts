@@ -3,7 +3,7 @@ import { access, constants, mkdir, rename, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
-import { type DeviceRequest, type VlmSession, createSession } from '@vlmkit/runtime';
+import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 
 export interface SessionCacheOptions {
   /**
@@ -71,7 +71,13 @@ async function writable(dir: string): Promise<boolean> {
  * on it. The .onnx appears atomically (written under a temporary name, then
  * renamed), so concurrent processes building the same model are safe.
  */
-export async function cachedSession(g: Graph, checkpointDir: string, name: string, o: SessionCacheOptions, extras: CachedSessionExtras = {}): Promise<BuiltSession> {
+export async function cachedSession(
+  g: Graph,
+  checkpointDir: string,
+  name: string,
+  o: SessionCacheOptions,
+  extras: CachedSessionExtras = {},
+): Promise<BuiltSession> {
   const t0 = performance.now();
   const dir = o.cacheDir ?? ((await writable(checkpointDir)) ? checkpointDir : join(tmpdir(), 'vlmkit-cache'));
   await mkdir(dir, { recursive: true });

@@ -1,4 +1,4 @@
-import { type Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
 
 /**
  * embed_tokens, then the vision features scattered over their placeholder

@@ -37,28 +37,55 @@ describe('ernieTextConfigFromHf', () => {
     expect(c.moe).toEqual({ numExperts: [64, 64], topK: 6, intermediateSize: [1536, 512], numSharedExperts: 2, normMin: 1e-12 });
   });
 
-  it.skipIf(!fixtureExists('ernie-tiny', 'config.json'))("reads HF 5.17's layout (text_config, mrope_section, mlp_layer_types)", async () => {
-    const c = ernieTextConfigFromHf(await readJson('ernie-tiny', 'config.json'));
-    expect(c).toMatchObject({ hiddenSize: 64, headDim: 16, numKeyValueHeads: 2, vocabSize: 256, ropeTheta: 500000, freqAllocation: 2, intermediateSize: 128 });
-    expect(c.mlpLayerTypes).toEqual(['dense', 'sparse', 'sparse', 'sparse']);
-    expect(c.moe.numExperts).toEqual([4, 4]);
-    expect(c.moe.intermediateSize).toEqual([64, 32]);
-  });
+  it.skipIf(!fixtureExists('ernie-tiny', 'config.json'))(
+    "reads HF 5.17's layout (text_config, mrope_section, mlp_layer_types)",
+    async () => {
+      const c = ernieTextConfigFromHf(await readJson('ernie-tiny', 'config.json'));
+      expect(c).toMatchObject({
+        hiddenSize: 64,
+        headDim: 16,
+        numKeyValueHeads: 2,
+        vocabSize: 256,
+        ropeTheta: 500000,
+        freqAllocation: 2,
+        intermediateSize: 128,
+      });
+      expect(c.mlpLayerTypes).toEqual(['dense', 'sparse', 'sparse', 'sparse']);
+      expect(c.moe.numExperts).toEqual([4, 4]);
+      expect(c.moe.intermediateSize).toEqual([64, 32]);
+    },
+  );
 
   it('applies moe_layer_interval and the start/end range', () => {
-    const c = ernieTextConfigFromHf({ ...baidu28b, num_hidden_layers: 6, moe_layer_start_index: [2, 2], moe_layer_end_index: [5, 5], moe_layer_interval: 2 });
+    const c = ernieTextConfigFromHf({
+      ...baidu28b,
+      num_hidden_layers: 6,
+      moe_layer_start_index: [2, 2],
+      moe_layer_end_index: [5, 5],
+      moe_layer_interval: 2,
+    });
     expect(c.mlpLayerTypes).toEqual(['dense', 'dense', 'dense', 'sparse', 'dense', 'sparse']);
   });
 
   const bad: [string, Record<string, unknown>, string, RegExp][] = [
     ['missing hidden_size', { ...baidu28b, hidden_size: undefined }, 'INVALID_CONFIG', /'hidden_size' is missing/],
     ['heads not a multiple of kv heads', { ...baidu28b, num_key_value_heads: 3 }, 'INVALID_CONFIG', /multiple of num_key_value_heads/],
-    ['mrope_section that does not add up', { ...baidu28b, rope_parameters: { rope_theta: 5e5, mrope_section: [22, 22, 10] } }, 'INVALID_CONFIG', /mrope_section/],
+    [
+      'mrope_section that does not add up',
+      { ...baidu28b, rope_parameters: { rope_theta: 5e5, mrope_section: [22, 22, 10] } },
+      'INVALID_CONFIG',
+      /mrope_section/,
+    ],
     ['odd h/w share', { ...baidu28b, freq_allocation: 21 }, 'INVALID_CONFIG', /freq_allocation 21/],
     ['moe_k above the experts', { ...baidu28b, moe_k: 65 }, 'INVALID_CONFIG', /moe_k \(65\)/],
     ['a string where a number goes', { ...baidu28b, rms_norm_eps: '1e-5' }, 'INVALID_CONFIG', /rms_norm_eps/],
     ['biased projections', { ...baidu28b, use_bias: true }, 'UNSUPPORTED_CONFIG', /use_bias/],
-    ['a layer with only text experts', { ...baidu28b, moe_layer_end_index: [27, 26] }, 'UNSUPPORTED_CONFIG', /layer 27 .* only text experts/],
+    [
+      'a layer with only text experts',
+      { ...baidu28b, moe_layer_end_index: [27, 26] },
+      'UNSUPPORTED_CONFIG',
+      /layer 27 .* only text experts/,
+    ],
     ['mlp_layer_types of the wrong length', { ...baidu28b, mlp_layer_types: ['dense'] }, 'INVALID_CONFIG', /mlp_layer_types/],
   ];
   for (const [name, json, code, msg] of bad) {

@@ -65,7 +65,12 @@ function num(j: Json, key: string, fallback?: number): number {
 function pair(j: Json, key: string, fallback?: number | number[]): [number, number] {
   const v = j[key] ?? fallback;
   const list = typeof v === 'number' ? [v, v] : v;
-  if (!Array.isArray(list) || list.length < 1 || list.length > 2 || list.some((x) => typeof x !== 'number' || !Number.isInteger(x) || x < 0)) {
+  if (
+    !Array.isArray(list) ||
+    list.length < 1 ||
+    list.length > 2 ||
+    list.some((x) => typeof x !== 'number' || !Number.isInteger(x) || x < 0)
+  ) {
     fail(`'${key}' must be a non-negative integer or a list [text, vision] of them, found ${JSON.stringify(v)}.`);
   }
   return [list[0] as number, (list[1] ?? list[0]) as number];
@@ -95,20 +100,34 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
   const half = headDim / 2;
 
   const act = j['hidden_act'] ?? 'silu';
-  if (act !== 'silu') throw new MoeDecoderError('UNSUPPORTED_CONFIG', `ERNIE text config: hidden_act '${String(act)}' is not supported; the decoder builds SiLU-gated MLPs.`);
-  if (j['use_bias'] === true) throw new MoeDecoderError('UNSUPPORTED_CONFIG', 'ERNIE text config: use_bias=true is not supported; ERNIE-4.5-VL checkpoints have no projection biases.');
+  if (act !== 'silu')
+    throw new MoeDecoderError(
+      'UNSUPPORTED_CONFIG',
+      `ERNIE text config: hidden_act '${String(act)}' is not supported; the decoder builds SiLU-gated MLPs.`,
+    );
+  if (j['use_bias'] === true)
+    throw new MoeDecoderError(
+      'UNSUPPORTED_CONFIG',
+      'ERNIE text config: use_bias=true is not supported; ERNIE-4.5-VL checkpoints have no projection biases.',
+    );
 
   // Rotary: HF keeps theta and mrope_section [h, w, t] in rope_parameters; Baidu has rope_theta and freq_allocation.
   const rp = (j['rope_parameters'] ?? j['rope_scaling'] ?? {}) as Json;
   const ropeType = rp['rope_type'] ?? rp['type'] ?? 'default';
-  if (ropeType !== 'default') throw new MoeDecoderError('UNSUPPORTED_CONFIG', `ERNIE text config: rope_type '${String(ropeType)}' is not supported; ERNIE uses 'default'.`);
+  if (ropeType !== 'default')
+    throw new MoeDecoderError(
+      'UNSUPPORTED_CONFIG',
+      `ERNIE text config: rope_type '${String(ropeType)}' is not supported; ERNIE uses 'default'.`,
+    );
   const ropeTheta = num(rp['rope_theta'] !== undefined ? rp : j, 'rope_theta', 500000);
   let freqAllocation: number;
   if (rp['mrope_section'] !== undefined) {
     const s = rp['mrope_section'];
-    if (!Array.isArray(s) || s.length !== 3 || s.some((x) => !Number.isInteger(x) || x < 0)) fail(`rope_parameters.mrope_section must be three non-negative integers [h, w, t], found ${JSON.stringify(s)}.`);
+    if (!Array.isArray(s) || s.length !== 3 || s.some((x) => !Number.isInteger(x) || x < 0))
+      fail(`rope_parameters.mrope_section must be three non-negative integers [h, w, t], found ${JSON.stringify(s)}.`);
     const [h, w, t] = s as number[];
-    if (h !== w || h! + w! + t! !== half) fail(`rope_parameters.mrope_section [${s.join(', ')}] must be [n, n, t] with 2n + t = head_dim / 2 = ${half}.`);
+    if (h !== w || h! + w! + t! !== half)
+      fail(`rope_parameters.mrope_section [${s.join(', ')}] must be [n, n, t] with 2n + t = head_dim / 2 = ${half}.`);
     freqAllocation = t!;
   } else {
     // HF's default mrope_section is [22, 22, 20]; vLLM's default freq_allocation is 20.
@@ -125,10 +144,14 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
   const normMin = num(j, 'moe_norm_min', 1e-12);
   const mlpLayerTypes = resolveLayerTypes(j, numHiddenLayers);
   if (mlpLayerTypes.includes('sparse')) {
-    for (const [m, n] of [['text', numExperts[0]], ['vision', numExperts[1]]] as const) {
+    for (const [m, n] of [
+      ['text', numExperts[0]],
+      ['vision', numExperts[1]],
+    ] as const) {
       if (n < topK) fail(`moe_k (${topK}) exceeds the ${n} ${m} experts.`);
     }
-    if (intermediateSize[0] < 1 || intermediateSize[1] < 1) fail(`moe_intermediate_size must be positive, found [${intermediateSize.join(', ')}].`);
+    if (intermediateSize[0] < 1 || intermediateSize[1] < 1)
+      fail(`moe_intermediate_size must be positive, found [${intermediateSize.join(', ')}].`);
   }
   const tie = j['tie_word_embeddings'] ?? top['tie_word_embeddings'] ?? true;
   if (typeof tie !== 'boolean') fail(`'tie_word_embeddings' must be a boolean, found ${JSON.stringify(tie)}.`);

@@ -4,9 +4,9 @@ import { buildErnieTextDecoder } from './ernie-decoder.js';
 import { buildErnieTextDecoderModel } from './ernie-model.js';
 import { ernieRotaryTables } from './ernie-rotary.js';
 import { MoeDecoderError } from './errors.js';
+import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from './test-utils/ort.js';
 import { randomWeights, tinyConfig } from './test-utils/random-model.js';
 import { type RefInputs, referenceForward } from './test-utils/reference.js';
-import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from './test-utils/ort.js';
 
 const cfg = tinyConfig;
 const { weights, arrays } = randomWeights(cfg);
@@ -45,14 +45,21 @@ function feeds(inp: RefInputs) {
   return f;
 }
 
-describe.each(['sparse', 'dense'] as const)('ERNIE text decoder vs a plain-TypeScript reference (random weights, %s experts)', (experts) => {
+describe.each([
+  'sparse',
+  'dense',
+] as const)('ERNIE text decoder vs a plain-TypeScript reference (random weights, %s experts)', (experts) => {
   let session: Awaited<ReturnType<typeof sessionFor>>;
   beforeAll(async () => {
     session = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { outputHiddenStates: true, experts }));
   });
 
   it('runs its experts the way it was asked to: sparse gathers routed tokens (NonZero), dense does not', () => {
-    const ops = new Set(buildErnieTextDecoderModel(weights, cfg, { experts }).snapshot().nodes.map((n) => n.opType));
+    const ops = new Set(
+      buildErnieTextDecoderModel(weights, cfg, { experts })
+        .snapshot()
+        .nodes.map((n) => n.opType),
+    );
     expect(ops.has('NonZero')).toBe(experts === 'sparse');
   });
 

@@ -1,4 +1,4 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { causalPaddingMask } from './attention-mask.js';
 import { embedTokens } from './embedding.js';
 import type { ErnieTextConfig } from './ernie-config.js';
@@ -68,7 +68,10 @@ export function buildErnieTextDecoder(
   if ((inputs.inputIds === undefined) === (inputs.inputsEmbeds === undefined)) {
     throw new MoeDecoderError('BAD_INPUT', 'buildErnieTextDecoder: pass exactly one of inputIds and inputsEmbeds.');
   }
-  if ((inputs.visionEmbeds === undefined) !== (inputs.visionPositions === undefined) || (inputs.visionEmbeds !== undefined && inputs.inputIds === undefined)) {
+  if (
+    (inputs.visionEmbeds === undefined) !== (inputs.visionPositions === undefined) ||
+    (inputs.visionEmbeds !== undefined && inputs.inputIds === undefined)
+  ) {
     throw new MoeDecoderError('BAD_INPUT', 'buildErnieTextDecoder: visionEmbeds and visionPositions go together, and only with inputIds.');
   }
   if (inputs.past !== undefined && inputs.past.length !== L) {
@@ -78,7 +81,13 @@ export function buildErnieTextDecoder(
     const D = config.hiddenSize;
     const x0 =
       inputs.inputIds !== undefined
-        ? embedTokens(g, weights, inputs.inputIds, D, inputs.visionEmbeds && { embeds: inputs.visionEmbeds, positions: inputs.visionPositions! })
+        ? embedTokens(
+            g,
+            weights,
+            inputs.inputIds,
+            D,
+            inputs.visionEmbeds && { embeds: inputs.visionEmbeds, positions: inputs.visionPositions! },
+          )
         : inputs.inputsEmbeds!;
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const layerOutputs: Value[] = [];
@@ -108,4 +117,3 @@ export function buildErnieTextDecoder(
     return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined, routing };
   });
 }
-

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
+import type { Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { mapErnie45VL } from '@vlmkit/weight-mapper';
-import type { Weights } from '@vlmkit/onnx-graph';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from './ernie-config.js';
@@ -10,7 +10,7 @@ import { ernieTextExpectedParameters } from './ernie-parameters.js';
 import { ernieDecodePositions } from './ernie-rotary.js';
 import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readAll, readJson } from './test-utils/fixtures.js';
 import { maxAbs, maxAbsDiff, sessionFor } from './test-utils/ort.js';
-import { type StepInput, argmax, step } from './test-utils/runner.js';
+import { argmax, type StepInput, step } from './test-utils/runner.js';
 
 /**
  * The decoder against HF transformers 5.17 on test-fixtures/ernie-tiny (a
@@ -40,7 +40,10 @@ function promptStep(c: FixtureCase, top: Record<string, unknown>, len?: number):
   // Image rows go to image placeholders in order, video rows to video placeholders (HF masked_scatter per modality).
   const positions: number[] = [];
   const embeds: Float32Array[] = [];
-  for (const [m, tokenKey] of [['image', 'image_token_id'], ['video', 'video_token_id']] as const) {
+  for (const [m, tokenKey] of [
+    ['image', 'image_token_id'],
+    ['video', 'video_token_id'],
+  ] as const) {
     const rows = c.expected[`${m}_embeds`];
     if (rows === undefined) continue;
     const D = rows.shape[1]!;
@@ -49,7 +52,10 @@ function promptStep(c: FixtureCase, top: Record<string, unknown>, len?: number):
     embeds.push((rows.data as Float32Array).subarray(0, at.length * D));
   }
   const all = new Float32Array(embeds.reduce((a, e) => a + e.length, 0));
-  embeds.reduce((o, e) => (all.set(e, o), o + e.length), 0);
+  embeds.reduce((o, e) => {
+    all.set(e, o);
+    return o + e.length;
+  }, 0);
   return { B, S, ids, moeType, mask, positionIds, vision: { positions, embeds: all }, realRows: mask.map((m) => m === 1) };
 }
 
@@ -100,8 +106,15 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
       const x = promptStep(c, top);
       const out = await step(session, cfg, x);
       const errs = [relErr(out.logits, c.expected.logits!.data as Float32Array, x.realRows, cfg.vocabSize)];
-      out.hidden.forEach((h, l) => errs.push(relErr(h, c.expected[`hidden_layer_${l}`]!.data as Float32Array, x.realRows, cfg.hiddenSize)));
-      console.log(`[ernie-tiny/${name}] rel err logits ${errs[0]!.toExponential(2)}, layers ${errs.slice(1).map((e) => e.toExponential(2)).join(' ')}; forward ${out.ms.toFixed(1)} ms`);
+      out.hidden.forEach((h, l) => {
+        errs.push(relErr(h, c.expected[`hidden_layer_${l}`]!.data as Float32Array, x.realRows, cfg.hiddenSize));
+      });
+      console.log(
+        `[ernie-tiny/${name}] rel err logits ${errs[0]!.toExponential(2)}, layers ${errs
+          .slice(1)
+          .map((e) => e.toExponential(2))
+          .join(' ')}; forward ${out.ms.toFixed(1)} ms`,
+      );
       for (const e of errs) expect(e).toBeLessThan(REL_TOL);
     });
   }
@@ -144,7 +157,9 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
     const V = cfg.vocabSize;
     const want = (c.expected.logits!.data as Float32Array).subarray(last * V, (last + 1) * V);
     const err = maxAbsDiff(dec.logits, want) / maxAbs(want);
-    console.log(`[ernie-tiny/images] prefill ${full.S - 1} + decode 1: rel err ${err.toExponential(2)}; decode step ${dec.ms.toFixed(1)} ms`);
+    console.log(
+      `[ernie-tiny/images] prefill ${full.S - 1} + decode 1: rel err ${err.toExponential(2)}; decode step ${dec.ms.toFixed(1)} ms`,
+    );
     expect(err).toBeLessThan(REL_TOL);
   });
 
@@ -153,7 +168,9 @@ describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixture
       const c = cases.get(name)!;
       const g = await greedy(session, cfg, promptStep(c, top), c.expected.generated_ids!.shape[1]!, numbers(c.expected.rope_deltas!));
       const worst = worstStepError(g.stepLogits, c.expected.generated_logits!.data as Float32Array, cfg.vocabSize);
-      console.log(`[ernie-tiny/${name}] greedy ${g.ids[0]!.length} steps: ids ${JSON.stringify(g.ids)}; worst step-logit rel err ${worst.toExponential(2)}; decode step median ${g.medianMs.toFixed(1)} ms`);
+      console.log(
+        `[ernie-tiny/${name}] greedy ${g.ids[0]!.length} steps: ids ${JSON.stringify(g.ids)}; worst step-logit rel err ${worst.toExponential(2)}; decode step median ${g.medianMs.toFixed(1)} ms`,
+      );
       expect(g.ids.flat()).toEqual(numbers(c.expected.generated_ids!));
       expect(worst).toBeLessThan(REL_TOL);
     });
@@ -177,12 +194,23 @@ async function greedy(session: ort.InferenceSession, cfg: ErnieTextConfig, x: St
   const times: number[] = [];
   for (let t = 0; t < steps; t++) {
     const next = rowLogits.map((l) => argmax(l, 0, V));
-    next.forEach((id, b) => (ids[b]!.push(id), stepLogits[b]!.push(rowLogits[b]!)));
+    next.forEach((id, b) => {
+      ids[b]!.push(id);
+      stepLogits[b]!.push(rowLogits[b]!);
+    });
     if (t === steps - 1) break;
     const T = mask.length / B;
     const real = Array.from({ length: B }, (_, b) => mask.slice(b * T, (b + 1) * T).reduce((a, m) => a + m, 0));
     mask = Array.from({ length: B * (T + 1) }, (_, k) => (k % (T + 1) === T ? 1 : mask[Math.floor(k / (T + 1)) * T + (k % (T + 1))]!));
-    out = await step(session, cfg, { B, S: 1, ids: next, moeType: next.map(() => 0), mask, positionIds: ernieDecodePositions(deltas, real).positionIds, past: out.present });
+    out = await step(session, cfg, {
+      B,
+      S: 1,
+      ids: next,
+      moeType: next.map(() => 0),
+      mask,
+      positionIds: ernieDecodePositions(deltas, real).positionIds,
+      past: out.present,
+    });
     times.push(out.ms);
     rowLogits = Array.from({ length: B }, (_, b) => out.logits.slice(b * V, (b + 1) * V));
   }
@@ -192,12 +220,12 @@ async function greedy(session: ort.InferenceSession, cfg: ErnieTextConfig, x: St
 /** Worst max |diff| / max |expected| over rows and steps, against expected [B, N, V]. */
 function worstStepError(stepLogits: Float32Array[][], want: Float32Array, V: number): number {
   let worst = 0;
-  stepLogits.forEach((row, b) =>
+  stepLogits.forEach((row, b) => {
     row.forEach((l, t) => {
       const ref = want.subarray((b * row.length + t) * V, (b * row.length + t + 1) * V);
       worst = Math.max(worst, maxAbsDiff(l, ref) / maxAbs(ref));
-    }),
-  );
+    });
+  });
   return worst;
 }
 
@@ -235,7 +263,9 @@ describe.skipIf(!haveBf16)('ERNIE text decoder on a bf16 checkpoint', () => {
       const errBf16 = relErr(out.logits, c.expected.logits!.data as Float32Array, x.realRows, cfg.vocabSize);
       const g = await greedy(session, cfg, x, c.expected.generated_ids!.shape[1]!, numbers(c.expected.rope_deltas!));
       const worst = worstStepError(g.stepLogits, asF32.generated_logits!.data as Float32Array, cfg.vocabSize);
-      console.log(`[ernie-tiny-bf16] rel err logits vs HF f32 ${err.toExponential(2)} (vs HF bf16 ${errBf16.toExponential(2)}); greedy ${JSON.stringify(g.ids)}, worst step rel err ${worst.toExponential(2)}`);
+      console.log(
+        `[ernie-tiny-bf16] rel err logits vs HF f32 ${err.toExponential(2)} (vs HF bf16 ${errBf16.toExponential(2)}); greedy ${JSON.stringify(g.ids)}, worst step rel err ${worst.toExponential(2)}`,
+      );
       expect(err).toBeLessThan(REL_TOL);
       expect(worst).toBeLessThan(REL_TOL);
       expect(g.ids.flat()).toEqual(numbers(asF32.generated_ids!));

@@ -1,8 +1,8 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { type AttentionContext, ernieAttention } from './ernie-attention.js';
 import type { ErnieTextConfig } from './ernie-config.js';
 import { ernieMlp } from './ernie-mlp.js';
-import { type ExpertsImpl, type MoeRouting, ernieMoe } from './ernie-moe.js';
+import { type ExpertsImpl, ernieMoe, type MoeRouting } from './ernie-moe.js';
 
 /**
  * vLLM: Ernie4_5_VLMoeDecoderLayer. x + attn(norm(x)), then + mlp(norm(.)),
@@ -24,7 +24,10 @@ export function ernieDecoderLayer(
   const normed = nn.rmsNorm(g, h, w, 'post_attention_layernorm', eps);
   const mlp = g.scope('mlp', () =>
     config.mlpLayerTypes[layer] === 'sparse'
-      ? ernieMoe(g, w.sub('mlp'), config, normed, ctx.moeTokenType, { routing: ctx.routing ?? false, ...(ctx.experts ? { experts: ctx.experts } : {}) })
+      ? ernieMoe(g, w.sub('mlp'), config, normed, ctx.moeTokenType, {
+          routing: ctx.routing ?? false,
+          ...(ctx.experts ? { experts: ctx.experts } : {}),
+        })
       : { out: ernieMlp(g, w.sub('mlp'), normed, config.intermediateSize), routing: undefined },
   );
   return { hidden: g.add(h, mlp.out), presentKey: attn.presentKey, presentValue: attn.presentValue, routing: mlp.routing };

@@ -1,4 +1,4 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 
 /**
  * vLLM: Ernie4_5_VLMoeMLP (Ernie4_5_MoeMLP): down_proj(silu(gate) * up) with

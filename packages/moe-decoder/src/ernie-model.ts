@@ -49,22 +49,31 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       value: g.input(`past_key_values.${i}.value`, 'float32', ['batch', hkv, 'past', hd]),
     });
   }
-  const out = buildErnieTextDecoder(g, weights, config, {
-    inputIds,
-    visionEmbeds,
-    visionPositions,
-    moeTokenType,
-    attentionMask,
-    ropeCos,
-    ropeSin,
-    past,
-  }, { routing: options.outputRouting ?? false, ...(options.experts ? { experts: options.experts } : {}) });
+  const out = buildErnieTextDecoder(
+    g,
+    weights,
+    config,
+    {
+      inputIds,
+      visionEmbeds,
+      visionPositions,
+      moeTokenType,
+      attentionMask,
+      ropeCos,
+      ropeSin,
+      past,
+    },
+    { routing: options.outputRouting ?? false, ...(options.experts ? { experts: options.experts } : {}) },
+  );
   g.output(out.logits, 'logits');
   out.present!.forEach((kv, i) => {
     g.output(kv.key, `present.${i}.key`, ['batch', hkv, 'total', hd]);
     g.output(kv.value, `present.${i}.value`, ['batch', hkv, 'total', hd]);
   });
-  if (options.outputHiddenStates) out.layerOutputs.forEach((h, i) => g.output(h, `hidden_states.${i}`));
+  if (options.outputHiddenStates)
+    out.layerOutputs.forEach((h, i) => {
+      g.output(h, `hidden_states.${i}`);
+    });
   out.routing.forEach((r, i) => {
     if (r === undefined) return;
     g.output(r.topkIds, `router.${i}.topk_ids`);

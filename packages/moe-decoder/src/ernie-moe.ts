@@ -44,7 +44,10 @@ export function ernieMoe(
   }
   // Each token's routing from the modality it took, for callers that inspect it.
   const routing = opts.routing
-    ? g.scope('routing', () => ({ topkIds: g.where(isVision, vision.chosen, text.chosen), topkWeights: g.where(isVision, vision.weights, text.weights) }))
+    ? g.scope('routing', () => ({
+        topkIds: g.where(isVision, vision.chosen, text.chosen),
+        topkWeights: g.where(isVision, vision.weights, text.weights),
+      }))
     : undefined;
   return { out: g.reshape(out, g.shapeOf(x), x.shape), routing };
 }
@@ -88,7 +91,17 @@ function fusedMoe(
       const picked = g.gatherElements(probs, chosen, 1);
       const weights = g.div(picked, g.max(g.reduceSum(picked, [1]), normMin));
       // Dense [N, E] routing weights: sum over the k picks of one_hot(expert) * weight.
-      const oneHot = g.cast(g.equal(g.unsqueeze(chosen, [2]), g.constant('int64', [1, 1, E], Array.from({ length: E }, (_, e) => e))), 'float32');
+      const oneHot = g.cast(
+        g.equal(
+          g.unsqueeze(chosen, [2]),
+          g.constant(
+            'int64',
+            [1, 1, E],
+            Array.from({ length: E }, (_, e) => e),
+          ),
+        ),
+        'float32',
+      );
       return { chosen, weights, dense: g.reduceSum(g.mul(oneHot, g.unsqueeze(weights, [2])), [1], false) };
     });
 
@@ -134,7 +147,11 @@ function sparseExperts(g: Graph, w: Weights, x: Value, dense: Value, E: number, 
   for (let e = 0; e < E; e++) {
     out = g.scope(`${e}`, () => {
       const ew = w.sub(`${e}`);
-      const [gate, up, down] = [g.param(ew, 'gate_proj.weight', [I, D]), g.param(ew, 'up_proj.weight', [I, D]), g.param(ew, 'down_proj.weight', [D, I])];
+      const [gate, up, down] = [
+        g.param(ew, 'gate_proj.weight', [I, D]),
+        g.param(ew, 'up_proj.weight', [I, D]),
+        g.param(ew, 'down_proj.weight', [D, I]),
+      ];
       const weight = g.gather(dense, g.constant('int64', [], [e]), 1); // [N]
       const rows = g.reshape(g.nonZero(g.greater(weight, 0)), [-1]); // [M]
       const xs = g.gather(x, rows, 0); // [M, D]

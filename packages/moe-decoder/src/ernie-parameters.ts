@@ -49,7 +49,10 @@ export function ernieTextExpectedParameters(config: ErnieTextConfig): ParameterS
     });
     if (numSharedExperts > 0) {
       const Is = intermediateSize[0] * numSharedExperts;
-      out.push({ name: `${p}.mlp.shared_experts.gate_up_proj.weight`, shape: [2 * Is, D] }, { name: `${p}.mlp.shared_experts.down_proj.weight`, shape: [D, Is] });
+      out.push(
+        { name: `${p}.mlp.shared_experts.gate_up_proj.weight`, shape: [2 * Is, D] },
+        { name: `${p}.mlp.shared_experts.down_proj.weight`, shape: [D, Is] },
+      );
     }
   });
   out.push({ name: 'norm.weight', shape: [D] });

@@ -1,4 +1,4 @@
-import { type CosSinTables, type IntArray, decodePositionIds, ernieTextRotaryCosSin } from '@vlmkit/mrope';
+import { type CosSinTables, decodePositionIds, ernieTextRotaryCosSin, type IntArray } from '@vlmkit/mrope';
 import type { ErnieTextConfig } from './ernie-config.js';
 
 /**
@@ -22,7 +22,11 @@ export function ernieRotaryTables(positionIds: IntArray, shape: readonly [3, num
  * rope delta (HF: cumsum(attention_mask) - 1 + rope_deltas; vLLM: context
  * length + mrope delta). Text-only prompts have delta 0.
  */
-export function ernieDecodePositions(ropeDeltas: readonly number[], tokensSoFar: number | readonly number[], steps = 1): { positionIds: BigInt64Array; shape: [3, number, number] } {
+export function ernieDecodePositions(
+  ropeDeltas: readonly number[],
+  tokensSoFar: number | readonly number[],
+  steps = 1,
+): { positionIds: BigInt64Array; shape: [3, number, number] } {
   const r = decodePositionIds(ropeDeltas, tokensSoFar, steps, 'int64');
   return { positionIds: r.positionIds as BigInt64Array, shape: r.shape };
 }

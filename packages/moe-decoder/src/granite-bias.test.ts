@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Weights, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { describe, expect, it } from 'vitest';
 import { graniteTextConfigFromHf } from './granite-config.js';
@@ -51,7 +51,12 @@ describe.skipIf(!have)('Granite decoder with biases and an untied head vs HF 5.1
         rel(out.raw[`hidden_states.${l}`]!.data as Float32Array, c[`hidden_layer_${l}`]!.data as Float32Array, cfg.hiddenSize),
       );
       errs.push(rel(out.logits, c.logits!.data as Float32Array, cfg.vocabSize));
-      console.log(`[granite-text-bias] rel err layers ${errs.slice(0, -1).map((e) => e.toExponential(2)).join(' ')}, logits ${errs.at(-1)!.toExponential(2)}`);
+      console.log(
+        `[granite-text-bias] rel err layers ${errs
+          .slice(0, -1)
+          .map((e) => e.toExponential(2))
+          .join(' ')}, logits ${errs.at(-1)!.toExponential(2)}`,
+      );
       for (const e of errs) expect(e).toBeLessThan(1e-4);
       await session.release();
     } finally {

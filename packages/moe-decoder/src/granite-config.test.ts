@@ -10,7 +10,12 @@ import { fixtureExists, readJson } from './test-utils/fixtures.js';
 const hub3b = {
   model_type: 'granite4_vision',
   tie_word_embeddings: true,
-  deepstack_layer_map: [[-19, 9], [-13, 6], [-7, 3], [-1, 0]],
+  deepstack_layer_map: [
+    [-19, 9],
+    [-13, 6],
+    [-7, 3],
+    [-1, 0],
+  ],
   spatial_target_layers: [12, 15, 18, 21],
   use_spatial_sampling: true,
   text_config: {
@@ -66,14 +71,44 @@ describe('graniteTextConfigFromHf', () => {
     });
   });
 
-  it.skipIf(!fixtureExists('granite-tiny', 'config.json'))("reads HF 5.17's granite4_vision_text (test-fixtures/granite-tiny)", async () => {
-    const c = graniteTextConfigFromHf(await readJson('granite-tiny', 'config.json'));
-    expect(c).toMatchObject({ hiddenSize: 64, numHiddenLayers: 8, headDim: 16, intermediateSize: 128, ropeTheta: 10000, embeddingMultiplier: 2, attentionMultiplier: 0.5, residualMultiplier: 0.7, logitsScaling: 0.75, tieWordEmbeddings: true });
-  });
+  it.skipIf(!fixtureExists('granite-tiny', 'config.json'))(
+    "reads HF 5.17's granite4_vision_text (test-fixtures/granite-tiny)",
+    async () => {
+      const c = graniteTextConfigFromHf(await readJson('granite-tiny', 'config.json'));
+      expect(c).toMatchObject({
+        hiddenSize: 64,
+        numHiddenLayers: 8,
+        headDim: 16,
+        intermediateSize: 128,
+        ropeTheta: 10000,
+        embeddingMultiplier: 2,
+        attentionMultiplier: 0.5,
+        residualMultiplier: 0.7,
+        logitsScaling: 0.75,
+        tieWordEmbeddings: true,
+      });
+    },
+  );
 
   it('HF defaults: multipliers 1, rms eps 1e-6, theta 1e4, untied', () => {
-    const c = graniteTextConfigFromHf({ hidden_size: 32, num_hidden_layers: 1, num_attention_heads: 2, intermediate_size: 64, vocab_size: 10 });
-    expect(c).toMatchObject({ numKeyValueHeads: 2, headDim: 16, rmsNormEps: 1e-6, ropeTheta: 10000, embeddingMultiplier: 1, attentionMultiplier: 1, residualMultiplier: 1, logitsScaling: 1, tieWordEmbeddings: false });
+    const c = graniteTextConfigFromHf({
+      hidden_size: 32,
+      num_hidden_layers: 1,
+      num_attention_heads: 2,
+      intermediate_size: 64,
+      vocab_size: 10,
+    });
+    expect(c).toMatchObject({
+      numKeyValueHeads: 2,
+      headDim: 16,
+      rmsNormEps: 1e-6,
+      ropeTheta: 10000,
+      embeddingMultiplier: 1,
+      attentionMultiplier: 1,
+      residualMultiplier: 1,
+      logitsScaling: 1,
+      tieWordEmbeddings: false,
+    });
   });
 
   it('refuses what it cannot build, with a code and the field', () => {

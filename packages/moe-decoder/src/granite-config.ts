@@ -91,7 +91,10 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
   if (layerTypes !== undefined && layerTypes !== null) {
     if (!Array.isArray(layerTypes)) fail(`'layer_types' must be a list, found ${JSON.stringify(layerTypes)}.`);
     const bad = layerTypes.findIndex((t) => t !== 'attention' && t !== 'full_attention');
-    if (bad >= 0) unsupported(`layer_types[${bad}] is ${JSON.stringify(layerTypes[bad])}; only all-attention Granite decoders are built (no mamba layers).`);
+    if (bad >= 0)
+      unsupported(
+        `layer_types[${bad}] is ${JSON.stringify(layerTypes[bad])}; only all-attention Granite decoders are built (no mamba layers).`,
+      );
   }
   if (typeof j['num_local_experts'] === 'number' && j['num_local_experts'] > 0 && type === 'granitemoehybrid') {
     unsupported(`num_local_experts is ${j['num_local_experts']}; only dense Granite decoders are built (no routed experts).`);
@@ -107,8 +110,10 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
     fail(`num_attention_heads (${numAttentionHeads}) must be a multiple of num_key_value_heads (${numKeyValueHeads}).`);
   }
   const headDim = j['head_dim'] == null ? hiddenSize / numAttentionHeads : int(j, 'head_dim');
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) fail(`head_dim (or hidden_size / num_attention_heads) must be an even integer, found ${headDim}.`);
-  if (Array.isArray(layerTypes) && layerTypes.length !== numHiddenLayers) fail(`'layer_types' has ${layerTypes.length} entries for ${numHiddenLayers} layers.`);
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0)
+    fail(`head_dim (or hidden_size / num_attention_heads) must be an even integer, found ${headDim}.`);
+  if (Array.isArray(layerTypes) && layerTypes.length !== numHiddenLayers)
+    fail(`'layer_types' has ${layerTypes.length} entries for ${numHiddenLayers} layers.`);
 
   // HF 5.17 keeps theta in rope_parameters; older hub files have rope_theta and rope_scaling at the top.
   const rp = (j['rope_parameters'] ?? j['rope_scaling'] ?? {}) as Json;

@@ -1,4 +1,4 @@
-import { Graph, type TensorRef, Weights, modelBytes, tensorFromArray } from '@vlmkit/onnx-graph';
+import { Graph, modelBytes, type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
 import { MoeDecoderError } from './errors.js';
 import type { GraniteTextConfig } from './granite-config.js';
@@ -34,7 +34,9 @@ function randomWeights(c: GraniteTextConfig): Weights {
   for (const p of graniteTextExpectedParameters(c)) {
     if (p.name === 'lm_head.weight' && c.tieWordEmbeddings) continue;
     const n = p.shape.reduce((a, b) => a * b, 1);
-    const data = p.name.endsWith('norm.weight') ? randn(n, k++, 0.1).map((v) => 1 + v) : randn(n, k++, p.shape.length === 1 ? 0.1 : 1.5 / Math.sqrt(p.shape.at(-1)!));
+    const data = p.name.endsWith('norm.weight')
+      ? randn(n, k++, 0.1).map((v) => 1 + v)
+      : randn(n, k++, p.shape.length === 1 ? 0.1 : 1.5 / Math.sqrt(p.shape.at(-1)!));
     refs.set(p.name, tensorFromArray('float32', p.shape, data));
   }
   if (c.tieWordEmbeddings) refs.set('lm_head.weight', refs.get('embed_tokens.weight')!);
@@ -63,7 +65,13 @@ describe('buildGraniteTextDecoder', () => {
     const feats = levels.map((_, k) => g.input(`f${k}`, 'float32', ['n', D]));
     const embeds = g.scope('caller_embed', () => g.gather(g.param(weights, 'embed_tokens.weight'), inIds, 0));
     const pos = g.scope('caller_pos', () => g.max(g.sub(g.cumsum(inMask, 1), g.scalar(1, 'int64')), g.scalar(0, 'int64')));
-    const out = buildGraniteTextDecoder(g, weights, config, { inputsEmbeds: embeds, imagePositions: inPos, deepstack: feats, attentionMask: inMask, positionIds: pos }, { levels, scope: 'lm' });
+    const out = buildGraniteTextDecoder(
+      g,
+      weights,
+      config,
+      { inputsEmbeds: embeds, imagePositions: inPos, deepstack: feats, attentionMask: inMask, positionIds: pos },
+      { levels, scope: 'lm' },
+    );
     expect(out.present).toBeUndefined();
     g.output(out.logits, 'y');
     const { nodes } = g.snapshot();
@@ -79,17 +87,33 @@ describe('buildGraniteTextDecoder', () => {
     const real = (i: number) => mask[Math.floor(i / config.vocabSize)] === 1;
     expect(maxAbsDiff(got.y!.data as Float32Array, want.logits, real) / maxAbs(want.logits, real)).toBeLessThan(1e-6);
     // The placeholder id's embedding never reaches the result: another id at the image rows gives the same logits.
-    const other = await graniteStep(standalone, config, levels.length, { B, S, ids: ids.map((t) => (t === 9 ? 1 : t)), mask, positionIds, image });
+    const other = await graniteStep(standalone, config, levels.length, {
+      B,
+      S,
+      ids: ids.map((t) => (t === 9 ? 1 : t)),
+      mask,
+      positionIds,
+      image,
+    });
     expect(maxAbsDiff(other.logits, want.logits, real)).toBeLessThan(1e-6);
     // And the features do: level 1 (layer 0) changed moves the logits.
-    const moved = await graniteStep(standalone, config, levels.length, { B, S, ids, mask, positionIds, image: { ...image, levels: [image.levels[0]!, randn(4 * D, 13)] } });
+    const moved = await graniteStep(standalone, config, levels.length, {
+      B,
+      S,
+      ids,
+      mask,
+      positionIds,
+      image: { ...image, levels: [image.levels[0]!, randn(4 * D, 13)] },
+    });
     expect(maxAbsDiff(moved.logits, want.logits, real)).toBeGreaterThan(1e-3);
   });
 
   it('a text-only graph (levels []) has no image inputs; graph bytes are deterministic', async () => {
     const g = buildGraniteTextDecoderModel(weights, config, { levels: [] });
     expect(g.snapshot().inputs.map((v) => v.name)).not.toContain('image_positions');
-    expect(Buffer.from(await modelBytes(g)).equals(Buffer.from(await modelBytes(buildGraniteTextDecoderModel(weights, config, { levels: [] }))))).toBe(true);
+    expect(
+      Buffer.from(await modelBytes(g)).equals(Buffer.from(await modelBytes(buildGraniteTextDecoderModel(weights, config, { levels: [] })))),
+    ).toBe(true);
     const s = await sessionFor(g);
     const out = await graniteStep(s, config, 0, { B, S, ids, mask, positionIds });
     expect(out.logits.length).toBe(B * S * config.vocabSize);

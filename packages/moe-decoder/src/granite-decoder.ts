@@ -1,14 +1,14 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { causalPaddingMask } from './attention-mask.js';
 import { embedTokens } from './embedding.js';
 import type { KvPair } from './ernie-decoder.js';
 import { MoeDecoderError } from './errors.js';
-import { lmHead } from './lm-head.js';
 import type { GraniteTextConfig } from './granite-config.js';
 import { addDeepstackFeatures, zeroRows } from './granite-deepstack.js';
 import { graniteDecoderLayer } from './granite-layer.js';
 import { checkGraniteLevels } from './granite-levels.js';
 import { graniteRotaryTables } from './granite-rotary.js';
+import { lmHead } from './lm-head.js';
 
 export interface GraniteTextDecoderInputs {
   /** [B, S] int64 token ids. Give these or `inputsEmbeds`. */
@@ -86,7 +86,13 @@ export function buildGraniteTextDecoder(
       inputs.inputIds !== undefined
         ? embedTokens(g, weights, inputs.inputIds, D, zeros && { embeds: zeros, positions: positions! })
         : zeros
-          ? g.scope('embed_tokens', () => g.reshape(g.scatterND(g.reshape(inputs.inputsEmbeds!, [-1, D]), g.unsqueeze(positions!, [1]), zeros), g.shapeOf(inputs.inputsEmbeds!), inputs.inputsEmbeds!.shape))
+          ? g.scope('embed_tokens', () =>
+              g.reshape(
+                g.scatterND(g.reshape(inputs.inputsEmbeds!, [-1, D]), g.unsqueeze(positions!, [1]), zeros),
+                g.shapeOf(inputs.inputsEmbeds!),
+                inputs.inputsEmbeds!.shape,
+              ),
+            )
           : inputs.inputsEmbeds!;
     const x0 = g.scope('embedding_multiplier', () => g.mul(inputsEmbeds, config.embeddingMultiplier));
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
@@ -99,7 +105,8 @@ export function buildGraniteTextDecoder(
     let h = x0;
     for (let i = 0; i < L; i++) {
       const k = levelAt.get(i);
-      if (k !== undefined && deepstack.length > 0) h = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, h, positions!, deepstack[k]!, D));
+      if (k !== undefined && deepstack.length > 0)
+        h = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, h, positions!, deepstack[k]!, D));
       layerInputs.push(h);
       const past = inputs.past?.[i];
       const r = g.scope(`layers.${i}`, () =>
@@ -120,4 +127,3 @@ export function buildGraniteTextDecoder(
     return { logits, lastHiddenState, inputsEmbeds, layerInputs, layerOutputs, present: inputs.past !== undefined ? present : undefined };
   });
 }
-

@@ -1,4 +1,4 @@
-import { type Graph, type Value } from '@vlmkit/onnx-graph';
+import type { Graph, Value } from '@vlmkit/onnx-graph';
 
 /**
  * Adds one deepstack level's image features to the hidden state at the image

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
+import type { Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { mapGranite4Vision } from '@vlmkit/weight-mapper';
-import type { Weights } from '@vlmkit/onnx-graph';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GraniteTextConfig, graniteTextConfigFromHf } from './granite-config.js';
@@ -104,7 +104,9 @@ describe.skipIf(!have)('Granite text decoder vs HF transformers 5.17 (test-fixtu
       const e = (k: string) => c.expected[k]!.data as Float32Array;
       const errEmb = relErr(f('inputs_embeds'), e('inputs_embeds'), x.realRows, D);
       const errIn0 = relErr(f('layer_inputs.0'), e('decoder_input_layer_0'), x.realRows, D);
-      const errLayers = Array.from({ length: cfg.numHiddenLayers }, (_, l) => relErr(f(`hidden_states.${l}`), e(`hidden_layer_${l}`), x.realRows, D));
+      const errLayers = Array.from({ length: cfg.numHiddenLayers }, (_, l) =>
+        relErr(f(`hidden_states.${l}`), e(`hidden_layer_${l}`), x.realRows, D),
+      );
       const errLogits = relErr(out.logits, e('logits'), x.realRows, cfg.vocabSize);
       console.log(
         `[granite-tiny/${name}] rel err inputs_embeds ${errEmb.toExponential(2)}, layer-0 input ${errIn0.toExponential(2)}, ` +
@@ -137,7 +139,10 @@ describe.skipIf(!have)('Granite text decoder vs HF transformers 5.17 (test-fixtu
         mask: full.mask.slice(0, to),
         positionIds: full.positionIds.slice(from, to),
         // Positions are relative to the chunk; each level's rows are the ones whose tokens fall in it.
-        image: { positions: rows.map((n) => pos[n]! - from), levels: full.image!.levels.map((l) => l.slice(rows[0]! * D, (rows.at(-1)! + 1) * D)) },
+        image: {
+          positions: rows.map((n) => pos[n]! - from),
+          levels: full.image!.levels.map((l) => l.slice(rows[0]! * D, (rows.at(-1)! + 1) * D)),
+        },
       };
     };
     const first = await graniteStep(session, cfg, levels.length, chunk(0, cut));
@@ -161,7 +166,9 @@ describe.skipIf(!have)('Granite text decoder vs HF transformers 5.17 (test-fixtu
       const steps = c.expected.generated_ids!.shape[1]!;
       const g = await greedy(session, cfg, levels.length, x, steps);
       const worst = worstStepError(g.stepLogits, c.expected.generated_logits!.data as Float32Array, cfg.vocabSize);
-      console.log(`[granite-tiny/${name}] greedy ${steps} steps: ids ${JSON.stringify(g.ids)}; worst step-logit rel err ${worst.toExponential(2)}; decode step median ${g.medianMs.toFixed(1)} ms`);
+      console.log(
+        `[granite-tiny/${name}] greedy ${steps} steps: ids ${JSON.stringify(g.ids)}; worst step-logit rel err ${worst.toExponential(2)}; decode step median ${g.medianMs.toFixed(1)} ms`,
+      );
       expect(g.ids.flat()).toEqual(numbers(c.expected.generated_ids!));
       expect(worst).toBeLessThan(REL_TOL);
     });
@@ -185,12 +192,22 @@ async function greedy(session: ort.InferenceSession, cfg: GraniteTextConfig, num
   const times: number[] = [];
   for (let t = 0; t < steps; t++) {
     const next = rowLogits.map((l) => argmax(l, 0, V));
-    next.forEach((id, b) => (ids[b]!.push(id), stepLogits[b]!.push(rowLogits[b]!)));
+    next.forEach((id, b) => {
+      ids[b]!.push(id);
+      stepLogits[b]!.push(rowLogits[b]!);
+    });
     if (t === steps - 1) break;
     const T = mask.length / B;
     const real = Array.from({ length: B }, (_, b) => mask.slice(b * T, (b + 1) * T).reduce((a, m) => a + m, 0));
     mask = Array.from({ length: B * (T + 1) }, (_, k) => (k % (T + 1) === T ? 1 : mask[Math.floor(k / (T + 1)) * T + (k % (T + 1))]!));
-    out = await graniteStep(session, cfg, numLevels, { B, S: 1, ids: next, mask, positionIds: graniteDecodePositions(real), past: out.present });
+    out = await graniteStep(session, cfg, numLevels, {
+      B,
+      S: 1,
+      ids: next,
+      mask,
+      positionIds: graniteDecodePositions(real),
+      past: out.present,
+    });
     times.push(out.ms);
     rowLogits = Array.from({ length: B }, (_, b) => out.logits.slice(b * V, (b + 1) * V));
   }
@@ -200,11 +217,11 @@ async function greedy(session: ort.InferenceSession, cfg: GraniteTextConfig, num
 /** Worst max |diff| / max |expected| over rows and steps, against expected [B, N, V]. */
 function worstStepError(stepLogits: Float32Array[][], want: Float32Array, V: number): number {
   let worst = 0;
-  stepLogits.forEach((row, b) =>
+  stepLogits.forEach((row, b) => {
     row.forEach((l, t) => {
       const ref = want.subarray((b * row.length + t) * V, (b * row.length + t + 1) * V);
       worst = Math.max(worst, maxAbsDiff(l, ref) / maxAbs(ref));
-    }),
-  );
+    });
+  });
   return worst;
 }

@@ -21,7 +21,8 @@ export function graniteDeepstackLevels(json: unknown): number[] {
     fail(`'deepstack_layer_map' must be a list of [vision_layer, llm_layer] integer pairs, found ${JSON.stringify(map)}.`);
   }
   const spatial = top['use_spatial_sampling'] === false ? [] : (top['spatial_target_layers'] ?? []);
-  if (!Array.isArray(spatial) || !spatial.every(Number.isInteger)) fail(`'spatial_target_layers' must be a list of integers, found ${JSON.stringify(spatial)}.`);
+  if (!Array.isArray(spatial) || !spatial.every(Number.isInteger))
+    fail(`'spatial_target_layers' must be a list of integers, found ${JSON.stringify(spatial)}.`);
   return [...(map as number[][]).map((p) => p[1]!), ...(spatial as number[])];
 }
 
@@ -35,7 +36,10 @@ export function checkGraniteLevels(levels: readonly number[], numHiddenLayers: n
   const seen = new Map<number, number>();
   levels.forEach((layer, k) => {
     if (!Number.isInteger(layer) || layer < 0 || layer >= numHiddenLayers) {
-      throw new MoeDecoderError('BAD_INPUT', `deepstack level ${k} targets LLM layer ${layer}; the decoder has layers 0..${numHiddenLayers - 1}.`);
+      throw new MoeDecoderError(
+        'BAD_INPUT',
+        `deepstack level ${k} targets LLM layer ${layer}; the decoder has layers 0..${numHiddenLayers - 1}.`,
+      );
     }
     const other = seen.get(layer);
     if (other !== undefined) {

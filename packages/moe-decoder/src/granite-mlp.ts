@@ -1,4 +1,4 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import type { GraniteTextConfig } from './granite-config.js';
 
 /**

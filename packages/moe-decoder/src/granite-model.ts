@@ -59,8 +59,12 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
   });
   if (options.outputHiddenStates) {
     g.output(out.inputsEmbeds, 'inputs_embeds');
-    out.layerInputs.forEach((h, i) => g.output(h, `layer_inputs.${i}`));
-    out.layerOutputs.forEach((h, i) => g.output(h, `hidden_states.${i}`));
+    out.layerInputs.forEach((h, i) => {
+      g.output(h, `layer_inputs.${i}`);
+    });
+    out.layerOutputs.forEach((h, i) => {
+      g.output(h, `hidden_states.${i}`);
+    });
   }
   return g;
 }

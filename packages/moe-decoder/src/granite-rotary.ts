@@ -1,5 +1,5 @@
-import { type Graph, type Value } from '@vlmkit/onnx-graph';
 import { ropeInverseFrequencies } from '@vlmkit/mrope';
+import type { Graph, Value } from '@vlmkit/onnx-graph';
 import type { GraniteTextConfig } from './granite-config.js';
 
 /**

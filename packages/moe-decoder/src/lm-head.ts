@@ -1,4 +1,4 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { MoeDecoderError } from './errors.js';
 
 /**
@@ -8,7 +8,12 @@ import { MoeDecoderError } from './errors.js';
  * mapper may hand an equal but distinct TensorRef, which would be stored
  * and loaded twice). Shared by the ERNIE and Granite decoders.
  */
-export function lmHead(g: Graph, weights: Weights, config: { vocabSize: number; hiddenSize: number; tieWordEmbeddings: boolean }, h: Value): Value {
+export function lmHead(
+  g: Graph,
+  weights: Weights,
+  config: { vocabSize: number; hiddenSize: number; tieWordEmbeddings: boolean },
+  h: Value,
+): Value {
   const { vocabSize: V, hiddenSize: D } = config;
   const name = config.tieWordEmbeddings ? 'embed_tokens.weight' : 'lm_head.weight';
   const w = nn.paramAs(g, weights, name, h);

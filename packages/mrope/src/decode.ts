@@ -1,4 +1,4 @@
-import { allocIds, setId, type IdDtype, type IdTensor } from './inputs.js';
+import { allocIds, type IdDtype, type IdTensor, setId } from './inputs.js';
 
 /**
  * Position ids [3, B, steps] for tokens generated after a prompt: the same

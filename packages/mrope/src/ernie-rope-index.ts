@@ -1,5 +1,5 @@
 import { checkGrid, type MropePositions } from './inputs.js';
-import { computeRopeIndex, typesFromIds, type RopeIndexInput, type RopeIndexOptions } from './rope-index.js';
+import { computeRopeIndex, type RopeIndexInput, type RopeIndexOptions, typesFromIds } from './rope-index.js';
 
 /** ERNIE-4.5-VL token ids and merge sizes that position ids depend on. */
 export interface ErnieRopeIndexConfig {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { decodePositionIds } from './decode.js';
-import { ernieRopeIndex, ERNIE_45_VL_TOKENS } from './ernie-rope-index.js';
+import { ERNIE_45_VL_TOKENS, ernieRopeIndex } from './ernie-rope-index.js';
 import { MropeError } from './errors.js';
 import { idsToArray } from './inputs.js';
-import { qwen25VlRopeIndex, QWEN_VL_TOKENS } from './qwen-rope-index.js';
+import { QWEN_VL_TOKENS, qwen25VlRopeIndex } from './qwen-rope-index.js';
 
 const P = ERNIE_45_VL_TOKENS.imageTokenId; // 100295: vLLM uses it for image and video patches
 const [IS, IE, VS, VE] = [101304, 101305, 101306, 101307];
@@ -14,7 +14,7 @@ const ids = [T, T, VS, P, P, P, P, P, P, VE, T, IS, P, P, IE, T];
 const input = { inputIds: ids, videoGridThw: [[6, 2, 4]] as const, imageGridThw: [[1, 4, 2]] as const };
 
 describe('ernieRopeIndex, vLLM get_mrope_input_positions (worked by hand)', () => {
-  it('advances past a video by max(t\', h\', w\') when t\' > max(h\', w\')', () => {
+  it("advances past a video by max(t', h', w') when t' > max(h', w')", () => {
     // Derivation from the seed (vllm_ernie45_vl.py get_mrope_input_positions):
     // text [t0 t1 VS] -> 0 1 2 on all axes; the video starts at st_idx + text_len = 3.
     // video: t' = 6 / temporal_conv 2 = 3, h' = 2/2 = 1, w' = 4/2 = 2 -> 6 tokens.
@@ -41,9 +41,22 @@ describe('ernieRopeIndex, vLLM get_mrope_input_positions (worked by hand)', () =
   });
 
   it('left padding: positions count unmasked tokens only; padded columns get paddingPosition', () => {
-    const padded = { ...input, inputIds: [[0, 0, ...ids], [T, ...ids, T]], attentionMask: [[0, 0, ...ids.map(() => 1)], Array(18).fill(1)] };
-    padded.videoGridThw = [[6, 2, 4], [6, 2, 4]] as never;
-    padded.imageGridThw = [[1, 4, 2], [1, 4, 2]] as never;
+    const padded = {
+      ...input,
+      inputIds: [
+        [0, 0, ...ids],
+        [T, ...ids, T],
+      ],
+      attentionMask: [[0, 0, ...ids.map(() => 1)], Array(18).fill(1)],
+    };
+    padded.videoGridThw = [
+      [6, 2, 4],
+      [6, 2, 4],
+    ] as never;
+    padded.imageGridThw = [
+      [1, 4, 2],
+      [1, 4, 2],
+    ] as never;
     const r = ernieRopeIndex(padded, ERNIE_45_VL_TOKENS, { paddingPosition: 1, dtype: 'int64' });
     expect(r.positionIds).toBeInstanceOf(BigInt64Array);
     const row0t = idsToArray(r.positionIds.slice(0, 18));
@@ -55,7 +68,16 @@ describe('ernieRopeIndex, vLLM get_mrope_input_positions (worked by hand)', () =
   });
 
   it('handles adjacent items (no text between), as vLLM does', () => {
-    const r = ernieRopeIndex({ inputIds: [IS, P, P, P, IE], imageGridThw: [[1, 2, 2], [1, 2, 4]] }, ERNIE_45_VL_TOKENS);
+    const r = ernieRopeIndex(
+      {
+        inputIds: [IS, P, P, P, IE],
+        imageGridThw: [
+          [1, 2, 2],
+          [1, 2, 4],
+        ],
+      },
+      ERNIE_45_VL_TOKENS,
+    );
     // IS 0; image 0 (1x1) at 1; image 1 (1x2) at 2: w [2 3]; IE = 4.
     expect(idsToArray(r.positionIds)).toEqual([0, 1, 2, 2, 4, 0, 1, 2, 2, 4, 0, 1, 2, 3, 4]);
   });
@@ -83,14 +105,29 @@ describe('input validation', () => {
     const more = catchErr(() => ernieRopeIndex({ inputIds: [IS, P, IE, IS, P, IE], imageGridThw: [[1, 2, 2]] }, ERNIE_45_VL_TOKENS));
     expect(more.code).toBe('GRID_COUNT_MISMATCH');
     expect(more.message).toContain('need image 1, but only 1 image grid(s) were given');
-    const fewer = catchErr(() => ernieRopeIndex({ inputIds: [IS, P, IE], imageGridThw: [[1, 2, 2], [1, 2, 2]] }, ERNIE_45_VL_TOKENS));
+    const fewer = catchErr(() =>
+      ernieRopeIndex(
+        {
+          inputIds: [IS, P, IE],
+          imageGridThw: [
+            [1, 2, 2],
+            [1, 2, 2],
+          ],
+        },
+        ERNIE_45_VL_TOKENS,
+      ),
+    );
     expect(fewer.code).toBe('GRID_COUNT_MISMATCH');
     expect(fewer.message).toContain('2 image grid(s) were given but the tokens hold image placeholders for only 1');
   });
 
   it('shared patch id without a start token is ambiguous; bad grids and shapes are rejected', () => {
-    expect(catchErr(() => ernieRopeIndex({ inputIds: [P], imageGridThw: [[1, 2, 2]] }, { imageTokenId: P })).code).toBe('AMBIGUOUS_PATCH_TOKEN');
-    expect(catchErr(() => ernieRopeIndex({ inputIds: [VS, P, VE], videoGridThw: [[3, 2, 2]] }, ERNIE_45_VL_TOKENS)).code).toBe('INVALID_GRID');
+    expect(catchErr(() => ernieRopeIndex({ inputIds: [P], imageGridThw: [[1, 2, 2]] }, { imageTokenId: P })).code).toBe(
+      'AMBIGUOUS_PATCH_TOKEN',
+    );
+    expect(catchErr(() => ernieRopeIndex({ inputIds: [VS, P, VE], videoGridThw: [[3, 2, 2]] }, ERNIE_45_VL_TOKENS)).code).toBe(
+      'INVALID_GRID',
+    );
     expect(catchErr(() => ernieRopeIndex({ inputIds: [[T, T], [T]] }, ERNIE_45_VL_TOKENS)).code).toBe('SHAPE_MISMATCH');
   });
 
@@ -109,6 +146,8 @@ describe('qwen25VlRopeIndex temporal scale', () => {
     // Video at 1, three frames of 1x1. vLLM t = 1 + [0 1 2], next text at max + 1 = 4.
     expect(idsToArray(qwen25VlRopeIndex(q, cfg).positionIds.slice(0, 5))).toEqual([0, 1, 2, 3, 4]);
     // HF 5.17: t = 1 + [0 0 0], next text at 1 + max(1, 1) = 2.
-    expect(idsToArray(qwen25VlRopeIndex(q, cfg, { temporalScale: 'hf', videoTemporalAdvance: 'hf' }).positionIds.slice(0, 5))).toEqual([0, 1, 1, 1, 2]);
+    expect(idsToArray(qwen25VlRopeIndex(q, cfg, { temporalScale: 'hf', videoTemporalAdvance: 'hf' }).positionIds.slice(0, 5))).toEqual([
+      0, 1, 1, 1, 2,
+    ]);
   });
 });

@@ -32,7 +32,8 @@ function isIntArray(x: unknown): x is IntArray {
 /** Accepts one sequence or a batch of sequences; returns rows of plain numbers. */
 export function toRows(x: IntArray | readonly IntArray[], what: string): number[][] {
   if (isIntArray(x)) return [Array.from(x, Number)];
-  if (!Array.isArray(x)) throw new MropeError('SHAPE_MISMATCH', `${what}: expected number[], Int32Array, BigInt64Array or an array of them.`);
+  if (!Array.isArray(x))
+    throw new MropeError('SHAPE_MISMATCH', `${what}: expected number[], Int32Array, BigInt64Array or an array of them.`);
   return x.map((row: IntArray, i: number) => {
     if (!isIntArray(row)) throw new MropeError('SHAPE_MISMATCH', `${what}[${i}]: expected number[], Int32Array or BigInt64Array.`);
     return Array.from(row, Number);

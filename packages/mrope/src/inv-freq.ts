@@ -20,7 +20,7 @@ export function ropeInverseFrequencies(dim: number, theta: number): Float32Array
   const out = new Float32Array(dim / 2);
   for (let i = 0; i < dim / 2; i++) {
     const exponent = Math.fround((2 * i) / dim);
-    out[i] = Math.fround(1 / Math.fround(Math.pow(theta, exponent)));
+    out[i] = Math.fround(1 / Math.fround(theta ** exponent));
   }
   return out;
 }

@@ -1,5 +1,12 @@
 import { checkGrid, type GridThw, type MropePositions } from './inputs.js';
-import { computeRopeIndex, typesFromIds, type LlmGrid, type RopeIndexInput, type RopeIndexOptions, type RopeIndexSpec } from './rope-index.js';
+import {
+  computeRopeIndex,
+  type LlmGrid,
+  type RopeIndexInput,
+  type RopeIndexOptions,
+  type RopeIndexSpec,
+  typesFromIds,
+} from './rope-index.js';
 
 /** Qwen2-VL / Qwen2.5-VL / Qwen3-VL token ids and merge size. */
 export interface QwenRopeIndexConfig {
@@ -37,14 +44,24 @@ function qwenSpec(
       checkGrid(g, name, 1, sm);
       // Qwen's grid t is already temporally merged (frames / temporal_patch_size).
       const [t, h, w] = [g[0], g[1] / sm, g[2] / sm];
-      return { t, h, w, tIndex: m === 1 ? (k) => k : tIndexOf(i), label: `${name} (grid_thw [${g.join(', ')}] -> ${t}*${h}*${w} = ${t * h * w} tokens)` };
+      return {
+        t,
+        h,
+        w,
+        tIndex: m === 1 ? (k) => k : tIndexOf(i),
+        label: `${name} (grid_thw [${g.join(', ')}] -> ${t}*${h}*${w} = ${t * h * w} tokens)`,
+      };
     },
   };
 }
 
 /** Qwen2-VL position ids (HF Qwen2VLModel.get_rope_index; vLLM Qwen2VLForConditionalGeneration). */
 export function qwen2VlRopeIndex(input: RopeIndexInput, config: QwenRopeIndexConfig, options: RopeIndexOptions = {}): MropePositions {
-  return computeRopeIndex(input, qwenSpec('Qwen2-VL', config, input.imageGridThw ?? [], input.videoGridThw ?? [], () => (k) => k), options);
+  return computeRopeIndex(
+    input,
+    qwenSpec('Qwen2-VL', config, input.imageGridThw ?? [], input.videoGridThw ?? [], () => (k) => k),
+    options,
+  );
 }
 
 /**
@@ -71,7 +88,11 @@ export interface Qwen25RopeIndexOptions extends RopeIndexOptions {
 }
 
 /** Qwen2.5-VL position ids: video t scaled by second_per_grid_t * tokens_per_second. */
-export function qwen25VlRopeIndex(input: Qwen25RopeIndexInput, config: Qwen25RopeIndexConfig, options: Qwen25RopeIndexOptions = {}): MropePositions {
+export function qwen25VlRopeIndex(
+  input: Qwen25RopeIndexInput,
+  config: Qwen25RopeIndexConfig,
+  options: Qwen25RopeIndexOptions = {},
+): MropePositions {
   const scale = options.temporalScale ?? 'vllm';
   const tps = config.tokensPerSecond;
   const tIndexOf = (i: number) => {
@@ -102,6 +123,13 @@ export function qwen3VlRopeIndex(input: RopeIndexInput, config: QwenRopeIndexCon
       names.push(`video ${v} frame ${f}`);
     }
   }
-  const spec = qwenSpec('Qwen3-VL', config, input.imageGridThw ?? [], frames, () => (k) => k, (i) => names[i] ?? `video frame ${i}`);
+  const spec = qwenSpec(
+    'Qwen3-VL',
+    config,
+    input.imageGridThw ?? [],
+    frames,
+    () => (k) => k,
+    (i) => names[i] ?? `video frame ${i}`,
+  );
   return computeRopeIndex(input, spec, options);
 }

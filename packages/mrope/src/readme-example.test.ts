@@ -1,6 +1,14 @@
 import { expect, it } from 'vitest';
 // The README's example, verbatim apart from the import path.
-import { decodePositionIds, ernieRopeIndex, ernieTextRotaryCosSin, ERNIE_45_VL_TOKENS, idsToArray, visionRotaryCosSin, visionRotaryPositionIds } from './index.js';
+import {
+  decodePositionIds,
+  ERNIE_45_VL_TOKENS,
+  ernieRopeIndex,
+  ernieTextRotaryCosSin,
+  idsToArray,
+  visionRotaryCosSin,
+  visionRotaryPositionIds,
+} from './index.js';
 
 it('README example runs and gives the documented numbers', () => {
   // "Describe <image>": 2 text tokens, <img_start>, 4 patch tokens (grid [1, 4, 4] after 2x2 merge), <img_end>, 1 text token.

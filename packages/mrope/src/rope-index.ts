@@ -1,14 +1,5 @@
 import { MropeError } from './errors.js';
-import {
-  allocIds,
-  setId,
-  toRows,
-  usesBigInt,
-  type GridThw,
-  type IdDtype,
-  type IntArray,
-  type MropePositions,
-} from './inputs.js';
+import { allocIds, type GridThw, type IdDtype, type IntArray, type MropePositions, setId, toRows, usesBigInt } from './inputs.js';
 
 /** 0 text, 1 image, 2 video: HF's `mm_token_type_ids` values. */
 export type TokenType = 0 | 1 | 2;
@@ -74,11 +65,15 @@ export function computeRopeIndex(input: RopeIndexInput, spec: RopeIndexSpec, opt
   const batch = rows.length;
   const seq = rows[0]?.length ?? 0;
   for (const [b, r] of rows.entries()) {
-    if (r.length !== seq) throw new MropeError('SHAPE_MISMATCH', `inputIds: row ${b} has ${r.length} tokens, row 0 has ${seq}; pad rows to one length.`);
+    if (r.length !== seq)
+      throw new MropeError('SHAPE_MISMATCH', `inputIds: row ${b} has ${r.length} tokens, row 0 has ${seq}; pad rows to one length.`);
   }
   const masks = input.attentionMask === undefined ? undefined : toRows(input.attentionMask, 'attentionMask');
   const typeRows = input.mmTokenTypeIds === undefined ? undefined : toRows(input.mmTokenTypeIds, 'mmTokenTypeIds');
-  for (const [what, m] of [['attentionMask', masks], ['mmTokenTypeIds', typeRows]] as const) {
+  for (const [what, m] of [
+    ['attentionMask', masks],
+    ['mmTokenTypeIds', typeRows],
+  ] as const) {
     if (m !== undefined && (m.length !== batch || m.some((r) => r.length !== seq))) {
       throw new MropeError('SHAPE_MISMATCH', `${what} must have the shape of inputIds [${batch}, ${seq}].`);
     }
@@ -113,7 +108,11 @@ export function computeRopeIndex(input: RopeIndexInput, spec: RopeIndexSpec, opt
         k += 1;
         continue;
       }
-      if (type !== 1 && type !== 2) throw new MropeError('SHAPE_MISMATCH', `mmTokenTypeIds: value ${String(type)} at batch ${b}, column ${cols[k]}; expected 0, 1 or 2.`);
+      if (type !== 1 && type !== 2)
+        throw new MropeError(
+          'SHAPE_MISMATCH',
+          `mmTokenTypeIds: value ${String(type)} at batch ${b}, column ${cols[k]}; expected 0, 1 or 2.`,
+        );
       // A run of same-type placeholders; normally one item, several if items are adjacent (vLLM handles that).
       let end = k;
       while (end < cols.length && types[cols[end]!] === type) end++;

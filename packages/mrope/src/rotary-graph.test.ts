@@ -1,11 +1,11 @@
 import { Graph } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
-import { ernieRopeIndex, ERNIE_45_VL_TOKENS } from './ernie-rope-index.js';
-import { applyRotaryReference } from './rotate.js';
+import { ERNIE_45_VL_TOKENS, ernieRopeIndex } from './ernie-rope-index.js';
 import { applyErnieTextRotary, applyQwenTextRotary, applyVisionRotary } from './rotary-graph.js';
-import { ernieTextRotaryCosSin, qwen3VlMropeCosSin } from './text-rotary.js';
+import { applyRotaryReference } from './rotate.js';
 import { maxAbsDiff } from './test-utils/fixtures.js';
 import { noise, runF32 } from './test-utils/ort.js';
+import { ernieTextRotaryCosSin, qwen3VlMropeCosSin } from './text-rotary.js';
 import { visionRotaryCosSin, visionRotaryPositionIds } from './vision-rotary.js';
 
 // The built subgraphs run in onnxruntime-node (CPU EP) against the pure-TS
@@ -15,7 +15,17 @@ const TOL = 1e-5;
 const P = ERNIE_45_VL_TOKENS.imageTokenId;
 // Batch of 2, left padded; an image so that t, h, w differ.
 const pos = ernieRopeIndex(
-  { inputIds: [[0, 0, 5, 101304, P, P, P, P, 101305, 6], [7, 8, 5, 101304, P, P, P, P, 101305, 6]], attentionMask: [[0, 0, 1, 1, 1, 1, 1, 1, 1, 1], Array(10).fill(1)], imageGridThw: [[1, 4, 4], [1, 2, 8]] },
+  {
+    inputIds: [
+      [0, 0, 5, 101304, P, P, P, P, 101305, 6],
+      [7, 8, 5, 101304, P, P, P, P, 101305, 6],
+    ],
+    attentionMask: [[0, 0, 1, 1, 1, 1, 1, 1, 1, 1], Array(10).fill(1)],
+    imageGridThw: [
+      [1, 4, 4],
+      [1, 2, 8],
+    ],
+  },
   ERNIE_45_VL_TOKENS,
 );
 const [B, S, H, hd] = [2, 10, 3, 16];
@@ -33,7 +43,11 @@ describe('rotary subgraphs vs the TS reference', () => {
         const si = g.input('sin', 'float32', ['batch', 'seq', hd / 2]);
         g.output(applyErnieTextRotary(g, xi, ci, si, { layout, impl }), 'y');
         const half = [B, S, hd / 2];
-        const out = await runF32(g, { x: { dims: xShape, data: x }, cos: { dims: half, data: tab.cos }, sin: { dims: half, data: tab.sin } });
+        const out = await runF32(g, {
+          x: { dims: xShape, data: x },
+          cos: { dims: half, data: tab.cos },
+          sin: { dims: half, data: tab.sin },
+        });
         const want = applyRotaryReference(x, xShape, tab, 'interleaved', layout);
         expect(maxAbsDiff(out.y!, want)).toBeLessThan(TOL);
         // Not a no-op: the rotation moved the values.
@@ -51,12 +65,22 @@ describe('rotary subgraphs vs the TS reference', () => {
     const si = g.input('sin', 'float32', ['batch', 'seq', hd / 2]);
     g.output(applyQwenTextRotary(g, xi, ci, si), 'y');
     const half = [B, S, hd / 2];
-    const out = await runF32(g, { x: { dims: [B, S, H, hd], data: x }, cos: { dims: half, data: tab.cos }, sin: { dims: half, data: tab.sin } });
+    const out = await runF32(g, {
+      x: { dims: [B, S, H, hd], data: x },
+      cos: { dims: half, data: tab.cos },
+      sin: { dims: half, data: tab.sin },
+    });
     expect(maxAbsDiff(out.y!, applyRotaryReference(x, [B, S, H, hd], tab, 'halves'))).toBeLessThan(TOL);
   });
 
   it('applyVisionRotary (neox halves, float32) on [N, H, hd] with a float16 round trip', async () => {
-    const ids = visionRotaryPositionIds([[1, 4, 8], [2, 2, 2]], 2);
+    const ids = visionRotaryPositionIds(
+      [
+        [1, 4, 8],
+        [2, 2, 2],
+      ],
+      2,
+    );
     const vhd = 80;
     const tab = visionRotaryCosSin(ids, { headDim: vhd });
     const N = ids.shape[0];
@@ -68,7 +92,11 @@ describe('rotary subgraphs vs the TS reference', () => {
     g.output(applyVisionRotary(g, xi, ci, si), 'y');
     // The same rotation on float16 activations: computed in float32, cast back.
     g.output(g.cast(applyVisionRotary(g, g.cast(xi, 'float16'), ci, si), 'float32'), 'y16');
-    const out = await runF32(g, { x: { dims: [N, 2, vhd], data: x }, cos: { dims: [N, vhd / 2], data: tab.cos }, sin: { dims: [N, vhd / 2], data: tab.sin } });
+    const out = await runF32(g, {
+      x: { dims: [N, 2, vhd], data: x },
+      cos: { dims: [N, vhd / 2], data: tab.cos },
+      sin: { dims: [N, vhd / 2], data: tab.sin },
+    });
     // The reference treats the patches as one "batch" row: [1, N, H, hd] with a [1, N, half] table.
     const want = applyRotaryReference(x, [1, N, 2, vhd], { cos: tab.cos, sin: tab.sin, shape: [1, N, vhd / 2] }, 'halves');
     expect(maxAbsDiff(out.y!, want)).toBeLessThan(TOL);

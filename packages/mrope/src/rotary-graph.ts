@@ -1,4 +1,4 @@
-import { GraphError, type Graph, type Value } from '@vlmkit/onnx-graph';
+import { type Graph, GraphError, type Value } from '@vlmkit/onnx-graph';
 import type { HeadLayout, RotaryStyle } from './rotate.js';
 
 /**
@@ -73,10 +73,12 @@ function applyTextRotary(g: Graph, x: Value, cos: Value, sin: Value, style: Rota
     throw new GraphError('RANK_MISMATCH', `${fn}: x must be 4-D and cos/sin [B, S, hd/2]; got ${x}, ${cos}, ${sin}`, g.scoped(fn));
   }
   if (options.impl === 'RotaryEmbedding') {
-    if (x.dtype !== 'float32' || cos.dtype !== 'float32') throw new GraphError('DTYPE_MISMATCH', `${fn}: the RotaryEmbedding path takes float32 x and tables`, g.scoped(fn));
+    if (x.dtype !== 'float32' || cos.dtype !== 'float32')
+      throw new GraphError('DTYPE_MISMATCH', `${fn}: the RotaryEmbedding path takes float32 x and tables`, g.scoped(fn));
     if (layout === 'BHSD') return g.rotaryEmbedding(x, cos, sin, { interleaved: style === 'interleaved' });
     const heads = x.dim(2);
-    if (typeof heads !== 'number') throw new GraphError('SHAPE_MISMATCH', `${fn}: the RotaryEmbedding path needs a static head count, got ${x}`, g.scoped(fn));
+    if (typeof heads !== 'number')
+      throw new GraphError('SHAPE_MISMATCH', `${fn}: the RotaryEmbedding path needs a static head count, got ${x}`, g.scoped(fn));
     const flat = g.reshape(x, [0, 0, heads * hd]);
     return g.reshape(g.rotaryEmbedding(flat, cos, sin, { interleaved: style === 'interleaved', numHeads: heads }), [0, 0, heads, hd]);
   }
@@ -97,7 +99,11 @@ function applyTextRotary(g: Graph, x: Value, cos: Value, sin: Value, style: Rota
 export function applyVisionRotary(g: Graph, x: Value, cos: Value, sin: Value): Value {
   const hd = staticHeadDim(g, x, 'applyVisionRotary');
   if ((x.rank !== 3 && x.rank !== 4) || cos.rank !== 2 || sin.rank !== 2) {
-    throw new GraphError('RANK_MISMATCH', `applyVisionRotary: x must be [N, H, hd] or [B, N, H, hd] and cos/sin [N, hd/2]; got ${x}, ${cos}, ${sin}`, g.scoped('applyVisionRotary'));
+    throw new GraphError(
+      'RANK_MISMATCH',
+      `applyVisionRotary: x must be [N, H, hd] or [B, N, H, hd] and cos/sin [N, hd/2]; got ${x}, ${cos}, ${sin}`,
+      g.scoped('applyVisionRotary'),
+    );
   }
   const c = g.unsqueeze(toF32(g, cos), [-2]); // [N, 1, half]
   const s = g.unsqueeze(toF32(g, sin), [-2]);

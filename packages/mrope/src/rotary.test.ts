@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ropeInverseFrequencies } from './inv-freq.js';
 import { applyRotaryReference } from './rotate.js';
-import { ernieFrequencyAxes, ernieTextRotaryCosSin, expandRotaryTable, interleavedFrequencyAxes, qwen2VlMropeCosSin, qwen3VlMropeCosSin, sectionedFrequencyAxes } from './text-rotary.js';
 import { loadFixture, maxAbsDiff } from './test-utils/fixtures.js';
+import {
+  ernieFrequencyAxes,
+  ernieTextRotaryCosSin,
+  expandRotaryTable,
+  interleavedFrequencyAxes,
+  qwen2VlMropeCosSin,
+  qwen3VlMropeCosSin,
+  sectionedFrequencyAxes,
+} from './text-rotary.js';
 import { visionRotaryCosSin, visionRotaryPositionIds } from './vision-rotary.js';
 
 // Expected values: HF transformers 5.17 rotary modules (tools/mrope/make_cases.py). Tolerance 1e-6.
@@ -44,7 +52,7 @@ describe('ERNIE text rotary', () => {
     expect(axes[43]).toBe(2);
     expect(Array.from(axes.slice(44)).every((a) => a === 0)).toBe(true);
   });
-  it('our unpermuted inv_freq, permuted the HF way, equals HF\'s pre-permuted buffer exactly', () => {
+  it("our unpermuted inv_freq, permuted the HF way, equals HF's pre-permuted buffer exactly", () => {
     const inv = ropeInverseFrequencies(128, 500000);
     const hw = Array.from(inv.slice(0, 44));
     const permuted = [...hw.filter((_, i) => i % 2 === 0), ...hw.filter((_, i) => i % 2 === 1), ...inv.slice(44)];
@@ -80,10 +88,12 @@ describe('Qwen text M-RoPE', () => {
     expect(Array.from(interleavedFrequencyAxes(128, [24, 20, 20]).slice(0, 6))).toEqual([0, 1, 2, 0, 1, 2]);
     expect(Array.from(interleavedFrequencyAxes(128, [24, 20, 20]).slice(60))).toEqual([0, 0, 0, 0]);
   });
-  it('inv_freq is within 1 ulp of torch\'s float32 table (torch powf is not correctly rounded)', () => {
+  it("inv_freq is within 1 ulp of torch's float32 table (torch powf is not correctly rounded)", () => {
     for (const t of [fx.qwen2_text, fx.qwen3_text]) {
       const ours = ropeInverseFrequencies(128, t.rope_theta);
-      ours.forEach((v, i) => expect(Math.abs(v - t.inv_freq![i]!)).toBeLessThanOrEqual(v * 2 ** -23));
+      ours.forEach((v, i) => {
+        expect(Math.abs(v - t.inv_freq![i]!)).toBeLessThanOrEqual(v * 2 ** -23);
+      });
     }
   });
 });
@@ -97,7 +107,7 @@ describe('vision 2D rotary', () => {
     // First 2x2 window of a 4-wide grid: (0,0) (0,1) (1,0) (1,1), then the next window starts at w = 2.
     expect(Array.from(ids.positionIds.slice(0, 10))).toEqual([0, 0, 0, 1, 1, 0, 1, 1, 0, 2]);
   });
-  it('cos/sin equal HF Ernie4_5_VLMoeVisionRotaryEmbedding (and Qwen2-VL\'s) within 1e-6', () => {
+  it("cos/sin equal HF Ernie4_5_VLMoeVisionRotaryEmbedding (and Qwen2-VL's) within 1e-6", () => {
     const ids = visionRotaryPositionIds(v.grid_thw, 2);
     const r = visionRotaryCosSin(ids, { headDim: v.head_dim, theta: v.theta });
     expect(Array.from(ropeInverseFrequencies(v.head_dim / 2, v.theta))).toEqual(v.inv_freq);
@@ -122,7 +132,8 @@ describe('applyRotaryReference', () => {
           const o = (s * 2 + h) * 8;
           for (let d = 0; d < 8; d++) {
             // HF: rotate_half_text: stack(-x[1::2], x[0::2]); rotate_half: cat(-x2, x1)
-            const rot = style === 'interleaved' ? (d % 2 === 0 ? -x[o + d + 1]! : x[o + d - 1]!) : d < half ? -x[o + d + half]! : x[o + d - half]!;
+            const rot =
+              style === 'interleaved' ? (d % 2 === 0 ? -x[o + d + 1]! : x[o + d - 1]!) : d < half ? -x[o + d + half]! : x[o + d - half]!;
             want[o + d] = x[o + d]! * cos[s * 8 + d]! + rot * sin[s * 8 + d]!;
           }
         }

@@ -34,7 +34,10 @@ export function applyRotaryReference(
   const [S, H] = layout === 'BSHD' ? [d1, d2] : [d2, d1];
   const [tb, ts, half] = table.shape;
   if (hd !== 2 * half || ts !== S || (tb !== 1 && tb !== B) || x.length !== B * d1 * d2 * hd) {
-    throw new MropeError('SHAPE_MISMATCH', `rotary: x [${xShape.join(', ')}] (${layout}) does not fit a table [${table.shape.join(', ')}].`);
+    throw new MropeError(
+      'SHAPE_MISMATCH',
+      `rotary: x [${xShape.join(', ')}] (${layout}) does not fit a table [${table.shape.join(', ')}].`,
+    );
   }
   const out = new Float32Array(x.length);
   for (let b = 0; b < B; b++) {

@@ -1,5 +1,5 @@
 import { MropeError } from './errors.js';
-import { idsToNumbers, type IntArray } from './inputs.js';
+import { type IntArray, idsToNumbers } from './inputs.js';
 import { angle, ropeInverseFrequencies } from './inv-freq.js';
 
 /** 3D position ids with their shape: [3, S] or [3, B, S] (a `MropePositions` fits). */
@@ -26,8 +26,17 @@ export type FrequencyAxes = Uint8Array;
  */
 export function ernieFrequencyAxes(headDim: number, freqAllocation: number): FrequencyAxes {
   const half = headDim / 2;
-  if (!Number.isInteger(half) || !Number.isInteger(freqAllocation) || freqAllocation < 0 || freqAllocation > half || (half - freqAllocation) % 2 !== 0) {
-    throw new MropeError('INVALID_ROTARY_CONFIG', `ERNIE rotary: headDim ${headDim} / 2 minus freq_allocation ${freqAllocation} must be a non-negative even number (h and w take equal shares).`);
+  if (
+    !Number.isInteger(half) ||
+    !Number.isInteger(freqAllocation) ||
+    freqAllocation < 0 ||
+    freqAllocation > half ||
+    (half - freqAllocation) % 2 !== 0
+  ) {
+    throw new MropeError(
+      'INVALID_ROTARY_CONFIG',
+      `ERNIE rotary: headDim ${headDim} / 2 minus freq_allocation ${freqAllocation} must be a non-negative even number (h and w take equal shares).`,
+    );
   }
   const hw = half - freqAllocation;
   return Uint8Array.from({ length: half }, (_, i) => (i >= hw ? 0 : i % 2 === 0 ? 1 : 2));
@@ -35,7 +44,10 @@ export function ernieFrequencyAxes(headDim: number, freqAllocation: number): Fre
 
 function checkSection(section: readonly number[], half: number, model: string): void {
   if (section.length !== 3 || section.some((s) => !Number.isInteger(s) || s < 0) || section[0]! + section[1]! + section[2]! !== half) {
-    throw new MropeError('INVALID_ROTARY_CONFIG', `${model}: mrope_section [${section.join(', ')}] must be three non-negative integers adding up to headDim / 2 = ${half}.`);
+    throw new MropeError(
+      'INVALID_ROTARY_CONFIG',
+      `${model}: mrope_section [${section.join(', ')}] must be three non-negative integers adding up to headDim / 2 = ${half}.`,
+    );
   }
 }
 
@@ -51,7 +63,9 @@ export function sectionedFrequencyAxes(headDim: number, mropeSection: readonly n
 export function interleavedFrequencyAxes(headDim: number, mropeSection: readonly number[]): FrequencyAxes {
   const half = headDim / 2;
   checkSection(mropeSection, half, 'Qwen3-VL');
-  return Uint8Array.from({ length: half }, (_, i) => (i % 3 === 1 && i < 3 * mropeSection[1]! ? 1 : i % 3 === 2 && i < 3 * mropeSection[2]! ? 2 : 0));
+  return Uint8Array.from({ length: half }, (_, i) =>
+    i % 3 === 1 && i < 3 * mropeSection[1]! ? 1 : i % 3 === 2 && i < 3 * mropeSection[2]! ? 2 : 0,
+  );
 }
 
 /**
@@ -60,11 +74,15 @@ export function interleavedFrequencyAxes(headDim: number, mropeSection: readonly
  */
 export function mropeCosSin(pos: PositionIdsLike, axes: FrequencyAxes, invFreq: Float32Array): CosSinTables {
   const half = axes.length;
-  if (invFreq.length !== half) throw new MropeError('INVALID_ROTARY_CONFIG', `invFreq has ${invFreq.length} entries, expected headDim / 2 = ${half}.`);
+  if (invFreq.length !== half)
+    throw new MropeError('INVALID_ROTARY_CONFIG', `invFreq has ${invFreq.length} entries, expected headDim / 2 = ${half}.`);
   const [batch, seq] = pos.shape.length === 2 ? [1, pos.shape[1]] : [pos.shape[1], pos.shape[2]];
   const ids = idsToNumbers(pos.positionIds);
   if (ids.length !== 3 * batch * seq) {
-    throw new MropeError('SHAPE_MISMATCH', `positionIds has ${ids.length} values; shape [${pos.shape.join(', ')}] needs ${3 * batch * seq}.`);
+    throw new MropeError(
+      'SHAPE_MISMATCH',
+      `positionIds has ${ids.length} values; shape [${pos.shape.join(', ')}] needs ${3 * batch * seq}.`,
+    );
   }
   const cos = new Float32Array(batch * seq * half);
   const sin = new Float32Array(batch * seq * half);
@@ -113,12 +131,20 @@ export interface QwenTextRotaryConfig {
 
 /** Qwen2-VL / Qwen2.5-VL sectioned M-RoPE tables [B, S, headDim/2], applied neox style (halves). */
 export function qwen2VlMropeCosSin(pos: PositionIdsLike, config: QwenTextRotaryConfig): CosSinTables {
-  return mropeCosSin(pos, sectionedFrequencyAxes(config.headDim, config.mropeSection), config.invFreq ?? ropeInverseFrequencies(config.headDim, config.ropeTheta));
+  return mropeCosSin(
+    pos,
+    sectionedFrequencyAxes(config.headDim, config.mropeSection),
+    config.invFreq ?? ropeInverseFrequencies(config.headDim, config.ropeTheta),
+  );
 }
 
 /** Qwen3-VL interleaved M-RoPE tables [B, S, headDim/2], applied neox style (halves). */
 export function qwen3VlMropeCosSin(pos: PositionIdsLike, config: QwenTextRotaryConfig): CosSinTables {
-  return mropeCosSin(pos, interleavedFrequencyAxes(config.headDim, config.mropeSection), config.invFreq ?? ropeInverseFrequencies(config.headDim, config.ropeTheta));
+  return mropeCosSin(
+    pos,
+    interleavedFrequencyAxes(config.headDim, config.mropeSection),
+    config.invFreq ?? ropeInverseFrequencies(config.headDim, config.ropeTheta),
+  );
 }
 
 /**

@@ -69,7 +69,8 @@ export function visionRotaryCosSin(ids: VisionPositionIds, config: VisionRotaryC
     throw new MropeError('INVALID_ROTARY_CONFIG', `vision rotary: headDim ${config.headDim} must be a positive multiple of 4.`);
   }
   const inv = config.invFreq ?? ropeInverseFrequencies(config.headDim / 2, config.theta ?? 10000);
-  if (inv.length !== quarter) throw new MropeError('INVALID_ROTARY_CONFIG', `invFreq has ${inv.length} entries, expected headDim / 4 = ${quarter}.`);
+  if (inv.length !== quarter)
+    throw new MropeError('INVALID_ROTARY_CONFIG', `invFreq has ${inv.length} entries, expected headDim / 4 = ${quarter}.`);
   const n = ids.shape[0];
   const half = 2 * quarter;
   const cos = new Float32Array(n * half);

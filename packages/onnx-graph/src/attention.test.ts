@@ -3,7 +3,18 @@ import { Graph } from './graph.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
 
 /** Reference SDPA on [B, H, S, hd] q and [B, Hkv, T, hd] k/v with a bool mask [B, 1, S, T]. */
-function sdpaRef(q: Float32Array, k: Float32Array, v: Float32Array, B: number, H: number, Hkv: number, S: number, T: number, hd: number, mask: (b: number, i: number, j: number) => boolean): Float32Array {
+function sdpaRef(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  B: number,
+  H: number,
+  Hkv: number,
+  S: number,
+  T: number,
+  hd: number,
+  mask: (b: number, i: number, j: number) => boolean,
+): Float32Array {
   const out = new Float32Array(B * H * S * hd);
   const rep = H / Hkv;
   for (let b = 0; b < B; b++)

@@ -1,27 +1,9 @@
 import { onnx } from './proto.js';
 
 /** Element types a graph value or initializer can have. */
-export type DType =
-  | 'float32'
-  | 'float16'
-  | 'bfloat16'
-  | 'float64'
-  | 'int64'
-  | 'int32'
-  | 'int16'
-  | 'int8'
-  | 'uint8'
-  | 'bool';
+export type DType = 'float32' | 'float16' | 'bfloat16' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool';
 
-export type TypedArray =
-  | Float32Array
-  | Float64Array
-  | Uint16Array
-  | BigInt64Array
-  | Int32Array
-  | Int16Array
-  | Int8Array
-  | Uint8Array;
+export type TypedArray = Float32Array | Float64Array | Uint16Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
 
 const ONNX_TYPE: Record<DType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,

@@ -129,9 +129,7 @@ export class GraphCore {
   param(weights: Weights, localName: string, expectShape?: Shape): Value {
     const ref = weights.get(localName);
     if (expectShape !== undefined) {
-      const ok =
-        expectShape.length === ref.shape.length &&
-        expectShape.every((d, i) => typeof d === 'string' || d === ref.shape[i]);
+      const ok = expectShape.length === ref.shape.length && expectShape.every((d, i) => typeof d === 'string' || d === ref.shape[i]);
       if (!ok) {
         throw new GraphError(
           'PARAMETER_SHAPE',

@@ -1,25 +1,25 @@
+export { type DType, dtypeSize, isFloat, normalizeDType, type TypedArray, typedArrayFor } from './dtype.js';
+export { GraphError, type GraphErrorCode } from './errors.js';
 export { Graph } from './graph.js';
 export type { Attr, GraphOptions, InitializerEntry } from './graph-core.js';
 export { MS_DOMAIN } from './graph-core.js';
-export type { AttentionOptions, AttentionResult } from './ops-attention.js';
-export type { Operand } from './ops-math.js';
-export { Value } from './value.js';
-export { type DType, type TypedArray, dtypeSize, isFloat, normalizeDType, typedArrayFor } from './dtype.js';
-export { type Dim, type Shape, broadcastShapes, dimProduct, formatShape, isStatic } from './shape.js';
-export { GraphError, type GraphErrorCode } from './errors.js';
-export { type TensorRef, lazyTensor, tensorByteLength, tensorFromArray, tensorFromFile, tensorFromSafetensors } from './tensor-ref.js';
-export { Weights, editDistance, nearestNames } from './weights.js';
 export {
   type ExternalBuffer,
-  type SaveOptions,
-  type SavedModel,
-  type SerializeOptions,
-  type SerializedModel,
   loadModelProto,
   modelBytes,
+  type SavedModel,
+  type SaveOptions,
+  type SerializedModel,
+  type SerializeOptions,
   saveModel,
   serializeModel,
   tensorBytes,
 } from './model.js';
 export * as nn from './nn.js';
+export type { AttentionOptions, AttentionResult } from './ops-attention.js';
+export type { Operand } from './ops-math.js';
 export { onnx } from './proto.js';
+export { broadcastShapes, type Dim, dimProduct, formatShape, isStatic, type Shape } from './shape.js';
+export { lazyTensor, type TensorRef, tensorByteLength, tensorFromArray, tensorFromFile, tensorFromSafetensors } from './tensor-ref.js';
+export { Value } from './value.js';
+export { editDistance, nearestNames, Weights } from './weights.js';

@@ -44,7 +44,11 @@ describe('saveModel', () => {
 
     const proto = await loadModelProto(join(dir, 'model.onnx'));
     const init = proto.graph!.initializer!.find((t) => t.name === 'fc.weight')!;
-    expect(Object.fromEntries(init.externalData!.map((e) => [e.key, e.value]))).toEqual({ location: 'weights.bin', offset: '13', length: String(w.byteLength) });
+    expect(Object.fromEntries(init.externalData!.map((e) => [e.key, e.value]))).toEqual({
+      location: 'weights.bin',
+      offset: '13',
+      length: String(w.byteLength),
+    });
 
     const xs = randn(3 * 32, 43);
     const y = await runFile(join(dir, 'model.onnx'), xs, [3, 32]);
@@ -77,43 +81,50 @@ describe('saveModel', () => {
     expect(b.copiedBytes).toBe(a.copiedBytes);
     expect(Buffer.compare(await readFile(join(out, 'a.onnx')), await readFile(join(out, 'b.onnx')))).toBe(0);
     const y = await runFile(join(out, 'a.onnx'), new Float32Array(16).fill(1), [1, 16]);
-    expect(y[0]).toBeCloseTo(w.slice(0, 16).reduce((s, v) => s + v, 0), 4);
+    expect(y[0]).toBeCloseTo(
+      w.slice(0, 16).reduce((s, v) => s + v, 0),
+      4,
+    );
   });
 
   // 3 GiB of initializers: over the 2 GB protobuf limit. Slow (minutes, ~8 GB RAM): VLMKIT_BIG_TEST=1 to run.
-  it.runIf(process.env.VLMKIT_BIG_TEST === '1')('a model with more than 2 GB of initializers saves with external data and runs', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-big-'));
-    const n = 16384;
-    const value = (layer: number, i: number, j: number) => (((i * 31 + j * 17 + layer * 7) % 13) - 6) / (13 * 64);
-    const entries: Record<string, ReturnType<typeof lazyTensor>> = {};
-    for (let l = 0; l < 3; l++) {
-      entries[`layers.${l}.weight`] = lazyTensor('float32', [n, n], async () => {
-        const a = new Float32Array(n * n);
-        for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) a[i * n + j] = value(l, i, j);
-        return a;
-      });
-    }
-    const weights = Weights.from(entries);
-    const g = new Graph();
-    let h = g.input('x', 'float32', [1, n]);
-    for (let l = 0; l < 3; l++) h = nn.linear(g, h, weights, `layers.${l}`, { bias: false });
-    g.output(h, 'y');
-    const saved = await saveModel(g, join(dir, 'big.onnx'));
-    expect(saved.copiedBytes).toBeGreaterThan(2 ** 31);
-    expect((await stat(join(dir, 'big.onnx'))).size).toBeLessThan(1e6);
-    const x = Float32Array.from({ length: n }, (_, i) => ((i % 7) - 3) / 7);
-    const y = await runFile(join(dir, 'big.onnx'), x, [1, n]);
-    let ref = Float64Array.from(x);
-    for (let l = 0; l < 3; l++) {
-      const next = new Float64Array(n);
-      for (let i = 0; i < n; i++) {
-        let s = 0;
-        for (let j = 0; j < n; j++) s += ref[j]! * value(l, i, j);
-        next[i] = s;
+  it.runIf(process.env.VLMKIT_BIG_TEST === '1')(
+    'a model with more than 2 GB of initializers saves with external data and runs',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'vlmkit-big-'));
+      const n = 16384;
+      const value = (layer: number, i: number, j: number) => (((i * 31 + j * 17 + layer * 7) % 13) - 6) / (13 * 64);
+      const entries: Record<string, ReturnType<typeof lazyTensor>> = {};
+      for (let l = 0; l < 3; l++) {
+        entries[`layers.${l}.weight`] = lazyTensor('float32', [n, n], async () => {
+          const a = new Float32Array(n * n);
+          for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) a[i * n + j] = value(l, i, j);
+          return a;
+        });
       }
-      ref = next;
-    }
-    const scale = Math.max(...Array.from(ref, Math.abs));
-    expect(maxAbsDiff(y, Array.from(ref)) / scale).toBeLessThan(1e-4);
-  }, 1_800_000);
+      const weights = Weights.from(entries);
+      const g = new Graph();
+      let h = g.input('x', 'float32', [1, n]);
+      for (let l = 0; l < 3; l++) h = nn.linear(g, h, weights, `layers.${l}`, { bias: false });
+      g.output(h, 'y');
+      const saved = await saveModel(g, join(dir, 'big.onnx'));
+      expect(saved.copiedBytes).toBeGreaterThan(2 ** 31);
+      expect((await stat(join(dir, 'big.onnx'))).size).toBeLessThan(1e6);
+      const x = Float32Array.from({ length: n }, (_, i) => ((i % 7) - 3) / 7);
+      const y = await runFile(join(dir, 'big.onnx'), x, [1, n]);
+      let ref = Float64Array.from(x);
+      for (let l = 0; l < 3; l++) {
+        const next = new Float64Array(n);
+        for (let i = 0; i < n; i++) {
+          let s = 0;
+          for (let j = 0; j < n; j++) s += ref[j]! * value(l, i, j);
+          next[i] = s;
+        }
+        ref = next;
+      }
+      const scale = Math.max(...Array.from(ref, Math.abs));
+      expect(maxAbsDiff(y, Array.from(ref)) / scale).toBeLessThan(1e-4);
+    },
+    1_800_000,
+  );
 });

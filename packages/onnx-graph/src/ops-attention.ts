@@ -53,7 +53,8 @@ export class AttentionOps extends TensorOps {
       hd = typeof qh === 'number' ? qh / opts.qNumHeads : this.freshDim('hd');
       const vh = v.dim(2);
       hdV = typeof vh === 'number' ? vh / opts.kvNumHeads : this.freshDim('hd');
-      if (typeof hd === 'number' && !Number.isInteger(hd)) throw new GraphError('SHAPE_MISMATCH', `${q} is not divisible into ${hq} heads`, name);
+      if (typeof hd === 'number' && !Number.isInteger(hd))
+        throw new GraphError('SHAPE_MISMATCH', `${q} is not divisible into ${hq} heads`, name);
     }
     if (typeof hq === 'number' && typeof hkv === 'number' && hq % hkv !== 0) {
       throw new GraphError('SHAPE_MISMATCH', `q heads ${hq} not a multiple of kv heads ${hkv}`, name);
@@ -62,12 +63,14 @@ export class AttentionOps extends TensorOps {
       throw new GraphError('DTYPE_MISMATCH', `mask must be bool or ${q.dtype}, got ${opts.mask}`, name);
     }
     const hasPast = opts.pastKey !== undefined;
-    if (hasPast !== (opts.pastValue !== undefined)) throw new GraphError('BAD_ARGUMENT', 'pass both pastKey and pastValue or neither', name);
+    if (hasPast !== (opts.pastValue !== undefined))
+      throw new GraphError('BAD_ARGUMENT', 'pass both pastKey and pastValue or neither', name);
     const b = q.dim(0);
     const s = q.rank === 4 ? q.dim(2) : q.dim(1);
     const kvLen = k.rank === 4 ? k.dim(2) : k.dim(1);
     const total: Dim = hasPast ? addDims(opts.pastKey!.dim(2), kvLen) : kvLen;
-    const outShape = q.rank === 4 ? [b, hq, s, hdV] : [b, s, typeof hq === 'number' && typeof hdV === 'number' ? hq * hdV : this.freshDim('hv')];
+    const outShape =
+      q.rank === 4 ? [b, hq, s, hdV] : [b, s, typeof hq === 'number' && typeof hdV === 'number' ? hq * hdV : this.freshDim('hv')];
     const outs = [
       { dtype: q.dtype, shape: outShape },
       ...(hasPast
@@ -77,12 +80,19 @@ export class AttentionOps extends TensorOps {
           ]
         : []),
     ];
-    const [out, pk, pv] = this.emit('Attention', [q, k, v, opts.mask, opts.pastKey, opts.pastValue], outs, {
-      is_causal: opts.isCausal ? { int: 1 } : undefined,
-      q_num_heads: opts.qNumHeads !== undefined ? { int: opts.qNumHeads } : undefined,
-      kv_num_heads: opts.kvNumHeads !== undefined ? { int: opts.kvNumHeads } : undefined,
-      scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
-    }, '', name);
+    const [out, pk, pv] = this.emit(
+      'Attention',
+      [q, k, v, opts.mask, opts.pastKey, opts.pastValue],
+      outs,
+      {
+        is_causal: opts.isCausal ? { int: 1 } : undefined,
+        q_num_heads: opts.qNumHeads !== undefined ? { int: opts.qNumHeads } : undefined,
+        kv_num_heads: opts.kvNumHeads !== undefined ? { int: opts.kvNumHeads } : undefined,
+        scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
+      },
+      '',
+      name,
+    );
     return { out: out!, presentKey: pk, presentValue: pv };
   }
 
@@ -175,11 +185,18 @@ export class AttentionOps extends TensorOps {
     const name = this.nodeName('RotaryEmbedding');
     this.sameDType(name, x, cos, sin);
     if (x.rank === 3 && opts.numHeads === undefined) throw new GraphError('BAD_ARGUMENT', '3-D RotaryEmbedding input needs numHeads', name);
-    return this.emit('RotaryEmbedding', [x, cos, sin, opts.positionIds], [{ dtype: x.dtype, shape: x.shape }], {
-      interleaved: opts.interleaved ? { int: 1 } : undefined,
-      num_heads: opts.numHeads !== undefined ? { int: opts.numHeads } : undefined,
-      rotary_embedding_dim: opts.rotaryDim !== undefined ? { int: opts.rotaryDim } : undefined,
-    }, '', name)[0]!;
+    return this.emit(
+      'RotaryEmbedding',
+      [x, cos, sin, opts.positionIds],
+      [{ dtype: x.dtype, shape: x.shape }],
+      {
+        interleaved: opts.interleaved ? { int: 1 } : undefined,
+        num_heads: opts.numHeads !== undefined ? { int: opts.numHeads } : undefined,
+        rotary_embedding_dim: opts.rotaryDim !== undefined ? { int: opts.rotaryDim } : undefined,
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   /** An op from another domain with caller-given output specs (escape hatch for contrib ops). */

@@ -1,7 +1,7 @@
 import { type DType, isFloat } from './dtype.js';
 import { GraphError } from './errors.js';
 import { GraphCore } from './graph-core.js';
-import { type Dim, type Shape, broadcastShapes, dimsCompatible, formatShape, normAxis } from './shape.js';
+import { broadcastShapes, type Dim, dimsCompatible, formatShape, normAxis, type Shape } from './shape.js';
 import type { Value } from './value.js';
 
 /** A value, or a plain number turned into a scalar constant of the other operand's dtype. */
@@ -152,12 +152,19 @@ export class MathOps extends GraphCore {
     const [m, ka] = opts.transA ? [a.shape[1]!, a.shape[0]!] : [a.shape[0]!, a.shape[1]!];
     const [kb, n] = opts.transB ? [b.shape[1]!, b.shape[0]!] : [b.shape[0]!, b.shape[1]!];
     if (!dimsCompatible(ka, kb)) throw new GraphError('SHAPE_MISMATCH', `Gemm inner dims differ: ${ka} vs ${kb}`, name);
-    return this.emit('Gemm', [a, b, c], [{ dtype: a.dtype, shape: [m, n] }], {
-      transA: opts.transA ? { int: 1 } : undefined,
-      transB: opts.transB ? { int: 1 } : undefined,
-      alpha: opts.alpha !== undefined ? { float: opts.alpha } : undefined,
-      beta: opts.beta !== undefined ? { float: opts.beta } : undefined,
-    }, '', name)[0]!;
+    return this.emit(
+      'Gemm',
+      [a, b, c],
+      [{ dtype: a.dtype, shape: [m, n] }],
+      {
+        transA: opts.transA ? { int: 1 } : undefined,
+        transB: opts.transB ? { int: 1 } : undefined,
+        alpha: opts.alpha !== undefined ? { float: opts.alpha } : undefined,
+        beta: opts.beta !== undefined ? { float: opts.beta } : undefined,
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   // ---- normalisation and softmax -----------------------------------------
@@ -173,20 +180,34 @@ export class MathOps extends GraphCore {
   layerNorm(x: Value, scale: Value, bias: Value | undefined, epsilon: number): Value {
     const name = this.nodeName('LayerNormalization');
     this.normChecks(name, x, scale, bias);
-    return this.emit('LayerNormalization', [x, scale, bias], [{ dtype: x.dtype, shape: x.shape }], {
-      axis: { int: -1 },
-      epsilon: { float: epsilon },
-    }, '', name)[0]!;
+    return this.emit(
+      'LayerNormalization',
+      [x, scale, bias],
+      [{ dtype: x.dtype, shape: x.shape }],
+      {
+        axis: { int: -1 },
+        epsilon: { float: epsilon },
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   /** RMSNormalization over the last axis (opset 23). */
   rmsNorm(x: Value, scale: Value, epsilon: number): Value {
     const name = this.nodeName('RMSNormalization');
     this.normChecks(name, x, scale, undefined);
-    return this.emit('RMSNormalization', [x, scale], [{ dtype: x.dtype, shape: x.shape }], {
-      axis: { int: -1 },
-      epsilon: { float: epsilon },
-    }, '', name)[0]!;
+    return this.emit(
+      'RMSNormalization',
+      [x, scale],
+      [{ dtype: x.dtype, shape: x.shape }],
+      {
+        axis: { int: -1 },
+        epsilon: { float: epsilon },
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   // ---- reductions and scans ----------------------------------------------
@@ -207,10 +228,17 @@ export class MathOps extends GraphCore {
   cumsum(x: Value, axis: number, opts: { exclusive?: boolean; reverse?: boolean } = {}): Value {
     const name = this.nodeName('CumSum');
     this.axis(name, axis, x.rank);
-    return this.emit('CumSum', [x, this.constant('int64', [], [axis])], [{ dtype: x.dtype, shape: x.shape }], {
-      exclusive: opts.exclusive ? { int: 1 } : undefined,
-      reverse: opts.reverse ? { int: 1 } : undefined,
-    }, '', name)[0]!;
+    return this.emit(
+      'CumSum',
+      [x, this.constant('int64', [], [axis])],
+      [{ dtype: x.dtype, shape: x.shape }],
+      {
+        exclusive: opts.exclusive ? { int: 1 } : undefined,
+        reverse: opts.reverse ? { int: 1 } : undefined,
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   /** TopK along `axis`: [values, int64 indices]. */
@@ -220,20 +248,38 @@ export class MathOps extends GraphCore {
     const d = x.shape[ax]!;
     if (typeof d === 'number' && k > d) throw new GraphError('BAD_ARGUMENT', `TopK k=${k} exceeds axis size ${d} of ${x}`, name);
     const shape = x.shape.map((s, i) => (i === ax ? k : s));
-    const [v, i] = this.emit('TopK', [x, this.ints([k])], [
-      { dtype: x.dtype, shape },
-      { dtype: 'int64', shape },
-    ], {
-      axis: { int: axis },
-      largest: opts.largest === false ? { int: 0 } : undefined,
-      sorted: opts.sorted === false ? { int: 0 } : undefined,
-    }, '', name);
+    const [v, i] = this.emit(
+      'TopK',
+      [x, this.ints([k])],
+      [
+        { dtype: x.dtype, shape },
+        { dtype: 'int64', shape },
+      ],
+      {
+        axis: { int: axis },
+        largest: opts.largest === false ? { int: 0 } : undefined,
+        sorted: opts.sorted === false ? { int: 0 } : undefined,
+      },
+      '',
+      name,
+    );
     return [v!, i!];
   }
 
   cast(x: Value, to: DType): Value {
     if (x.dtype === to) return x;
-    const T: Record<DType, number> = { float32: 1, uint8: 2, int8: 3, int16: 5, int32: 6, int64: 7, bool: 9, float16: 10, float64: 11, bfloat16: 16 };
+    const T: Record<DType, number> = {
+      float32: 1,
+      uint8: 2,
+      int8: 3,
+      int16: 5,
+      int32: 6,
+      int64: 7,
+      bool: 9,
+      float16: 10,
+      float64: 11,
+      bfloat16: 16,
+    };
     return this.emit('Cast', [x], [{ dtype: to, shape: x.shape }], { to: { int: T[to] } })[0]!;
   }
 
@@ -305,12 +351,17 @@ export class MathOps extends GraphCore {
   private reduce(op: string, x: Value, axes: readonly number[], keepdims: boolean): Value {
     const name = this.nodeName(op);
     const norm = axes.map((a) => this.axis(name, a, x.rank));
-    const shape: Shape = keepdims
-      ? x.shape.map((d, i) => (norm.includes(i) ? 1 : d))
-      : x.shape.filter((_, i) => !norm.includes(i));
-    return this.emit(op, [x, this.ints(axes)], [{ dtype: x.dtype, shape }], {
-      keepdims: { int: keepdims ? 1 : 0 },
-    }, '', name)[0]!;
+    const shape: Shape = keepdims ? x.shape.map((d, i) => (norm.includes(i) ? 1 : d)) : x.shape.filter((_, i) => !norm.includes(i));
+    return this.emit(
+      op,
+      [x, this.ints(axes)],
+      [{ dtype: x.dtype, shape }],
+      {
+        keepdims: { int: keepdims ? 1 : 0 },
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   /** Throws a SHAPE_MISMATCH naming `name` unless `shape` matches `expect` (symbolic dims pass). */

@@ -1,7 +1,7 @@
 import type { DType } from './dtype.js';
 import { GraphError } from './errors.js';
 import { MathOps } from './ops-math.js';
-import { type Dim, type Shape, broadcastShapes, dimProduct, dimsCompatible, formatShape } from './shape.js';
+import { broadcastShapes, type Dim, dimProduct, dimsCompatible, formatShape, type Shape } from './shape.js';
 import type { Value } from './value.js';
 
 /** Shape manipulation, indexing and data movement. */
@@ -135,7 +135,8 @@ export class TensorOps extends MathOps {
     const name = this.nodeName('GatherElements');
     this.axis(name, axis, x.rank);
     this.requireIndex(name, indices);
-    if (indices.rank !== x.rank) throw new GraphError('RANK_MISMATCH', `GatherElements indices ${indices} must have the rank of ${x}`, name);
+    if (indices.rank !== x.rank)
+      throw new GraphError('RANK_MISMATCH', `GatherElements indices ${indices} must have the rank of ${x}`, name);
     return this.emit('GatherElements', [x, indices], [{ dtype: x.dtype, shape: indices.shape }], { axis: { int: axis } }, '', name)[0]!;
   }
 
@@ -145,16 +146,30 @@ export class TensorOps extends MathOps {
     const k = indices.shape[indices.rank - 1];
     if (typeof k !== 'number') throw new GraphError('SHAPE_MISMATCH', `GatherND needs a static last dim on ${indices}`, name);
     const shape = [...indices.shape.slice(0, -1), ...x.shape.slice(batchDims + k)];
-    return this.emit('GatherND', [x, indices], [{ dtype: x.dtype, shape }], { batch_dims: batchDims ? { int: batchDims } : undefined }, '', name)[0]!;
+    return this.emit(
+      'GatherND',
+      [x, indices],
+      [{ dtype: x.dtype, shape }],
+      { batch_dims: batchDims ? { int: batchDims } : undefined },
+      '',
+      name,
+    )[0]!;
   }
 
   scatterND(x: Value, indices: Value, updates: Value, reduction?: 'add' | 'mul' | 'max' | 'min'): Value {
     const name = this.nodeName('ScatterND');
     this.requireIndex(name, indices);
     this.sameDType(name, x, updates);
-    return this.emit('ScatterND', [x, indices, updates], [{ dtype: x.dtype, shape: x.shape }], {
-      reduction: reduction ? { string: reduction } : undefined,
-    }, '', name)[0]!;
+    return this.emit(
+      'ScatterND',
+      [x, indices, updates],
+      [{ dtype: x.dtype, shape: x.shape }],
+      {
+        reduction: reduction ? { string: reduction } : undefined,
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   /** Broadcast `x` to `shape` (constant dims, or a runtime int64 shape with `outShape`). */
@@ -209,9 +224,18 @@ export class TensorOps extends MathOps {
 
   /** A tensor of `shape` (runtime int64) filled with `value`. */
   constantOfShape(shape: Value, value: number, dtype: DType, outShape?: Shape): Value {
-    const data = dtype === 'int64' ? new BigInt64Array([BigInt(value)]) : dtype === 'bool' ? new Uint8Array([value ? 1 : 0]) : new Float32Array([value]);
+    const data =
+      dtype === 'int64'
+        ? new BigInt64Array([BigInt(value)])
+        : dtype === 'bool'
+          ? new Uint8Array([value ? 1 : 0])
+          : new Float32Array([value]);
     if (dtype !== 'int64' && dtype !== 'bool' && dtype !== 'float32') {
-      throw new GraphError('BAD_ARGUMENT', `constantOfShape supports float32, int64 and bool, not ${dtype}`, this.scoped('ConstantOfShape'));
+      throw new GraphError(
+        'BAD_ARGUMENT',
+        `constantOfShape supports float32, int64 and bool, not ${dtype}`,
+        this.scoped('ConstantOfShape'),
+      );
     }
     const out = outShape ?? Array.from({ length: Number(shape.shape[0]) }, () => this.freshDim('c'));
     return this.emit('ConstantOfShape', [shape], [{ dtype, shape: out }], { value: { tensor: { dtype, shape: [1], data } } })[0]!;
@@ -232,16 +256,28 @@ export class TensorOps extends MathOps {
   }
 
   /** Resize (opset 19) by constant scales, e.g. area-like 'linear' downsampling or 'nearest'. */
-  resize(x: Value, scales: readonly number[], mode: 'nearest' | 'linear' | 'cubic', opts: { antialias?: boolean; coordinateTransformation?: string } = {}): Value {
+  resize(
+    x: Value,
+    scales: readonly number[],
+    mode: 'nearest' | 'linear' | 'cubic',
+    opts: { antialias?: boolean; coordinateTransformation?: string } = {},
+  ): Value {
     const name = this.nodeName('Resize');
     if (scales.length !== x.rank) throw new GraphError('RANK_MISMATCH', `Resize scales for ${x}`, name);
     const shape = x.shape.map((d, i) => (typeof d === 'number' ? Math.floor(d * scales[i]!) : scales[i] === 1 ? d : this.freshDim('r')));
     const sc = this.constant('float32', [scales.length], scales);
-    return this.emit('Resize', [x, undefined, sc], [{ dtype: x.dtype, shape }], {
-      mode: { string: mode },
-      antialias: opts.antialias ? { int: 1 } : undefined,
-      coordinate_transformation_mode: opts.coordinateTransformation ? { string: opts.coordinateTransformation } : undefined,
-    }, '', name)[0]!;
+    return this.emit(
+      'Resize',
+      [x, undefined, sc],
+      [{ dtype: x.dtype, shape }],
+      {
+        mode: { string: mode },
+        antialias: opts.antialias ? { int: 1 } : undefined,
+        coordinate_transformation_mode: opts.coordinateTransformation ? { string: opts.coordinateTransformation } : undefined,
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   /** 2-D convolution, NCHW, weight [Cout, Cin/group, kh, kw]. */
@@ -259,12 +295,24 @@ export class TensorOps extends MathOps {
     const pads = opts.pads ?? [0, 0, 0, 0];
     const outDim = (d: Dim, k: Dim, s: number, p0: number, p1: number): Dim =>
       typeof d === 'number' && typeof k === 'number' ? Math.floor((d + p0 + p1 - k) / s) + 1 : this.freshDim('conv');
-    const shape = [x.shape[0]!, w.shape[0]!, outDim(x.shape[2]!, w.shape[2]!, strides[0]!, pads[0]!, pads[2]!), outDim(x.shape[3]!, w.shape[3]!, strides[1]!, pads[1]!, pads[3]!)];
-    return this.emit('Conv', [x, w, b], [{ dtype: x.dtype, shape }], {
-      strides: { ints: strides },
-      pads: { ints: pads },
-      group: group !== 1 ? { int: group } : undefined,
-    }, '', name)[0]!;
+    const shape = [
+      x.shape[0]!,
+      w.shape[0]!,
+      outDim(x.shape[2]!, w.shape[2]!, strides[0]!, pads[0]!, pads[2]!),
+      outDim(x.shape[3]!, w.shape[3]!, strides[1]!, pads[1]!, pads[3]!),
+    ];
+    return this.emit(
+      'Conv',
+      [x, w, b],
+      [{ dtype: x.dtype, shape }],
+      {
+        strides: { ints: strides },
+        pads: { ints: pads },
+        group: group !== 1 ? { int: group } : undefined,
+      },
+      '',
+      name,
+    )[0]!;
   }
 
   private requireIndex(name: string, indices: Value): void {
@@ -303,4 +351,3 @@ function cancel(total: Dim, known: Dim): Dim | undefined {
   const all = rest.every((p) => !Number.isNaN(Number(p)));
   return all ? rest.reduce((a, p) => a * Number(p), 1) : rest.join('*');
 }
-

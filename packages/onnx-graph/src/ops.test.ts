@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
-import type { Value } from './value.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
+import type { Value } from './value.js';
 
 type Case = {
   name: string;
@@ -62,10 +62,22 @@ const cases: Case[] = [
       return out;
     },
   },
-  { name: 'transpose', build: (g, x) => g.transpose(x, [2, 0, 1]), ref: () => [0, 1, 2, 3].flatMap((k) => [0, 1].flatMap((i) => [0, 1, 2].map((j) => idx(i, j, k)))) },
+  {
+    name: 'transpose',
+    build: (g, x) => g.transpose(x, [2, 0, 1]),
+    ref: () => [0, 1, 2, 3].flatMap((k) => [0, 1].flatMap((i) => [0, 1, 2].map((j) => idx(i, j, k)))),
+  },
   { name: 'reshape -1', build: (g, x) => g.reshape(x, [-1, 6]) },
-  { name: 'slice', build: (g, x) => g.slice(x, [1], [3], [1]), ref: () => [0, 1].flatMap((i) => [1, 2].flatMap((j) => [0, 1, 2, 3].map((k) => idx(i, j, k)))) },
-  { name: 'slice step 2', build: (g, x) => g.slice(x, [0], [100], [2], [2]), ref: () => [0, 1].flatMap((i) => [0, 1, 2].flatMap((j) => [0, 2].map((k) => idx(i, j, k)))) },
+  {
+    name: 'slice',
+    build: (g, x) => g.slice(x, [1], [3], [1]),
+    ref: () => [0, 1].flatMap((i) => [1, 2].flatMap((j) => [0, 1, 2, 3].map((k) => idx(i, j, k)))),
+  },
+  {
+    name: 'slice step 2',
+    build: (g, x) => g.slice(x, [0], [100], [2], [2]),
+    ref: () => [0, 1].flatMap((i) => [0, 1, 2].flatMap((j) => [0, 2].map((k) => idx(i, j, k)))),
+  },
   { name: 'split', build: (g, x) => g.split(x, [1, 3], 2)[1]! },
   { name: 'concat', build: (g, x) => g.concat([x, x, x], 1) },
   { name: 'gather', build: (g, x) => g.gather(x, g.constant('int64', [2, 2], [2, 0, 1, 1]), 1) },
@@ -77,17 +89,38 @@ const cases: Case[] = [
   { name: 'reduceSum', build: (g, x) => g.reduceSum(x, [1], false) },
   { name: 'reduceMean keepdims', build: (g, x) => g.reduceMean(x, [0, 2]) },
   { name: 'reduceMax', build: (g, x) => g.reduceMax(x, [-1]) },
-  { name: 'cumsum', build: (g, x) => g.cumsum(x, 2), ref: (x) => [...x].map((_, i) => [...x.slice(i - (i % 4), i + 1)].reduce((a, b) => a + b)) },
+  {
+    name: 'cumsum',
+    build: (g, x) => g.cumsum(x, 2),
+    ref: (x) => [...x].map((_, i) => [...x.slice(i - (i % 4), i + 1)].reduce((a, b) => a + b)),
+  },
   { name: 'topk values', build: (g, x) => g.topk(x, 2, -1)[0] },
   { name: 'topk indices', build: (g, x) => g.cast(g.topk(x, 2, -1)[1], 'float32') },
   { name: 'where', build: (g, x) => g.where(g.greater(x, 0), x, 0), ref: (x) => [...x].map((v) => (v > 0 ? v : 0)) },
-  { name: 'cast roundtrip', build: (g, x) => g.cast(g.cast(g.mul(x, 10), 'int64'), 'float32'), ref: (x) => [...x].map((v) => Math.trunc(v * 10)) },
+  {
+    name: 'cast roundtrip',
+    build: (g, x) => g.cast(g.cast(g.mul(x, 10), 'int64'), 'float32'),
+    ref: (x) => [...x].map((v) => Math.trunc(v * 10)),
+  },
   { name: 'tile', build: (g, x) => g.tile(x, [1, 2, 1]) },
   { name: 'matmul batched', build: (g, x) => g.matmul(x, g.transpose(x, [0, 2, 1])) },
-  { name: 'gemm', build: (g, x) => g.gemm(g.reshape(x, [6, 4]), g.constant('float32', [5, 4], new Float32Array(20).fill(1)), undefined, { transB: true }) },
+  {
+    name: 'gemm',
+    build: (g, x) => g.gemm(g.reshape(x, [6, 4]), g.constant('float32', [5, 4], new Float32Array(20).fill(1)), undefined, { transB: true }),
+  },
   { name: 'resize linear', build: (g, x) => g.resize(g.reshape(x, [1, 2, 3, 4]), [1, 1, 1, 0.5], 'linear') },
-  { name: 'conv', build: (g, x) => g.conv(g.reshape(x, [1, 2, 3, 4]), g.constant('float32', [3, 2, 2, 2], new Float32Array(24).fill(0.5)), undefined, { strides: [1, 2] }) },
-  { name: 'range', build: (g) => g.cast(g.range(g.scalar(0, 'int64'), g.scalar(5, 'int64'), g.scalar(1, 'int64'), 5), 'float32'), ref: () => [0, 1, 2, 3, 4] },
+  {
+    name: 'conv',
+    build: (g, x) =>
+      g.conv(g.reshape(x, [1, 2, 3, 4]), g.constant('float32', [3, 2, 2, 2], new Float32Array(24).fill(0.5)), undefined, {
+        strides: [1, 2],
+      }),
+  },
+  {
+    name: 'range',
+    build: (g) => g.cast(g.range(g.scalar(0, 'int64'), g.scalar(5, 'int64'), g.scalar(1, 'int64'), 5), 'float32'),
+    ref: () => [0, 1, 2, 3, 4],
+  },
   {
     name: 'nonZero',
     build: (g, x) => g.cast(g.nonZero(g.greater(g.slice(x, [0], [1], [0]), 0.5)), 'float32'),

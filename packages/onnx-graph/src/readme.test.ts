@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { Graph, Weights, nn, saveModel, tensorFromArray } from './index.js';
+import { Graph, nn, saveModel, tensorFromArray, Weights } from './index.js';
 
 describe('README example', () => {
   it('builds the example graph, saves it and runs it in ORT', async () => {
@@ -26,7 +26,13 @@ describe('README example', () => {
     await saveModel(g, path);
 
     const session = await ort.InferenceSession.create(path, { executionProviders: ['cpu'] });
-    const out = await session.run({ x: new ort.Tensor('float32', Float32Array.from({ length: 16 }, (_, i) => i), [2, 8]) });
+    const out = await session.run({
+      x: new ort.Tensor(
+        'float32',
+        Float32Array.from({ length: 16 }, (_, i) => i),
+        [2, 8],
+      ),
+    });
     await session.release();
     // Every fc1 output of a row is equal (constant weights), so the layer norm gives zeros.
     expect(out.y!.dims).toEqual([2, 16]);

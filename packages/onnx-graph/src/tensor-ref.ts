@@ -1,4 +1,4 @@
-import { type DType, type TypedArray, dtypeSize, normalizeDType } from './dtype.js';
+import { type DType, dtypeSize, normalizeDType, type TypedArray } from './dtype.js';
 import { GraphError } from './errors.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { DType } from './dtype.js';
-import { type Shape, formatShape } from './shape.js';
+import { formatShape, type Shape } from './shape.js';
 
 /**
  * A graph value: the output of a node, a graph input, or an initializer.

@@ -4,6 +4,9 @@ import { BLIP2_QFORMER_DEFAULTS, qformerFromHfConfig, validateQFormerConfig } fr
 import { GRANITE_TINY, readJson } from './test-utils/fixtures.js';
 import { derivedQFormer, fromHfConfig, parseDownsampleRate, validateWindowQFormerConfig, windowGeometry } from './window-config.js';
 
+// A config.json whose top-level values the tests spread (sub-configs).
+type Json = Record<string, Record<string, unknown>>;
+
 function code(fn: () => unknown): string {
   try {
     fn();
@@ -14,7 +17,7 @@ function code(fn: () => unknown): string {
   return 'no error';
 }
 
-const granite = () => JSON.parse(JSON.stringify(readJson(`${GRANITE_TINY}config.json`))) as Record<string, any>;
+const granite = () => JSON.parse(JSON.stringify(readJson(`${GRANITE_TINY}config.json`))) as Json;
 
 describe('fromHfConfig (Granite 4 Vision config.json)', () => {
   it('reads the granite-tiny config', () => {
@@ -49,37 +52,78 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
     });
     expect(c.imageSide).toBe(24);
     expect(windowGeometry(c)).toEqual({ numWindows: 3, downsampledSide: 12, tokensPerTile: 144 });
-    expect(c.qformer).toEqual({ ...BLIP2_QFORMER_DEFAULTS, hiddenSize: 1152, encoderHiddenSize: 1152, numHiddenLayers: 1, numAttentionHeads: 18, intermediateSize: 3072, crossAttentionFrequency: 1 });
+    expect(c.qformer).toEqual({
+      ...BLIP2_QFORMER_DEFAULTS,
+      hiddenSize: 1152,
+      encoderHiddenSize: 1152,
+      numHiddenLayers: 1,
+      numAttentionHeads: 18,
+      intermediateSize: 3072,
+      crossAttentionFrequency: 1,
+    });
   });
 
   it("reference 'vllm' ignores qformer_config as vLLM does (and fails where vLLM would: Dv/64 = 0 heads)", () => {
-    const big = { ...granite(), vision_config: { ...granite()['vision_config'], hidden_size: 128 }, qformer_config: { ...granite()['qformer_config'], hidden_size: 128, encoder_hidden_size: 128 } };
+    const big = {
+      ...granite(),
+      vision_config: { ...granite()['vision_config'], hidden_size: 128 },
+      qformer_config: { ...granite()['qformer_config'], hidden_size: 128, encoder_hidden_size: 128 },
+    };
     expect(fromHfConfig(big).qformer.numAttentionHeads).toBe(2);
     expect(fromHfConfig(big, { reference: 'vllm' }).qformer).toEqual(derivedQFormer(128));
     expect(fromHfConfig(big, { reference: 'vllm' }).qformer.numAttentionHeads).toBe(2); // 128 / 64
-    expect(code(() => fromHfConfig(granite(), { reference: 'vllm' }))).toMatch(/^INVALID_CONFIG: .*numAttentionHeads must be a positive integer, got 0/);
+    expect(code(() => fromHfConfig(granite(), { reference: 'vllm' }))).toMatch(
+      /^INVALID_CONFIG: .*numAttentionHeads must be a positive integer, got 0/,
+    );
   });
 
   it('vision defaults follow the vision model type (SigLIP patch 16; a dict without model_type is CLIP, patch 32)', () => {
     const base = { downsample_rate: '1/2', text_config: { hidden_size: 8 } };
-    expect(fromHfConfig({ ...base, vision_config: { model_type: 'siglip_vision_model' } })).toMatchObject({ imageSide: 14, visionHiddenSize: 768 }); // 224 / 16
+    expect(fromHfConfig({ ...base, vision_config: { model_type: 'siglip_vision_model' } })).toMatchObject({
+      imageSide: 14,
+      visionHiddenSize: 768,
+    }); // 224 / 16
     expect(fromHfConfig({ ...base, downsample_rate: '1/7', vision_config: {} }).imageSide).toBe(7); // 224 / 32
   });
 
-  const bad: [string, (c: Record<string, any>) => unknown, RegExp][] = [
+  const bad: [string, (c: Json) => unknown, RegExp][] = [
     ['not an object', () => 'granite', /^MISSING_CONFIG_FIELD: config.json must be a JSON object/],
     ['no downsample_rate', (c) => ({ ...c, downsample_rate: undefined }), /^MISSING_CONFIG_FIELD: config.json: downsample_rate is missing/],
     ['rate not q/w', (c) => ({ ...c, downsample_rate: '0.5' }), /^INVALID_CONFIG: .*"q\/w"/],
     ['rate zero', (c) => ({ ...c, downsample_rate: '0/4' }), /^INVALID_CONFIG: .*"q\/w"/],
     ['rate above 1', (c) => ({ ...c, downsample_rate: '4/2' }), /^INVALID_CONFIG: .*query side 4 is larger than the key window side 2/],
-    ['side not a multiple of w', (c) => ({ ...c, downsample_rate: '1/3' }), /^INVALID_CONFIG: .*image side 8 \(patches\) is not a multiple of the key window side 3/],
+    [
+      'side not a multiple of w',
+      (c) => ({ ...c, downsample_rate: '1/3' }),
+      /^INVALID_CONFIG: .*image side 8 \(patches\) is not a multiple of the key window side 3/,
+    ],
     ['no text hidden size', (c) => ({ ...c, text_config: {} }), /^MISSING_CONFIG_FIELD: config.json: text_config.hidden_size is missing/],
     ['text_config not an object', (c) => ({ ...c, text_config: [64] }), /^INVALID_CONFIG: config.json: text_config must be an object/],
-    ['qformer width != vision width', (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_size: 64 } }), /^INVALID_CONFIG: .*must both equal the vision hidden size 32/],
-    ['heads do not divide', (c) => ({ ...c, qformer_config: { ...c['qformer_config'], num_attention_heads: 3 } }), /^INVALID_CONFIG: .*hiddenSize 32 is not a multiple of numAttentionHeads 3/],
-    ['unknown activation', (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_act: 'mish' } }), /^UNSUPPORTED_CONFIG: config.json: qformer_config.hidden_act "mish"/],
-    ['eps not positive', (c) => ({ ...c, qformer_config: { ...c['qformer_config'], layer_norm_eps: 0 } }), /^INVALID_CONFIG: config.json: qformer_config.layer_norm_eps must be a positive number/],
-    ['patch size a string', (c) => ({ ...c, vision_config: { ...c['vision_config'], patch_size: '8' } }), /^INVALID_CONFIG: config.json: vision_config.patch_size must be a positive integer, got string "8"/],
+    [
+      'qformer width != vision width',
+      (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_size: 64 } }),
+      /^INVALID_CONFIG: .*must both equal the vision hidden size 32/,
+    ],
+    [
+      'heads do not divide',
+      (c) => ({ ...c, qformer_config: { ...c['qformer_config'], num_attention_heads: 3 } }),
+      /^INVALID_CONFIG: .*hiddenSize 32 is not a multiple of numAttentionHeads 3/,
+    ],
+    [
+      'unknown activation',
+      (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_act: 'mish' } }),
+      /^UNSUPPORTED_CONFIG: config.json: qformer_config.hidden_act "mish"/,
+    ],
+    [
+      'eps not positive',
+      (c) => ({ ...c, qformer_config: { ...c['qformer_config'], layer_norm_eps: 0 } }),
+      /^INVALID_CONFIG: config.json: qformer_config.layer_norm_eps must be a positive number/,
+    ],
+    [
+      'patch size a string',
+      (c) => ({ ...c, vision_config: { ...c['vision_config'], patch_size: '8' } }),
+      /^INVALID_CONFIG: config.json: vision_config.patch_size must be a positive integer, got string "8"/,
+    ],
     ['unknown vision tower', (c) => ({ ...c, vision_config: { model_type: 'vit' } }), /^UNSUPPORTED_CONFIG: .*"vit"/],
   ];
   for (const [label, edit, want] of bad) {
@@ -95,22 +139,36 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
 
   it('validateWindowQFormerConfig rejects a hand-built config with a fractional side', () => {
     const c = fromHfConfig(granite());
-    expect(code(() => validateWindowQFormerConfig({ ...c, imageSide: 7.5 }))).toMatch(/^INVALID_CONFIG: window Q-Former config: imageSide must be a positive integer/);
+    expect(code(() => validateWindowQFormerConfig({ ...c, imageSide: 7.5 }))).toMatch(
+      /^INVALID_CONFIG: window Q-Former config: imageSide must be a positive integer/,
+    );
   });
 });
 
 describe('qformerFromHfConfig', () => {
   it('reads a Blip2QFormerConfig, or the qformer_config of a parent (Granite, BLIP-2)', () => {
-    const q = qformerFromHfConfig({ model_type: 'blip_2_qformer', hidden_size: 32, num_attention_heads: 4, encoder_hidden_size: 24, num_hidden_layers: 3 });
+    const q = qformerFromHfConfig({
+      model_type: 'blip_2_qformer',
+      hidden_size: 32,
+      num_attention_heads: 4,
+      encoder_hidden_size: 24,
+      num_hidden_layers: 3,
+    });
     expect(q).toEqual({ ...BLIP2_QFORMER_DEFAULTS, hiddenSize: 32, numAttentionHeads: 4, encoderHiddenSize: 24, numHiddenLayers: 3 });
     expect(qformerFromHfConfig(granite())).toEqual(fromHfConfig(granite()).qformer);
     expect(qformerFromHfConfig({ model_type: 'blip-2', qformer_config: {} })).toEqual(BLIP2_QFORMER_DEFAULTS); // HF: 768 wide, 12 layers, encoder 1408
   });
 
   it('rejects what is not a Q-Former config', () => {
-    expect(code(() => qformerFromHfConfig({ model_type: 'llama' }))).toMatch(/^MISSING_CONFIG_FIELD: config.json has model_type string "llama" and no qformer_config/);
-    expect(code(() => qformerFromHfConfig({ qformer_config: 3 }))).toMatch(/^INVALID_CONFIG: config.json: qformer_config must be an object/);
-    expect(code(() => qformerFromHfConfig({ use_qformer_text_input: 'yes' }))).toMatch(/^INVALID_CONFIG: config.json: use_qformer_text_input must be true or false/);
+    expect(code(() => qformerFromHfConfig({ model_type: 'llama' }))).toMatch(
+      /^MISSING_CONFIG_FIELD: config.json has model_type string "llama" and no qformer_config/,
+    );
+    expect(code(() => qformerFromHfConfig({ qformer_config: 3 }))).toMatch(
+      /^INVALID_CONFIG: config.json: qformer_config must be an object/,
+    );
+    expect(code(() => qformerFromHfConfig({ use_qformer_text_input: 'yes' }))).toMatch(
+      /^INVALID_CONFIG: config.json: use_qformer_text_input must be true or false/,
+    );
     expect(code(() => validateQFormerConfig({ ...BLIP2_QFORMER_DEFAULTS, hiddenAct: 'tanh' as never }))).toMatch(/^UNSUPPORTED_CONFIG/);
   });
 });

@@ -1,5 +1,14 @@
 // @vlmkit/qformer: the BLIP-2 Q-Former encoder and Granite 4 Vision's window Q-Former projectors as ONNX subgraphs.
 export { QFormerError, type QFormerErrorCode } from './errors.js';
+export { expectedParameters, type ParameterSpec, qformerExpectedParameters } from './parameters.js';
+export {
+  type Blip2QFormerInputs,
+  type Blip2QFormerOptions,
+  type Blip2QFormerOutputs,
+  buildBlip2QFormer,
+  buildBlip2QFormerModel,
+  QFORMER_IO,
+} from './qformer.js';
 export {
   BLIP2_QFORMER_DEFAULTS,
   type Blip2QFormerConfig,
@@ -8,29 +17,20 @@ export {
   validateQFormerConfig,
 } from './qformer-config.js';
 export {
-  type FromHfConfigOptions,
-  type WindowQFormerConfig,
   derivedQFormer,
+  type FromHfConfigOptions,
   fromHfConfig,
   parseDownsampleRate,
   validateWindowQFormerConfig,
+  type WindowQFormerConfig,
   windowGeometry,
 } from './window-config.js';
-export { type ParameterSpec, expectedParameters, qformerExpectedParameters } from './parameters.js';
 export {
-  type Blip2QFormerInputs,
-  type Blip2QFormerOptions,
-  type Blip2QFormerOutputs,
-  QFORMER_IO,
-  buildBlip2QFormer,
-  buildBlip2QFormerModel,
-} from './qformer.js';
-export {
+  buildWindowQFormerDownsampler,
+  buildWindowQFormerDownsamplerModel,
   type DownsampleMode,
+  WINDOW_QFORMER_IO,
   type WindowQFormerInputs,
   type WindowQFormerOptions,
   type WindowQFormerOutputs,
-  WINDOW_QFORMER_IO,
-  buildWindowQFormerDownsampler,
-  buildWindowQFormerDownsamplerModel,
 } from './window-qformer.js';

@@ -50,6 +50,7 @@ export function str(o: Json, key: string, path: string, fallback: string): strin
 export function bool(o: Json, key: string, path: string, fallback: boolean): boolean {
   const x = o[key];
   if (x === undefined || x === null) return fallback;
-  if (typeof x !== 'boolean') throw new QFormerError('INVALID_CONFIG', `config.json: ${path}${key} must be true or false, got ${describe(x)}`);
+  if (typeof x !== 'boolean')
+    throw new QFormerError('INVALID_CONFIG', `config.json: ${path}${key} must be true or false, got ${describe(x)}`);
   return x;
 }

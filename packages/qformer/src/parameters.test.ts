@@ -7,7 +7,7 @@ import { fromHfConfig } from './window-config.js';
 const sorted = (specs: { name: string; shape: readonly number[] }[]) =>
   specs.map((s) => ({ name: s.name, shape: [...s.shape] })).sort((a, b) => (a.name < b.name ? -1 : 1));
 
-describe('expected parameters = the HF modules\' state_dict (test-fixtures/qformer)', () => {
+describe("expected parameters = the HF modules' state_dict (test-fixtures/qformer)", () => {
   it('qformerExpectedParameters: Blip2QFormerModel, 3 layers with cross-attention on 0 and 2', async () => {
     const dir = `${QFORMER_CASES}qformer/`;
     const config = qformerFromHfConfig(readJson(`${dir}config.json`));

@@ -1,5 +1,5 @@
 import { type Blip2QFormerConfig, validateQFormerConfig } from './qformer-config.js';
-import { type WindowQFormerConfig, validateWindowQFormerConfig } from './window-config.js';
+import { validateWindowQFormerConfig, type WindowQFormerConfig } from './window-config.js';
 
 /** One parameter a builder reads: its name (relative to the component) and shape (Linear weights in PyTorch [out, in] layout). */
 export interface ParameterSpec {
@@ -16,7 +16,13 @@ export interface ParameterSpec {
  * only with use_qformer_text_input) is not read.
  */
 export function qformerExpectedParameters(config: Blip2QFormerConfig): ParameterSpec[] {
-  const { hiddenSize: h, encoderHiddenSize: e, intermediateSize: i, numHiddenLayers, crossAttentionFrequency } = validateQFormerConfig(config);
+  const {
+    hiddenSize: h,
+    encoderHiddenSize: e,
+    intermediateSize: i,
+    numHiddenLayers,
+    crossAttentionFrequency,
+  } = validateQFormerConfig(config);
   const attention = (prefix: string, kvIn: number): ParameterSpec[] => [
     ...linear(`${prefix}.attention.query`, h, h),
     ...linear(`${prefix}.attention.key`, h, kvIn),
@@ -29,7 +35,11 @@ export function qformerExpectedParameters(config: Blip2QFormerConfig): Parameter
     const p = `encoder.layer.${layer}`;
     specs.push(...attention(`${p}.attention`, h));
     if (layer % crossAttentionFrequency === 0) specs.push(...attention(`${p}.crossattention`, e));
-    specs.push(...linear(`${p}.intermediate_query.dense`, i, h), ...linear(`${p}.output_query.dense`, h, i), ...norm(`${p}.output_query.LayerNorm`, h));
+    specs.push(
+      ...linear(`${p}.intermediate_query.dense`, i, h),
+      ...linear(`${p}.output_query.dense`, h, i),
+      ...norm(`${p}.output_query.LayerNorm`, h),
+    );
   }
   return specs;
 }

@@ -1,5 +1,5 @@
 import { QFormerError } from './errors.js';
-import { type Json, bool, describe, int, isObject, positive, str } from './json.js';
+import { bool, describe, int, isObject, type Json, positive, str } from './json.js';
 
 /** Activations a Q-Former feed-forward may use (HF ACT2FN names). */
 export type QFormerActivation = 'gelu' | 'gelu_new' | 'gelu_pytorch_tanh' | 'quick_gelu' | 'relu' | 'silu';
@@ -70,7 +70,10 @@ export function qformerFromHfConfig(json: unknown): Blip2QFormerConfig {
 export function parseQFormer(q: Json, path: string, defaults: Blip2QFormerConfig = BLIP2_QFORMER_DEFAULTS): Blip2QFormerConfig {
   const act = str(q, 'hidden_act', path, defaults.hiddenAct);
   if (!(ACTIVATIONS as readonly string[]).includes(act)) {
-    throw new QFormerError('UNSUPPORTED_CONFIG', `config.json: ${path}hidden_act "${act}" is not supported; use one of ${ACTIVATIONS.join(', ')}`);
+    throw new QFormerError(
+      'UNSUPPORTED_CONFIG',
+      `config.json: ${path}hidden_act "${act}" is not supported; use one of ${ACTIVATIONS.join(', ')}`,
+    );
   }
   bool(q, 'use_qformer_text_input', path, false); // type-checked only: the text path is not built
   return validateQFormerConfig({
@@ -90,15 +93,26 @@ export function parseQFormer(q: Json, path: string, defaults: Blip2QFormerConfig
  * The builders call it too, so a bad config fails before any node is added.
  */
 export function validateQFormerConfig(config: Blip2QFormerConfig): Blip2QFormerConfig {
-  for (const key of ['hiddenSize', 'numHiddenLayers', 'numAttentionHeads', 'intermediateSize', 'crossAttentionFrequency', 'encoderHiddenSize'] as const) {
+  for (const key of [
+    'hiddenSize',
+    'numHiddenLayers',
+    'numAttentionHeads',
+    'intermediateSize',
+    'crossAttentionFrequency',
+    'encoderHiddenSize',
+  ] as const) {
     const x = config[key];
-    if (!Number.isInteger(x) || x < 1) throw new QFormerError('INVALID_CONFIG', `Q-Former config: ${key} must be a positive integer, got ${String(x)}`);
+    if (!Number.isInteger(x) || x < 1)
+      throw new QFormerError('INVALID_CONFIG', `Q-Former config: ${key} must be a positive integer, got ${String(x)}`);
   }
   if (typeof config.layerNormEps !== 'number' || !Number.isFinite(config.layerNormEps) || config.layerNormEps <= 0) {
     throw new QFormerError('INVALID_CONFIG', `Q-Former config: layerNormEps must be a positive number, got ${String(config.layerNormEps)}`);
   }
   if (!ACTIVATIONS.includes(config.hiddenAct)) {
-    throw new QFormerError('UNSUPPORTED_CONFIG', `Q-Former config: hiddenAct "${String(config.hiddenAct)}" is not one of ${ACTIVATIONS.join(', ')}`);
+    throw new QFormerError(
+      'UNSUPPORTED_CONFIG',
+      `Q-Former config: hiddenAct "${String(config.hiddenAct)}" is not one of ${ACTIVATIONS.join(', ')}`,
+    );
   }
   // HF Blip2QFormerMultiHeadAttention.__init__ raises the same.
   if (config.hiddenSize % config.numAttentionHeads !== 0) {

@@ -1,8 +1,8 @@
-import { Graph, GraphError, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
+import { Graph, type GraphError, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
-import { QFormerError } from './errors.js';
+import type { QFormerError } from './errors.js';
 import { qformerExpectedParameters } from './parameters.js';
-import { QFORMER_IO, buildBlip2QFormer, buildBlip2QFormerModel } from './qformer.js';
+import { buildBlip2QFormer, buildBlip2QFormerModel, QFORMER_IO } from './qformer.js';
 import { qformerFromHfConfig } from './qformer-config.js';
 import { QFORMER_CASES, readJson, readTensor, weightsUnder } from './test-utils/fixtures.js';
 import { f32, randn, relMaxError, runGraph } from './test-utils/run.js';
@@ -33,18 +33,45 @@ describe('buildBlip2QFormerModel vs HF 5.17 Blip2QFormerModel (test-fixtures/qfo
     const config = qformerFromHfConfig(readJson(`${CASE}config.json`));
     const weights = await weightsUnder(`${CASE}model.safetensors`, '');
     const g = buildBlip2QFormerModel(weights, config);
-    const used = g.snapshot().initializers.map((i) => i.name).filter((n) => n.startsWith('qformer.')).map((n) => n.slice('qformer.'.length)).sort();
+    const used = g
+      .snapshot()
+      .initializers.map((i) => i.name)
+      .filter((n) => n.startsWith('qformer.'))
+      .map((n) => n.slice('qformer.'.length))
+      .sort();
     expect(used).toEqual(weights.names());
-    expect(qformerExpectedParameters(config).map((s) => s.name).sort()).toEqual(weights.names());
+    expect(
+      qformerExpectedParameters(config)
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(weights.names());
   });
 });
 
 describe('buildBlip2QFormer in a caller graph', () => {
-  const config = qformerFromHfConfig({ model_type: 'blip_2_qformer', hidden_size: 16, num_attention_heads: 2, intermediate_size: 24, num_hidden_layers: 1, encoder_hidden_size: 8 });
+  const config = qformerFromHfConfig({
+    model_type: 'blip_2_qformer',
+    hidden_size: 16,
+    num_attention_heads: 2,
+    intermediate_size: 24,
+    num_hidden_layers: 1,
+    encoder_hidden_size: 8,
+  });
   const weights = (seed: number) =>
     Weights.from(
       Object.fromEntries(
-        qformerExpectedParameters(config).map((s, k) => [s.name, tensorFromArray('float32', s.shape, randn(s.shape.reduce((a, b) => a * b, 1), seed + k, 0.3))]),
+        qformerExpectedParameters(config).map((s, k) => [
+          s.name,
+          tensorFromArray(
+            'float32',
+            s.shape,
+            randn(
+              s.shape.reduce((a, b) => a * b, 1),
+              seed + k,
+              0.3,
+            ),
+          ),
+        ]),
       ),
     );
 
@@ -81,6 +108,8 @@ describe('buildBlip2QFormer in a caller graph', () => {
     expect(code(() => buildBlip2QFormer(g, weights(1), config, { queryEmbeds: ok, encoderHiddenStates: wrongWidth }))).toBe('BAD_INPUT');
     expect(code(() => buildBlip2QFormer(g, weights(1), config, { queryEmbeds: ints, encoderHiddenStates: enc }))).toBe('BAD_INPUT');
     const partial = Weights.from({ 'layernorm.weight': tensorFromArray('float32', [16], new Float32Array(16)) });
-    expect(code(() => buildBlip2QFormer(g, partial, config, { queryEmbeds: ok, encoderHiddenStates: enc }, { scope: 'p' }))).toBe('MISSING_PARAMETER');
+    expect(code(() => buildBlip2QFormer(g, partial, config, { queryEmbeds: ok, encoderHiddenStates: enc }, { scope: 'p' }))).toBe(
+      'MISSING_PARAMETER',
+    );
   });
 });

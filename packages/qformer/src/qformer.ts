@@ -1,4 +1,4 @@
-import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { QFormerError } from './errors.js';
 import { type Blip2QFormerConfig, validateQFormerConfig } from './qformer-config.js';
 
@@ -114,7 +114,9 @@ function selfOutput(g: Graph, w: Weights, cfg: Blip2QFormerConfig, x: Value, res
 
 /** HF: Blip2QFormerLayer.feed_forward_chunk_query: intermediate_query (dense -> act) -> output_query. */
 function feedForwardChunkQuery(g: Graph, w: Weights, cfg: Blip2QFormerConfig, x: Value): Value {
-  const inter = module(g, w, 'intermediate_query', (iw) => activation(g, nn.linear(g, x, iw, 'dense', { in: cfg.hiddenSize, out: cfg.intermediateSize }), cfg));
+  const inter = module(g, w, 'intermediate_query', (iw) =>
+    activation(g, nn.linear(g, x, iw, 'dense', { in: cfg.hiddenSize, out: cfg.intermediateSize }), cfg),
+  );
   return module(g, w, 'output_query', (ow) => selfOutput(g, ow, cfg, inter, x, cfg.intermediateSize));
 }
 

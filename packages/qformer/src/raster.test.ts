@@ -5,7 +5,10 @@ import { unwindowedRaster, windowedRaster } from './raster.js';
 import { f32, runGraph } from './test-utils/run.js';
 
 /** Runs one helper on x = [1, side*side, 1] holding 0..side*side-1 (each value = its raster index). */
-async function onIndices(side: number, build: (g: Graph, x: ReturnType<Graph['input']>) => ReturnType<Graph['input']>): Promise<{ data: number[]; dims: readonly number[] }> {
+async function onIndices(
+  side: number,
+  build: (g: Graph, x: ReturnType<Graph['input']>) => ReturnType<Graph['input']>,
+): Promise<{ data: number[]; dims: readonly number[] }> {
   const g = new Graph();
   const x = g.input('x', 'float32', ['b', side * side, 1]);
   g.output(build(g, x), 'y');

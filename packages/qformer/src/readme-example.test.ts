@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Weights, serializeModel, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { serializeModel, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
@@ -17,7 +17,9 @@ it('README example runs and gives the documented shapes', async () => {
   // `model.spatial_projectors.2.*` under the projector's own names (@vlmkit/weight-mapper's job).
   const ckpt = await Checkpoint.open(dir);
   const weights = Weights.from(
-    Object.fromEntries(expectedParameters(config).map(({ name }) => [name, tensorFromSafetensors(ckpt.info(`model.spatial_projectors.2.${name}`))])),
+    Object.fromEntries(
+      expectedParameters(config).map(({ name }) => [name, tensorFromSafetensors(ckpt.info(`model.spatial_projectors.2.${name}`))]),
+    ),
   );
   const graph = buildWindowQFormerDownsamplerModel(weights, config, { mode: { offset: 2 } });
   const { bytes, externalData } = await serializeModel(graph);

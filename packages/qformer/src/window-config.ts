@@ -1,5 +1,5 @@
 import { QFormerError } from './errors.js';
-import { type Json, describe, int, isObject, section } from './json.js';
+import { describe, int, isObject, type Json, section } from './json.js';
 import { BLIP2_QFORMER_DEFAULTS, type Blip2QFormerConfig, parseQFormer, validateQFormerConfig } from './qformer-config.js';
 
 /**
@@ -53,7 +53,10 @@ export function fromHfConfig(json: unknown, options: FromHfConfigOptions = {}): 
   const visionType = typeof vision['model_type'] === 'string' ? vision['model_type'] : 'clip_vision_model';
   const vd = VISION_DEFAULTS[visionType];
   if (vd === undefined) {
-    throw new QFormerError('UNSUPPORTED_CONFIG', `config.json: vision_config.model_type "${visionType}" is not supported (Granite 4 Vision uses siglip_vision_model)`);
+    throw new QFormerError(
+      'UNSUPPORTED_CONFIG',
+      `config.json: vision_config.model_type "${visionType}" is not supported (Granite 4 Vision uses siglip_vision_model)`,
+    );
   }
   const dv = int(vision, 'hidden_size', 'vision_config.', vd.hidden);
   const imageSize = int(vision, 'image_size', 'vision_config.', vd.image);
@@ -105,7 +108,10 @@ export function parseDownsampleRate(rate: unknown): [number, number] {
   }
   const m = typeof rate === 'string' ? /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(rate) : null;
   if (m === null || Number(m[1]) < 1 || Number(m[2]) < 1) {
-    throw new QFormerError('INVALID_CONFIG', `config.json: downsample_rate must be "q/w" with positive integers (e.g. "4/8"), got ${describe(rate)}`);
+    throw new QFormerError(
+      'INVALID_CONFIG',
+      `config.json: downsample_rate must be "q/w" with positive integers (e.g. "4/8"), got ${describe(rate)}`,
+    );
   }
   return [Number(m[1]), Number(m[2])];
 }
@@ -118,7 +124,8 @@ export function parseDownsampleRate(rate: unknown): [number, number] {
 export function validateWindowQFormerConfig(config: WindowQFormerConfig): WindowQFormerConfig {
   for (const key of ['visionHiddenSize', 'textHiddenSize', 'imageSide', 'querySide', 'windowSide'] as const) {
     const x = config[key];
-    if (!Number.isInteger(x) || x < 1) throw new QFormerError('INVALID_CONFIG', `window Q-Former config: ${key} must be a positive integer, got ${String(x)}`);
+    if (!Number.isInteger(x) || x < 1)
+      throw new QFormerError('INVALID_CONFIG', `window Q-Former config: ${key} must be a positive integer, got ${String(x)}`);
   }
   if (typeof config.normEps !== 'number' || !Number.isFinite(config.normEps) || config.normEps <= 0) {
     throw new QFormerError('INVALID_CONFIG', `window Q-Former config: normEps must be a positive number, got ${String(config.normEps)}`);
@@ -127,9 +134,16 @@ export function validateWindowQFormerConfig(config: WindowQFormerConfig): Window
   const { visionHiddenSize: dv, imageSide: s, querySide: q, windowSide: w } = config;
   // HF/vLLM _windowed_raster views [B, s, s, C] as [B, s/w, w, s/w, w, C].
   if (s % w !== 0) {
-    throw new QFormerError('INVALID_CONFIG', `window Q-Former config: image side ${s} (patches) is not a multiple of the key window side ${w} (downsample_rate ${q}/${w})`);
+    throw new QFormerError(
+      'INVALID_CONFIG',
+      `window Q-Former config: image side ${s} (patches) is not a multiple of the key window side ${w} (downsample_rate ${q}/${w})`,
+    );
   }
-  if (q > w) throw new QFormerError('INVALID_CONFIG', `window Q-Former config: query side ${q} is larger than the key window side ${w}: downsample_rate must be at most 1`);
+  if (q > w)
+    throw new QFormerError(
+      'INVALID_CONFIG',
+      `window Q-Former config: query side ${q} is larger than the key window side ${w}: downsample_rate must be at most 1`,
+    );
   // query (Dv) is added to the query embeds, image_positions (Dv) to the encoder states.
   if (qf.hiddenSize !== dv || qf.encoderHiddenSize !== dv) {
     throw new QFormerError(

@@ -1,11 +1,16 @@
-import { Graph, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
-import { Checkpoint, bf16ToF32, f32ToBf16 } from '@vlmkit/safetensors';
+import { Graph, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
+import { bf16ToF32, Checkpoint, f32ToBf16 } from '@vlmkit/safetensors';
 import { describe, expect, it } from 'vitest';
 import { expectedParameters } from './parameters.js';
 import { GRANITE_TINY, QFORMER_CASES, readJson, readTensor, shapesUnder, weightsUnder } from './test-utils/fixtures.js';
 import { f32, relMaxError, runGraph } from './test-utils/run.js';
-import { type DownsampleMode, WINDOW_QFORMER_IO, buildWindowQFormerDownsampler, buildWindowQFormerDownsamplerModel } from './window-qformer.js';
 import { fromHfConfig, windowGeometry } from './window-config.js';
+import {
+  buildWindowQFormerDownsampler,
+  buildWindowQFormerDownsamplerModel,
+  type DownsampleMode,
+  WINDOW_QFORMER_IO,
+} from './window-qformer.js';
 
 const TOL = 1e-4; // max |ours - HF| / max |HF|
 
@@ -15,7 +20,14 @@ const PROJECTORS: { prefix: string; mode: DownsampleMode; expected: string }[] =
   ...([0, 1, 2, 3] as const).map((k) => ({ prefix: `spatial_projectors.${k}.`, mode: { offset: k }, expected: `spatial_projector_${k}` })),
 ];
 
-async function runProjector(checkpoint: string, prefix: string, config: ReturnType<typeof fromHfConfig>, mode: DownsampleMode, features: Float32Array, tiles: number) {
+async function runProjector(
+  checkpoint: string,
+  prefix: string,
+  config: ReturnType<typeof fromHfConfig>,
+  mode: DownsampleMode,
+  features: Float32Array,
+  tiles: number,
+) {
   const weights = await weightsUnder(checkpoint, prefix);
   const g = buildWindowQFormerDownsamplerModel(weights, config, { mode });
   const out = await runGraph(g, { [WINDOW_QFORMER_IO.features]: f32(features, [tiles, config.imageSide ** 2, config.visionHiddenSize]) });
@@ -62,8 +74,18 @@ describe('window Q-Former projectors vs the granite-tiny fixtures (HF 5.17 Grani
         return hs.data.subarray(k * tiles * p * dv, (k + 1) * tiles * p * dv);
       };
       const runs = [
-        ...json.deepstack_layer_map.map(([vision], k) => ({ prefix: `model.layerwise_projectors.${k}.`, mode: 'area' as DownsampleMode, name: `layerwise_projector_${k}`, vision })),
-        ...([0, 1, 2, 3] as const).map((k) => ({ prefix: `model.spatial_projectors.${k}.`, mode: { offset: k } as DownsampleMode, name: `spatial_projector_${k}`, vision: json.spatial_vision_layer })),
+        ...json.deepstack_layer_map.map(([vision], k) => ({
+          prefix: `model.layerwise_projectors.${k}.`,
+          mode: 'area' as DownsampleMode,
+          name: `layerwise_projector_${k}`,
+          vision,
+        })),
+        ...([0, 1, 2, 3] as const).map((k) => ({
+          prefix: `model.spatial_projectors.${k}.`,
+          mode: { offset: k } as DownsampleMode,
+          name: `spatial_projector_${k}`,
+          vision: json.spatial_vision_layer,
+        })),
       ];
       const report: string[] = [];
       for (const r of runs) {
@@ -79,7 +101,9 @@ describe('window Q-Former projectors vs the granite-tiny fixtures (HF 5.17 Grani
   }
 
   it('the checkpoint holds exactly expectedParameters(config) for every projector', async () => {
-    const want = expectedParameters(config).map((s) => ({ name: s.name, shape: [...s.shape] })).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const want = expectedParameters(config)
+      .map((s) => ({ name: s.name, shape: [...s.shape] }))
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const prefix of [0, 1, 2, 3].flatMap((k) => [`model.layerwise_projectors.${k}.`, `model.spatial_projectors.${k}.`])) {
       expect(await shapesUnder(checkpoint, prefix), prefix).toEqual(want);
     }
@@ -91,20 +115,28 @@ describe('window Q-Former projectors vs the granite-tiny fixtures (HF 5.17 Grani
     const [levels, tiles, p, dv] = hs.shape as [number, number, number, number];
     const g = new Graph();
     const feeds: Record<string, ReturnType<typeof f32>> = {};
-    for (let i = 0; i < levels; i++) feeds[`hidden_${i}`] = f32(hs.data.slice(i * tiles * p * dv, (i + 1) * tiles * p * dv), [tiles, p, dv]);
+    for (let i = 0; i < levels; i++)
+      feeds[`hidden_${i}`] = f32(hs.data.slice(i * tiles * p * dv, (i + 1) * tiles * p * dv), [tiles, p, dv]);
     const inputs = Array.from({ length: levels }, (_, i) => g.input(`hidden_${i}`, 'float32', ['tiles', p, dv]));
     const pick = (v: number) => inputs[v < 0 ? levels + v : v]!;
     const names: string[] = [];
     for (let k = 0; k < 4; k++) {
       const scope = `layerwise_projectors.${k}`;
       const w = await weightsUnder(checkpoint, `model.${scope}.`);
-      g.output(buildWindowQFormerDownsampler(g, w, config, { features: pick(json.deepstack_layer_map[k]![0]) }, { mode: 'area', scope }).projected, `layerwise_projector_${k}`);
+      g.output(
+        buildWindowQFormerDownsampler(g, w, config, { features: pick(json.deepstack_layer_map[k]![0]) }, { mode: 'area', scope }).projected,
+        `layerwise_projector_${k}`,
+      );
       names.push(`layerwise_projector_${k}`);
     }
     for (const k of [0, 1, 2, 3] as const) {
       const scope = `spatial_projectors.${k}`;
       const w = await weightsUnder(checkpoint, `model.${scope}.`);
-      g.output(buildWindowQFormerDownsampler(g, w, config, { features: pick(json.spatial_vision_layer) }, { mode: { offset: k }, scope }).projected, `spatial_projector_${k}`);
+      g.output(
+        buildWindowQFormerDownsampler(g, w, config, { features: pick(json.spatial_vision_layer) }, { mode: { offset: k }, scope })
+          .projected,
+        `spatial_projector_${k}`,
+      );
       names.push(`spatial_projector_${k}`);
     }
     const out = await runGraph(g, feeds);
@@ -129,12 +161,18 @@ describe('buildWindowQFormerDownsampler options and inputs', () => {
   it('a spatial offset with a rate other than 1/2 is UNSUPPORTED_CONFIG (both references fail); a bad mode or feature shape is BAD_INPUT', async () => {
     const config = fromHfConfig(readJson(`${dir}config.json`)); // "2/3"
     const weights = await weightsUnder(`${dir}model.safetensors`, 'layerwise_projectors.0.');
-    expect(code(() => buildWindowQFormerDownsamplerModel(weights, config, { mode: { offset: 1 } }))).toMatch(/^UNSUPPORTED_CONFIG: .*needs downsample_rate 1\/2.*got 2\/3/);
-    expect(code(() => buildWindowQFormerDownsamplerModel(weights, config, { mode: { offset: 4 as 0 } }))).toMatch(/^BAD_INPUT: .*mode must be 'area' or \{ offset/);
+    expect(code(() => buildWindowQFormerDownsamplerModel(weights, config, { mode: { offset: 1 } }))).toMatch(
+      /^UNSUPPORTED_CONFIG: .*needs downsample_rate 1\/2.*got 2\/3/,
+    );
+    expect(code(() => buildWindowQFormerDownsamplerModel(weights, config, { mode: { offset: 4 as 0 } }))).toMatch(
+      /^BAD_INPUT: .*mode must be 'area' or \{ offset/,
+    );
     expect(code(() => buildWindowQFormerDownsamplerModel(weights, config, { mode: 'mean' as 'area' }))).toMatch(/^BAD_INPUT/);
     const g = new Graph();
     const wrong = g.input('f', 'float32', ['n', 35, 16]);
-    expect(code(() => buildWindowQFormerDownsampler(g, weights, config, { features: wrong }, { mode: 'area' }))).toMatch(/^BAD_INPUT: .*features must be \[num_tiles, 36, 16\]/);
+    expect(code(() => buildWindowQFormerDownsampler(g, weights, config, { features: wrong }, { mode: 'area' }))).toMatch(
+      /^BAD_INPUT: .*features must be \[num_tiles, 36, 16\]/,
+    );
   });
 
   it('the fixture comparison can fail: offset 1 weights sampled at offset 2 miss spatial_projector_1 by far', async () => {
@@ -142,7 +180,14 @@ describe('buildWindowQFormerDownsampler options and inputs', () => {
     const config = fromHfConfig(readJson(`${d}config.json`));
     const features = await readTensor(`${d}inputs.safetensors`, 'features');
     const ref = await readTensor(`${d}expected.safetensors`, 'spatial_projector_1');
-    const got = await runProjector(`${d}model.safetensors`, 'spatial_projectors.1.', config, { offset: 2 }, features.data, features.shape[0]!);
+    const got = await runProjector(
+      `${d}model.safetensors`,
+      'spatial_projectors.1.',
+      config,
+      { offset: 2 },
+      features.data,
+      features.shape[0]!,
+    );
     expect(relMaxError(got.data as Float32Array, ref.data).rel).toBeGreaterThan(1e-2);
   });
 });
@@ -163,7 +208,9 @@ describe('half-precision weights', () => {
     const [, tiles, p, dv] = hs.shape as [number, number, number, number];
     const feeds = { [WINDOW_QFORMER_IO.features]: f32(hs.data.slice(0, tiles * p * dv), [tiles, p, dv]) };
     const run = async (w: Record<string, ReturnType<typeof tensorFromArray>>) =>
-      (await runGraph(buildWindowQFormerDownsamplerModel(Weights.from(w), config, { mode: { offset: 1 } }), feeds))[WINDOW_QFORMER_IO.projected]!.data as Float32Array;
+      (await runGraph(buildWindowQFormerDownsamplerModel(Weights.from(w), config, { mode: { offset: 1 } }), feeds))[
+        WINDOW_QFORMER_IO.projected
+      ]!.data as Float32Array;
     const [a, b] = [await run(bf16), await run(rounded)];
     expect(relMaxError(a, b).rel).toBeLessThan(1e-6);
   });

@@ -1,9 +1,9 @@
-import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { interpolateDownsample, spatialOffsetDownsample } from './downsample.js';
 import { QFormerError } from './errors.js';
 import { buildBlip2QFormer } from './qformer.js';
 import { unwindowedRaster, windowedRaster } from './raster.js';
-import { type WindowQFormerConfig, validateWindowQFormerConfig, windowGeometry } from './window-config.js';
+import { validateWindowQFormerConfig, type WindowQFormerConfig, windowGeometry } from './window-config.js';
 
 /**
  * How the query windows are seeded: 'area' (the deepstack / layerwise
@@ -65,7 +65,13 @@ export function buildWindowQFormerDownsampler(
     const queryWindows = windowedRaster(g, downsampled, downsampledSide, q, dv); // [N*n*n, q*q, Dv]
     const queryEmbeds = g.add(param(g, weights, 'query', [1, q * q, dv], x), queryWindows);
     const encoderEmbeds = g.add(keyWindows, param(g, weights, 'image_positions', [1, w * w, dv], x));
-    const { hidden } = buildBlip2QFormer(g, weights.sub('qformer'), cfg.qformer, { queryEmbeds, encoderHiddenStates: encoderEmbeds }, { scope: 'qformer' });
+    const { hidden } = buildBlip2QFormer(
+      g,
+      weights.sub('qformer'),
+      cfg.qformer,
+      { queryEmbeds, encoderHiddenStates: encoderEmbeds },
+      { scope: 'qformer' },
+    );
     const out = unwindowedRaster(g, hidden, n, q, dv, features.dim(0)); // [N, (n*q)^2, Dv]
     return { projected: nn.linear(g, out, weights, 'out_linear', { in: dv, out: cfg.textHiddenSize }) };
   });
@@ -110,7 +116,8 @@ function checkMode(mode: DownsampleMode | undefined, cfg: WindowQFormerConfig): 
 function checkFeatures(x: Value | undefined, cfg: WindowQFormerConfig): Value {
   const [p, dv] = [cfg.imageSide ** 2, cfg.visionHiddenSize];
   if (x === undefined) throw new QFormerError('BAD_INPUT', 'window Q-Former: features is required');
-  if (!['float32', 'float16', 'bfloat16'].includes(x.dtype)) throw new QFormerError('BAD_INPUT', `window Q-Former: features must be a float tensor, got ${x.toString()}`);
+  if (!['float32', 'float16', 'bfloat16'].includes(x.dtype))
+    throw new QFormerError('BAD_INPUT', `window Q-Former: features must be a float tensor, got ${x.toString()}`);
   const ok = x.rank === 3 && [p, dv].every((d, i) => typeof x.shape[i + 1] !== 'number' || x.shape[i + 1] === d);
   if (!ok) {
     throw new QFormerError(

@@ -54,15 +54,27 @@ describe('fromHfConfig', () => {
   it.each<[string, unknown, string, RegExp]>([
     ['not an object', [1, 2], 'MISSING_CONFIG_FIELD', /JSON object/],
     ['neither layout', { hidden_size: 64 }, 'MISSING_CONFIG_FIELD', /neither the HF layout/],
-    ['text hidden missing', { ...tiny, text_config: { ...text, hidden_size: undefined } }, 'MISSING_CONFIG_FIELD', /text_config\.hidden_size is missing/],
+    [
+      'text hidden missing',
+      { ...tiny, text_config: { ...text, hidden_size: undefined } },
+      'MISSING_CONFIG_FIELD',
+      /text_config\.hidden_size is missing/,
+    ],
     ['vision config missing', { ...tiny, vision_config: undefined }, 'MISSING_CONFIG_FIELD', /no vision_config/],
-    ['vision hidden a string', { ...tiny, vision_config: { ...vision, hidden_size: '32' } }, 'INVALID_CONFIG', /vision_config\.hidden_size must be a positive integer/],
+    [
+      'vision hidden a string',
+      { ...tiny, vision_config: { ...vision, hidden_size: '32' } },
+      'INVALID_CONFIG',
+      /vision_config\.hidden_size must be a positive integer/,
+    ],
     ['negative eps', { ...tiny, text_config: { ...text, rms_norm_eps: -1 } }, 'INVALID_CONFIG', /text_config\.rms_norm_eps/],
     ['temporal merge 3', { ...tiny, vision_config: { ...vision, temporal_merge_size: 3 } }, 'UNSUPPORTED_CONFIG', /temporalMergeSize 3/],
     ['pixel_hidden_size disagrees', { ...BAIDU, pixel_hidden_size: 1024 }, 'INVALID_CONFIG', /pixel_hidden_size 1024 differs/],
     ['use_temporal_conv a string', { ...BAIDU, use_temporal_conv: 'yes' }, 'INVALID_CONFIG', /use_temporal_conv must be true or false/],
   ])('refuses %s', (_, json, code, message) => {
-    expect(() => fromHfConfig(json)).toThrow(expect.objectContaining({ name: 'ResamplerError', code, message: expect.stringMatching(message) }));
+    expect(() => fromHfConfig(json)).toThrow(
+      expect.objectContaining({ name: 'ResamplerError', code, message: expect.stringMatching(message) }),
+    );
   });
 
   it('validateResamplerConfig checks hand-built configs', () => {

@@ -46,7 +46,8 @@ export function fromHfConfig(json: unknown): ErnieResamplerConfig {
   if (json['text_config'] !== undefined) {
     const text = json['text_config'];
     if (!isObject(text)) throw new ResamplerError('INVALID_CONFIG', `config.json: text_config must be an object, got ${describe(text)}`);
-    if (vision === undefined) throw new ResamplerError('MISSING_CONFIG_FIELD', 'config.json has text_config but no vision_config (HF layout needs both)');
+    if (vision === undefined)
+      throw new ResamplerError('MISSING_CONFIG_FIELD', 'config.json has text_config but no vision_config (HF layout needs both)');
     // HF: Ernie4_5_VLMoeVariableResolutionResamplerModel.__init__
     config = {
       visionHiddenSize: int(v, 'hidden_size', 'vision_config.'),
@@ -59,7 +60,8 @@ export function fromHfConfig(json: unknown): ErnieResamplerConfig {
     };
   } else if (json['pixel_hidden_size'] !== undefined || json['spatial_conv_size'] !== undefined) {
     // vLLM: VariableResolutionResamplerModel(config.pixel_hidden_size, config.hidden_size, spatial_conv_size, temporal_conv_size)
-    const visionHidden = json['pixel_hidden_size'] !== undefined ? int(json, 'pixel_hidden_size', '') : int(v, 'hidden_size', 'vision_config.');
+    const visionHidden =
+      json['pixel_hidden_size'] !== undefined ? int(json, 'pixel_hidden_size', '') : int(v, 'hidden_size', 'vision_config.');
     if (v['hidden_size'] !== undefined && int(v, 'hidden_size', 'vision_config.') !== visionHidden) {
       throw new ResamplerError(
         'INVALID_CONFIG',
@@ -91,14 +93,19 @@ export function fromHfConfig(json: unknown): ErnieResamplerConfig {
 export function validateResamplerConfig(config: ErnieResamplerConfig): ErnieResamplerConfig {
   for (const key of ['visionHiddenSize', 'textHiddenSize', 'spatialMergeSize', 'temporalMergeSize'] as const) {
     const x = config[key];
-    if (!Number.isInteger(x) || x < 1) throw new ResamplerError('INVALID_CONFIG', `resampler config: ${key} must be a positive integer, got ${String(x)}`);
+    if (!Number.isInteger(x) || x < 1)
+      throw new ResamplerError('INVALID_CONFIG', `resampler config: ${key} must be a positive integer, got ${String(x)}`);
   }
   for (const key of ['layerNormEps', 'rmsNormEps'] as const) {
     const x = config[key];
-    if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0) throw new ResamplerError('INVALID_CONFIG', `resampler config: ${key} must be a positive number, got ${String(x)}`);
+    if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0)
+      throw new ResamplerError('INVALID_CONFIG', `resampler config: ${key} must be a positive number, got ${String(x)}`);
   }
   if (typeof config.useTemporalConv !== 'boolean') {
-    throw new ResamplerError('INVALID_CONFIG', `resampler config: useTemporalConv must be a boolean, got ${String(config.useTemporalConv)}`);
+    throw new ResamplerError(
+      'INVALID_CONFIG',
+      `resampler config: useTemporalConv must be a boolean, got ${String(config.useTemporalConv)}`,
+    );
   }
   // HF _temporal_slicing: "hard-coded for temporal_merge_size == 2"; vLLM steps frames by 2 as well.
   if (config.useTemporalConv && config.temporalMergeSize !== 2) {

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Weights } from '@vlmkit/onnx-graph';
 import type { Checkpoint } from '@vlmkit/safetensors';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErnieResamplerConfig, fromHfConfig } from './config.js';
 import { resamplerInputs } from './inputs.js';
-import { RESAMPLER_IO, buildErnieResamplerModel } from './resampler.js';
+import { buildErnieResamplerModel, RESAMPLER_IO } from './resampler.js';
 import { FIXTURES, readCase, readGrids, resamplerWeights } from './test-utils/fixtures.js';
 import { relMaxError, resamplerFeeds, runGraph } from './test-utils/run.js';
 
@@ -38,7 +38,9 @@ async function runCase(m: Loaded, caseDir: string, modality: 'image' | 'video') 
     const ref = await expected.readFloat32(`${modality}_embeds`);
     const idx = resamplerInputs(grids, m.config);
     expect(idx.numPatches * m.config.visionHiddenSize).toBe(hidden.length);
-    const out = (await runGraph(buildErnieResamplerModel(m.weights, m.config), resamplerFeeds(hidden, grids, m.config)))[RESAMPLER_IO.embeds]!;
+    const out = (await runGraph(buildErnieResamplerModel(m.weights, m.config), resamplerFeeds(hidden, grids, m.config)))[
+      RESAMPLER_IO.embeds
+    ]!;
     expect(out.dims).toEqual(expected.info(`${modality}_embeds`).shape);
     return relMaxError(out.data as Float32Array, ref);
   } finally {
@@ -77,7 +79,10 @@ describe('mixed images and videos in one call (tools/resampler/make_cases.py, HF
     try {
       // The case was computed from ernie-tiny's weights; a regenerated checkpoint makes it stale, not wrong.
       const hash = createHash('sha256');
-      for (const name of m.ckpt.names().filter((n) => n.startsWith('model.resampler_model.')).sort()) {
+      for (const name of m.ckpt
+        .names()
+        .filter((n) => n.startsWith('model.resampler_model.'))
+        .sort()) {
         const info = m.ckpt.info(name);
         hash.update(name);
         hash.update(readFileSync(info.file).subarray(info.byteOffset, info.byteOffset + info.byteLength));
@@ -89,7 +94,9 @@ describe('mixed images and videos in one call (tools/resampler/make_cases.py, HF
       expect(grids.some(([t]) => t === 1) && grids.some(([t]) => t > 1)).toBe(true);
       const hidden = await inputs.readFloat32('vision_hidden');
       const ref = await expected.readFloat32('embeds');
-      const out = (await runGraph(buildErnieResamplerModel(m.weights, m.config), resamplerFeeds(hidden, grids, m.config)))[RESAMPLER_IO.embeds]!;
+      const out = (await runGraph(buildErnieResamplerModel(m.weights, m.config), resamplerFeeds(hidden, grids, m.config)))[
+        RESAMPLER_IO.embeds
+      ]!;
       expect(out.dims).toEqual(expected.info('embeds').shape);
       const err = relMaxError(out.data as Float32Array, ref);
       console.info(`resampler mixed: max abs ${err.maxAbs.toExponential(2)}, rel ${err.rel.toExponential(2)}`);

@@ -33,7 +33,14 @@ describe('resamplerInputs', () => {
 
   it('image, video, image: offsets 0, 2, 6', () => {
     // image [1,2,4]: rows 0-1; video [2,2,4] (n = 2): frame 0 rows 2-3, frame 1 rows 4-5; image [1,2,2]: row 6.
-    const r = resamplerInputs([[1, 2, 4], [2, 2, 4], [1, 2, 2]], CFG);
+    const r = resamplerInputs(
+      [
+        [1, 2, 4],
+        [2, 2, 4],
+        [1, 2, 2],
+      ],
+      CFG,
+    );
     expect(nums(r.firstSlice)).toEqual([0, 1, 2, 3, 6]);
     expect(nums(r.secondSlice)).toEqual([0, 1, 4, 5, 6]);
     expect(r).toMatchObject({ numPatches: 8 + 16 + 4, numTokens: 5, tokensPerItem: [2, 2, 1] });
@@ -46,7 +53,13 @@ describe('resamplerInputs', () => {
   });
 
   it('without temporal conv: no slices, every frame is a token', () => {
-    const r = resamplerInputs([[1, 2, 4], [4, 2, 2]], { ...CFG, useTemporalConv: false });
+    const r = resamplerInputs(
+      [
+        [1, 2, 4],
+        [4, 2, 2],
+      ],
+      { ...CFG, useTemporalConv: false },
+    );
     expect(r.firstSlice.length).toBe(0);
     expect(r).toMatchObject({ numPatches: 24, numTokens: 6, tokensPerItem: [2, 4] });
   });

@@ -71,7 +71,10 @@ function checkGrid(grid: GridThw, i: number, s: number, temporal: boolean): Grid
   }
   const [t, h, w] = grid;
   if (h % s !== 0 || w % s !== 0) {
-    throw new ResamplerError('INVALID_GRID', `grid_thw[${i}] = [${t}, ${h}, ${w}]: h and w must be multiples of the spatial merge size ${s}`);
+    throw new ResamplerError(
+      'INVALID_GRID',
+      `grid_thw[${i}] = [${t}, ${h}, ${w}]: h and w must be multiples of the spatial merge size ${s}`,
+    );
   }
   if (temporal && t > 1 && t % 2 !== 0) {
     throw new ResamplerError(

@@ -18,7 +18,15 @@ describe('expectedParameters', () => {
   });
 
   it('the docs table for the 28B sizes (Dv 1280, D 2560)', () => {
-    const specs = expectedParameters({ visionHiddenSize: 1280, textHiddenSize: 2560, spatialMergeSize: 2, temporalMergeSize: 2, useTemporalConv: true, layerNormEps: 1e-6, rmsNormEps: 1e-5 });
+    const specs = expectedParameters({
+      visionHiddenSize: 1280,
+      textHiddenSize: 2560,
+      spatialMergeSize: 2,
+      temporalMergeSize: 2,
+      useTemporalConv: true,
+      layerNormEps: 1e-6,
+      rmsNormEps: 1e-5,
+    });
     const byName = Object.fromEntries(specs.map((s) => [s.name, s.shape]));
     expect(byName).toMatchObject({
       'spatial_linear1.weight': [5120, 5120],
@@ -31,7 +39,15 @@ describe('expectedParameters', () => {
   });
 
   it('without temporal conv the temporal_* parameters are not needed', () => {
-    const specs = expectedParameters({ visionHiddenSize: 4, textHiddenSize: 4, spatialMergeSize: 2, temporalMergeSize: 2, useTemporalConv: false, layerNormEps: 1e-6, rmsNormEps: 1e-5 });
+    const specs = expectedParameters({
+      visionHiddenSize: 4,
+      textHiddenSize: 4,
+      spatialMergeSize: 2,
+      temporalMergeSize: 2,
+      useTemporalConv: false,
+      layerNormEps: 1e-6,
+      rmsNormEps: 1e-5,
+    });
     expect(specs.map((s) => s.name).filter((n) => n.startsWith('temporal'))).toEqual([]);
     expect(specs).toHaveLength(9);
   });

@@ -12,7 +12,13 @@ export interface ParameterSpec {
  * Without temporal conv the temporal_* parameters are not needed.
  */
 export function expectedParameters(config: ErnieResamplerConfig): ParameterSpec[] {
-  const { visionHiddenSize: dv, textHiddenSize: d, spatialMergeSize: s, temporalMergeSize: t, useTemporalConv } = validateResamplerConfig(config);
+  const {
+    visionHiddenSize: dv,
+    textHiddenSize: d,
+    spatialMergeSize: s,
+    temporalMergeSize: t,
+    useTemporalConv,
+  } = validateResamplerConfig(config);
   const spatial = dv * s * s; // vLLM: spatial_dim
   const temporal = spatial * t; // vLLM: temporal_dim
   const specs: ParameterSpec[] = [

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Weights, serializeModel, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { serializeModel, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
@@ -16,7 +16,9 @@ it('README example runs and gives the documented shapes', async () => {
   // Component names -> hub names (@vlmkit/weight-mapper's job): spatial_linear1.weight <- model.resampler_model.spatial_linear.0.weight
   const hubName = (name: string) =>
     'model.resampler_model.' +
-    name.replace(/^(spatial|temporal)_linear([12])\./, (_, m, i) => `${m}_linear.${i === '1' ? 0 : 2}.`).replace(/^(spatial|temporal)_norm\./, '$1_linear.3.');
+    name
+      .replace(/^(spatial|temporal)_linear([12])\./, (_, m, i) => `${m}_linear.${i === '1' ? 0 : 2}.`)
+      .replace(/^(spatial|temporal)_norm\./, '$1_linear.3.');
   const ckpt = await Checkpoint.open(dir);
   const weights = Weights.from(
     Object.fromEntries(expectedParameters(config).map(({ name }) => [name, tensorFromSafetensors(ckpt.info(hubName(name)))])),
@@ -26,7 +28,13 @@ it('README example runs and gives the documented shapes', async () => {
   const session = await ort.InferenceSession.create(bytes, { externalData });
 
   // An image (grid [1, 4, 6]) and a 4-frame video ([4, 4, 4]) in one call.
-  const idx = resamplerInputs([[1, 4, 6], [4, 4, 4]], config);
+  const idx = resamplerInputs(
+    [
+      [1, 4, 6],
+      [4, 4, 4],
+    ],
+    config,
+  );
   const visionHidden = new Float32Array(idx.numPatches * config.visionHiddenSize).fill(0.5); // the tower's output
   const { embeds } = await session.run({
     vision_hidden: new ort.Tensor('float32', visionHidden, [idx.numPatches, config.visionHiddenSize]),

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { ErnieResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 import { type GridThw, resamplerInputs } from './inputs.js';
-import { RESAMPLER_IO, buildErnieResampler, buildErnieResamplerModel } from './resampler.js';
+import { buildErnieResampler, buildErnieResamplerModel, RESAMPLER_IO } from './resampler.js';
 import { referenceResampler } from './test-utils/reference.js';
 import { randn, randomParams, relMaxError, resamplerFeeds, runGraph } from './test-utils/run.js';
 
@@ -52,11 +52,22 @@ describe('buildErnieResamplerModel vs a TypeScript transcription of HF', () => {
     const { bytes, externalData } = await (await import('@vlmkit/onnx-graph')).serializeModel(buildErnieResamplerModel(weights, CFG));
     const session = await ort.InferenceSession.create(bytes, { externalData, executionProviders: ['cpu'], logSeverityLevel: 3 });
     try {
-      for (const [k, grids] of ([[[1, 2, 2]], [[8, 2, 2], [1, 2, 6]], MIXED] as GridThw[][]).entries()) {
+      for (const [k, grids] of (
+        [
+          [[1, 2, 2]],
+          [
+            [8, 2, 2],
+            [1, 2, 6],
+          ],
+          MIXED,
+        ] as GridThw[][]
+      ).entries()) {
         const idx = resamplerInputs(grids, CFG);
         const hidden = randn(idx.numPatches * CFG.visionHiddenSize, 50 + k);
         const out = await session.run(resamplerFeeds(hidden, grids, CFG));
-        expect(relMaxError(out[RESAMPLER_IO.embeds]!.data as Float32Array, referenceResampler(params, CFG, hidden, grids)).rel).toBeLessThan(TOL);
+        expect(
+          relMaxError(out[RESAMPLER_IO.embeds]!.data as Float32Array, referenceResampler(params, CFG, hidden, grids)).rel,
+        ).toBeLessThan(TOL);
       }
     } finally {
       await session.release();
@@ -65,7 +76,14 @@ describe('buildErnieResamplerModel vs a TypeScript transcription of HF', () => {
 
   it('spatial merge 1 and a wider text hidden', async () => {
     const cfg = { ...CFG, spatialMergeSize: 1, textHiddenSize: 20 };
-    const { embeds, ref } = await runModel(cfg, [[1, 3, 5], [2, 1, 3]], 3);
+    const { embeds, ref } = await runModel(
+      cfg,
+      [
+        [1, 3, 5],
+        [2, 1, 3],
+      ],
+      3,
+    );
     expect(relMaxError(embeds.data as Float32Array, ref).rel).toBeLessThan(TOL);
   });
 
@@ -73,7 +91,14 @@ describe('buildErnieResamplerModel vs a TypeScript transcription of HF', () => {
     const cfg = { ...CFG, useTemporalConv: false };
     const g = buildErnieResamplerModel(randomParams(cfg, 4).weights, cfg);
     expect(g.snapshot().inputs.map((v) => v.name)).toEqual([RESAMPLER_IO.visionHidden]);
-    const { embeds, ref, idx } = await runModel(cfg, [[1, 2, 4], [4, 2, 2]], 4);
+    const { embeds, ref, idx } = await runModel(
+      cfg,
+      [
+        [1, 2, 4],
+        [4, 2, 2],
+      ],
+      4,
+    );
     expect(idx.numTokens).toBe(2 + 4);
     expect(embeds.dims).toEqual([6, 12]);
     expect(relMaxError(embeds.data as Float32Array, ref).rel).toBeLessThan(TOL);
@@ -86,7 +111,11 @@ describe('buildErnieResamplerModel vs a TypeScript transcription of HF', () => {
     const idx = resamplerInputs(grids, CFG);
     const hidden = randn(idx.numPatches * CFG.visionHiddenSize, 90);
     const feeds = resamplerFeeds(hidden, grids, CFG);
-    const swapped = { ...feeds, [RESAMPLER_IO.firstSlice]: feeds[RESAMPLER_IO.secondSlice]!, [RESAMPLER_IO.secondSlice]: feeds[RESAMPLER_IO.firstSlice]! };
+    const swapped = {
+      ...feeds,
+      [RESAMPLER_IO.firstSlice]: feeds[RESAMPLER_IO.secondSlice]!,
+      [RESAMPLER_IO.secondSlice]: feeds[RESAMPLER_IO.firstSlice]!,
+    };
     const out = await runGraph(buildErnieResamplerModel(weights, CFG), swapped);
     const ref = referenceResampler(params, CFG, hidden, grids);
     expect(relMaxError(out[RESAMPLER_IO.embeds]!.data as Float32Array, ref).rel).toBeGreaterThan(1e-2);
@@ -101,8 +130,20 @@ describe('buildErnieResampler in a caller graph', () => {
     const first = g.input('a', 'int64', ['t']);
     const second = g.input('b', 'int64', ['t']);
     const doubled = g.mul(x, g.scalar(2, 'float32')); // the caller's own node before the resampler
-    const one = buildErnieResampler(g, weights, CFG, { visionHidden: doubled, firstSlice: first, secondSlice: second }, { scope: 'image_resampler' });
-    const two = buildErnieResampler(g, weights, CFG, { visionHidden: x, firstSlice: first, secondSlice: second }, { scope: 'video_resampler' });
+    const one = buildErnieResampler(
+      g,
+      weights,
+      CFG,
+      { visionHidden: doubled, firstSlice: first, secondSlice: second },
+      { scope: 'image_resampler' },
+    );
+    const two = buildErnieResampler(
+      g,
+      weights,
+      CFG,
+      { visionHidden: x, firstSlice: first, secondSlice: second },
+      { scope: 'video_resampler' },
+    );
     g.output(one.embeds, 'y1');
     g.output(two.embeds, 'y2');
     const names = g.snapshot().nodes.map((n) => n.name!);
@@ -111,7 +152,10 @@ describe('buildErnieResampler in a caller graph', () => {
     const inits = g.snapshot().initializers.map((i) => i.name);
     expect(inits).toContain('image_resampler.spatial_linear1.weight');
 
-    const grids: GridThw[] = [[2, 2, 4], [1, 2, 2]];
+    const grids: GridThw[] = [
+      [2, 2, 4],
+      [1, 2, 2],
+    ];
     const idx = resamplerInputs(grids, CFG);
     const hidden = randn(idx.numPatches * 8, 12);
     const out = await runGraph(g, {
@@ -120,7 +164,12 @@ describe('buildErnieResampler in a caller graph', () => {
       b: new ort.Tensor('int64', idx.secondSlice, [idx.secondSlice.length]),
     });
     const ref2 = referenceResampler(params, CFG, hidden, grids);
-    const ref1 = referenceResampler(params, CFG, hidden.map((v) => 2 * v), grids);
+    const ref1 = referenceResampler(
+      params,
+      CFG,
+      hidden.map((v) => 2 * v),
+      grids,
+    );
     expect(relMaxError(out['y1']!.data as Float32Array, ref1).rel).toBeLessThan(TOL);
     expect(relMaxError(out['y2']!.data as Float32Array, ref2).rel).toBeLessThan(TOL);
   });
@@ -135,7 +184,14 @@ describe('buildErnieResampler in a caller graph', () => {
     expect(() => buildErnieResampler(g, weights, CFG, { visionHidden: wide, firstSlice: idx, secondSlice: idx })).toThrow(ResamplerError);
     const floatIdx = g.input('f', 'float32', ['t']);
     expect(() => buildErnieResampler(g, weights, CFG, { visionHidden: x, firstSlice: floatIdx, secondSlice: idx })).toThrow(/int64/);
-    const partial = Weights.from(Object.fromEntries(weights.names().filter((n) => n !== 'temporal_norm.bias').map((n) => [n, weights.get(n)])));
+    const partial = Weights.from(
+      Object.fromEntries(
+        weights
+          .names()
+          .filter((n) => n !== 'temporal_norm.bias')
+          .map((n) => [n, weights.get(n)]),
+      ),
+    );
     expect(() => buildErnieResamplerModel(partial, CFG)).toThrow(GraphError);
     expect(() => buildErnieResamplerModel(partial, CFG)).toThrow(/temporal_norm\.bias/);
   });

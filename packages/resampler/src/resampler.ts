@@ -1,4 +1,4 @@
-import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 
@@ -124,8 +124,12 @@ function checkInputs(inputs: ErnieResamplerInputs, cfg: ErnieResamplerConfig): v
   for (const key of ['firstSlice', 'secondSlice'] as const) {
     const v = inputs[key];
     if (v === undefined) {
-      throw new ResamplerError('BAD_INPUT', `resampler: ${key} is required with temporal conv; compute it with resamplerInputs(gridThw, config)`);
+      throw new ResamplerError(
+        'BAD_INPUT',
+        `resampler: ${key} is required with temporal conv; compute it with resamplerInputs(gridThw, config)`,
+      );
     }
-    if (v.dtype !== 'int64' || v.rank !== 1) throw new ResamplerError('BAD_INPUT', `resampler: ${key} must be int64 [num_tokens], got ${v.toString()}`);
+    if (v.dtype !== 'int64' || v.rank !== 1)
+      throw new ResamplerError('BAD_INPUT', `resampler: ${key} must be int64 [num_tokens], got ${v.toString()}`);
   }
 }

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  chooseDevice,
   CUDA_PROVIDER_FILES,
+  type CudaBinaries,
+  chooseDevice,
   cudaInstallHint,
   findCudaBinaries,
+  type GpuProbe,
   isCudaProviderFailure,
   ortBindingDir,
-  type CudaBinaries,
-  type GpuProbe,
 } from './device.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'vlmkit-device-'));
@@ -39,14 +39,26 @@ describe('findCudaBinaries', () => {
 
 describe('chooseDevice', () => {
   it('cpu is cpu, without probing', () => {
-    expect(chooseDevice('cpu', { binaries: present, gpu: () => { throw new Error('probed'); } })).toEqual({
+    expect(
+      chooseDevice('cpu', {
+        binaries: present,
+        gpu: () => {
+          throw new Error('probed');
+        },
+      }),
+    ).toEqual({
       device: 'cpu',
       reason: 'cpu requested',
     });
   });
 
   it('auto without binaries: cpu, naming the directory and the files, without probing the GPU', () => {
-    const c = chooseDevice('auto', { binaries: absent, gpu: () => { throw new Error('probed'); } });
+    const c = chooseDevice('auto', {
+      binaries: absent,
+      gpu: () => {
+        throw new Error('probed');
+      },
+    });
     expect(c.device).toBe('cpu');
     expect(c.unavailable).toBeUndefined();
     expect(c.reason).toBe(

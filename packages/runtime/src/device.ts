@@ -14,10 +14,7 @@ export type Device = 'cpu' | 'cuda';
 export type DeviceRequest = 'auto' | Device;
 
 /** The libraries ORT loads for the CUDA EP: the shared provider bridge first, then the EP. */
-export const CUDA_PROVIDER_FILES: readonly string[] = [
-  'libonnxruntime_providers_shared.so',
-  'libonnxruntime_providers_cuda.so',
-];
+export const CUDA_PROVIDER_FILES: readonly string[] = ['libonnxruntime_providers_shared.so', 'libonnxruntime_providers_cuda.so'];
 
 /** Where onnxruntime-node keeps its native binding and looks for provider libraries. */
 export function ortBindingDir(): string {
@@ -72,8 +69,7 @@ export function cudaInstallHint(dir: string): string {
       ` \`node ${join(pkgDir, 'script', 'install.js')} --onnxruntime-node-install=cuda12\`` +
       ` (npm users: \`npm install onnxruntime-node@1.29.0 --onnxruntime-node-install=cuda12\`;` +
       ` pnpm 10 skips install scripts unless onnxruntime-node is in "onlyBuiltDependencies");`,
-    `(2) CUDA 13: \`npm pack com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9\`, unpack it and copy its` +
-      ` ${files} into that directory.`,
+    `(2) CUDA 13: \`npm pack com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9\`, unpack it and copy its ${files} into that directory.`,
     'Either way the matching CUDA runtime and cuDNN libraries must be on the loader path (LD_LIBRARY_PATH).',
   ].join(' ');
 }

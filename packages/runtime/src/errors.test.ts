@@ -3,11 +3,11 @@ import { nodeNameFromOrtMessage, RuntimeError, wrapOrtError } from './errors.js'
 
 describe('nodeNameFromOrtMessage', () => {
   it.each([
+    ["Non-zero status code returned while running Reshape node. Name:'blocks.0/reshape' Status Message: bad", 'blocks.0/reshape'],
     [
-      "Non-zero status code returned while running Reshape node. Name:'blocks.0/reshape' Status Message: bad",
-      'blocks.0/reshape',
+      'Type Error: Type parameter (T) of Optype (Add) bound to different types (tensor(float) and tensor(int64) in node (blocks.1/add).',
+      'blocks.1/add',
     ],
-    ['Type Error: Type parameter (T) of Optype (Add) bound to different types (tensor(float) and tensor(int64) in node (blocks.1/add).', 'blocks.1/add'],
     ['This is an invalid model. In Node, ("blocks.2/foo", NoSuchOp, "", -1) : ("x": tensor(float),)', 'blocks.2/foo'],
     ['Node (blocks.3/mm) Op (MatMul) [ShapeInferenceError] Incompatible dimensions', 'blocks.3/mm'],
     ["input 'x' is missing in 'feeds'.", undefined],

@@ -43,12 +43,7 @@ export class RuntimeError extends Error {
 //   load:  "... bound to different types (...) in node (blocks.1/add)."
 //   load:  "This is an invalid model. In Node, ("blocks.2/foo", NoSuchOp, "", -1) : ..."
 //   other: "Node (blocks.3/mm) Op (MatMul) [ShapeInferenceError] ..."
-const NODE_PATTERNS: readonly RegExp[] = [
-  /Name:'([^']+)'/,
-  /in node \(([^)]+)\)/,
-  /In Node, \("([^"]*)"/,
-  /Node \(([^)]+)\) Op/,
-];
+const NODE_PATTERNS: readonly RegExp[] = [/Name:'([^']+)'/, /in node \(([^)]+)\)/, /In Node, \("([^"]*)"/, /Node \(([^)]+)\) Op/];
 
 /** The node name an ORT error message mentions, if any. */
 export function nodeNameFromOrtMessage(message: string): string | undefined {
@@ -64,12 +59,7 @@ export function errorMessage(e: unknown): string {
 }
 
 /** Wrap an error thrown by onnxruntime-node into a RuntimeError. */
-export function wrapOrtError(
-  code: 'ORT_LOAD_FAILED' | 'ORT_RUN_FAILED',
-  session: string,
-  e: unknown,
-  hint?: string,
-): RuntimeError {
+export function wrapOrtError(code: 'ORT_LOAD_FAILED' | 'ORT_RUN_FAILED', session: string, e: unknown, hint?: string): RuntimeError {
   const ortMessage = errorMessage(e).trim();
   const node = nodeNameFromOrtMessage(ortMessage);
   const what = code === 'ORT_LOAD_FAILED' ? 'could not be loaded' : 'failed to run';

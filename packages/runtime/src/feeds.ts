@@ -4,7 +4,7 @@
  * omit the other names and the model, so check first and say it all.
  */
 import { RuntimeError } from './errors.js';
-import { fromOrt, isHostTensor, isOrtTensor, toOrt, type HostTensor, type OrtTensor } from './tensor.js';
+import { fromOrt, type HostTensor, isHostTensor, isOrtTensor, type OrtTensor, toOrt } from './tensor.js';
 
 /** What ORT tells about one graph input or output. */
 export interface ValueInfo {
@@ -26,11 +26,7 @@ function describe(dims: readonly (number | string)[]): string {
  * Check feeds against the session's inputs and convert them to ORT tensors.
  * Throws INVALID_FEEDS listing every problem found, not just the first.
  */
-export function prepareFeeds(
-  session: string,
-  feeds: Record<string, Feed>,
-  inputs: readonly ValueInfo[],
-): Record<string, OrtTensor> {
+export function prepareFeeds(session: string, feeds: Record<string, Feed>, inputs: readonly ValueInfo[]): Record<string, OrtTensor> {
   const problems: string[] = [];
   const known = new Set(inputs.map((i) => i.name));
   for (const name of Object.keys(feeds)) {
@@ -80,11 +76,9 @@ export function prepareFeeds(
   }
   if (problems.length > 0) {
     const expected = inputs.map((i) => i.name).join(', ');
-    throw new RuntimeError(
-      'INVALID_FEEDS',
-      `Session '${session}': ${problems.join('; ')}. The model's inputs are: ${expected}.`,
-      { session },
-    );
+    throw new RuntimeError('INVALID_FEEDS', `Session '${session}': ${problems.join('; ')}. The model's inputs are: ${expected}.`, {
+      session,
+    });
   }
   return out;
 }

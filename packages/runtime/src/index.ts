@@ -2,9 +2,8 @@
  * @vlmkit/runtime: onnxruntime-node sessions with device choice (CUDA or
  * CPU), host tensors and their conversions, and a KV cache for decoder loops.
  */
-export { createSession, VlmSession } from './session.js';
-export type { ExternalDataBuffer, GraphOptimizationLevel, RunOptions, SessionOptions } from './session.js';
-export type { Feed, ValueInfo } from './feeds.js';
+
+export type { CudaBinaries, Device, DeviceChoice, DeviceFacts, DeviceRequest, GpuProbe } from './device.js';
 export {
   CUDA_PROVIDER_FILES,
   chooseDevice,
@@ -13,15 +12,21 @@ export {
   ortBindingDir,
   probeNvidiaGpu,
 } from './device.js';
-export type { CudaBinaries, Device, DeviceChoice, DeviceFacts, DeviceRequest, GpuProbe } from './device.js';
-export { RuntimeError, nodeNameFromOrtMessage } from './errors.js';
 export type { RuntimeErrorCode } from './errors.js';
+export { nodeNameFromOrtMessage, RuntimeError } from './errors.js';
+export type { Feed, ValueInfo } from './feeds.js';
+export type { KvCacheOptions, KvKind } from './kv-cache.js';
+export { KvCache } from './kv-cache.js';
 export type { Logger } from './log.js';
+export { fromSafetensors, toSafetensors } from './safetensors-interop.js';
+export type { ExternalDataBuffer, GraphOptimizationLevel, RunOptions, SessionOptions } from './session.js';
+export { createSession, VlmSession } from './session.js';
+export type { HostDataTypes, HostDType, HostTensor, OrtTensor } from './tensor.js';
 export {
-  HOST_DTYPES,
   bool,
   float32,
   fromOrt,
+  HOST_DTYPES,
   hostTensor,
   int64,
   isHostTensor,
@@ -30,7 +35,3 @@ export {
   toOrt,
   zeros,
 } from './tensor.js';
-export type { HostDataTypes, HostDType, HostTensor, OrtTensor } from './tensor.js';
-export { fromSafetensors, toSafetensors } from './safetensors-interop.js';
-export { KvCache } from './kv-cache.js';
-export type { KvCacheOptions, KvKind } from './kv-cache.js';

@@ -99,9 +99,9 @@ describe('KvCache', () => {
     expect(() => kv.update({ 'present.0.key': good, 'present.0.value': float32(new Float32Array(H * 2 * 3), [1, H, 2, 3]) })).toThrow(
       `'present.0.value' has dims [1, 2, 2, 3], expected [1, ${H}, T, ${D}]`,
     );
-    expect(() =>
-      kv.update({ 'present.0.key': good, 'present.0.value': float32(new Float32Array(H * 3 * D), [1, H, 3, D]) }),
-    ).toThrow(/holds 3 positions but earlier present tensors hold 2/);
+    expect(() => kv.update({ 'present.0.key': good, 'present.0.value': float32(new Float32Array(H * 3 * D), [1, H, 3, D]) })).toThrow(
+      /holds 3 positions but earlier present tensors hold 2/,
+    );
     try {
       kv.select([1]);
       expect.unreachable();

@@ -69,8 +69,7 @@ export class KvCache {
 
   /** Drop everything: back to T = 0 (keeps the batch size). */
   reset(): void {
-    const empty = (): HostTensor<'float32'> =>
-      float32(new Float32Array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
+    const empty = (): HostTensor<'float32'> => float32(new Float32Array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
     this.#layers = Array.from({ length: this.numLayers }, () => ({ key: empty(), value: empty() }));
     this.#length = 0;
   }
@@ -148,7 +147,9 @@ export class KvCache {
     const dims = [batchIndices.length, this.numKvHeads, this.#length, this.headDim];
     const gather = (t: HostTensor<'float32'>): HostTensor<'float32'> => {
       const out = new Float32Array(batchIndices.length * row);
-      batchIndices.forEach((b, j) => out.set(t.data.subarray(b * row, (b + 1) * row), j * row));
+      batchIndices.forEach((b, j) => {
+        out.set(t.data.subarray(b * row, (b + 1) * row), j * row);
+      });
       return float32(out, dims);
     };
     this.#layers = this.#layers.map((l) => ({ key: gather(l.key), value: gather(l.value) }));

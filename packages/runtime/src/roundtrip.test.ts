@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createSession } from './session.js';
-import { bool, hostTensor, int64, type HostTensor } from './tensor.js';
-import { identityModel, type ElemType } from './test-utils/onnx-models.js';
+import { bool, type HostTensor, hostTensor, int64 } from './tensor.js';
+import { type ElemType, identityModel } from './test-utils/onnx-models.js';
 
 async function throughIdentity(type: ElemType, t: HostTensor): Promise<HostTensor> {
   const s = await createSession(identityModel(type, t.dims.length), { device: 'cpu', name: `identity_${type}` });

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import type { Tensor } from '@vlmkit/safetensors';
+import { describe, expect, it } from 'vitest';
 import { fromSafetensors, toSafetensors } from './safetensors-interop.js';
 
 describe('fromSafetensors / toSafetensors', () => {

@@ -7,7 +7,7 @@
  */
 import { bf16ToF32, type DType, type Tensor } from '@vlmkit/safetensors';
 import { RuntimeError } from './errors.js';
-import { hostTensor, type HostDataTypes, type HostDType, type HostTensor } from './tensor.js';
+import { type HostDataTypes, type HostDType, type HostTensor, hostTensor } from './tensor.js';
 
 const HOST_OF: Record<Exclude<DType, 'BF16'>, HostDType> = {
   F64: 'float64',

@@ -73,9 +73,7 @@ describe('device choice', () => {
     const lines: string[] = [];
     const s = await createSession(affineModel(), { name: 'auto', logger: (m) => lines.push(m) });
     expect(s.device).toBe('cpu');
-    expect(s.deviceReason).toBe(
-      `auto: CUDA EP binaries not found in ${ortBindingDir()} (missing ${CUDA_PROVIDER_FILES.join(', ')})`,
-    );
+    expect(s.deviceReason).toBe(`auto: CUDA EP binaries not found in ${ortBindingDir()} (missing ${CUDA_PROVIDER_FILES.join(', ')})`);
     expect(lines).toEqual([`session 'auto': device cpu (${s.deviceReason})`]);
     await s.release();
   });

@@ -9,16 +9,16 @@ import ort from 'onnxruntime-node';
 import {
   chooseDevice,
   cudaInstallHint,
-  findCudaBinaries,
-  isCudaProviderFailure,
-  probeNvidiaGpu,
   type Device,
   type DeviceFacts,
   type DeviceRequest,
+  findCudaBinaries,
+  isCudaProviderFailure,
+  probeNvidiaGpu,
 } from './device.js';
 import { errorMessage, RuntimeError, wrapOrtError } from './errors.js';
-import { prepareFeeds, readOutputs, type Feed, type ValueInfo } from './feeds.js';
-import { resolveLogger, type Logger } from './log.js';
+import { type Feed, prepareFeeds, readOutputs, type ValueInfo } from './feeds.js';
+import { type Logger, resolveLogger } from './log.js';
 import type { HostTensor } from './tensor.js';
 
 export interface ExternalDataBuffer {
@@ -48,8 +48,7 @@ export interface RunOptions {
   outputs?: readonly string[];
 }
 
-const BF16_HINT =
-  'onnxruntime-node cannot take bfloat16 graph inputs or outputs: keep I/O in float32/float16 and Cast inside the graph.';
+const BF16_HINT = 'onnxruntime-node cannot take bfloat16 graph inputs or outputs: keep I/O in float32/float16 and Cast inside the graph.';
 
 function valueInfo(m: ort.InferenceSession.ValueMetadata): ValueInfo {
   if (!m.isTensor) return { name: m.name, isTensor: false };
@@ -104,8 +103,7 @@ export class VlmSession {
     }
     let result: ort.InferenceSession.ReturnType;
     try {
-      result =
-        opts.outputs === undefined ? await session.run(ortFeeds) : await session.run(ortFeeds, [...opts.outputs]);
+      result = opts.outputs === undefined ? await session.run(ortFeeds) : await session.run(ortFeeds, [...opts.outputs]);
     } catch (e) {
       throw wrapOrtError('ORT_RUN_FAILED', this.name, e);
     }
@@ -128,13 +126,8 @@ function defaultFacts(): DeviceFacts {
   return { binaries: findCudaBinaries(), gpu: probeNvidiaGpu };
 }
 
-async function ortCreate(
-  model: Uint8Array | string,
-  options: ort.InferenceSession.SessionOptions,
-): Promise<ort.InferenceSession> {
-  return typeof model === 'string'
-    ? ort.InferenceSession.create(model, options)
-    : ort.InferenceSession.create(model, options);
+async function ortCreate(model: Uint8Array | string, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
+  return typeof model === 'string' ? ort.InferenceSession.create(model, options) : ort.InferenceSession.create(model, options);
 }
 
 function checkOptions(name: string, opts: SessionOptions): void {
@@ -155,11 +148,7 @@ function checkOptions(name: string, opts: SessionOptions): void {
  * createSession with the device facts injectable (tests use it to play a
  * machine with CUDA binaries and a GPU). Not exported from the package.
  */
-export async function openSession(
-  model: Uint8Array | string,
-  opts: SessionOptions,
-  facts: DeviceFacts,
-): Promise<VlmSession> {
+export async function openSession(model: Uint8Array | string, opts: SessionOptions, facts: DeviceFacts): Promise<VlmSession> {
   const name = opts.name ?? (typeof model === 'string' ? basename(model) : 'model');
   checkOptions(name, opts);
   const log = resolveLogger(opts.logger);

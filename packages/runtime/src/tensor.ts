@@ -30,17 +30,7 @@ export type HostTensor<D extends HostDType = HostDType> = D extends HostDType
   ? { readonly dtype: D; readonly dims: readonly number[]; readonly data: HostDataTypes[D] }
   : never;
 
-export const HOST_DTYPES: readonly HostDType[] = [
-  'float64',
-  'float32',
-  'float16',
-  'int64',
-  'int32',
-  'int16',
-  'int8',
-  'uint8',
-  'bool',
-];
+export const HOST_DTYPES: readonly HostDType[] = ['float64', 'float32', 'float16', 'int64', 'int32', 'int16', 'int8', 'uint8', 'bool'];
 
 const ARRAY_TYPES: { [D in HostDType]: new (n: number) => HostDataTypes[D] } = {
   float64: Float64Array,
@@ -71,10 +61,7 @@ function checkDims(dims: readonly number[], length: number, what: string): void 
     }
   }
   if (numel(dims) !== length) {
-    throw new RuntimeError(
-      'INVALID_TENSOR',
-      `${what}: dims [${dims.join(', ')}] hold ${numel(dims)} elements but data has ${length}.`,
-    );
+    throw new RuntimeError('INVALID_TENSOR', `${what}: dims [${dims.join(', ')}] hold ${numel(dims)} elements but data has ${length}.`);
   }
 }
 

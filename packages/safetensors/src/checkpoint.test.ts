@@ -1,7 +1,7 @@
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint, f32ToBf16, f32ToF16, writeSafetensors, type Tensor } from './index.js';
+import { Checkpoint, f32ToBf16, f32ToF16, type Tensor, writeSafetensors } from './index.js';
 import { rejection, tempDir } from './test-utils/files.js';
 
 const f32 = (...v: number[]): Tensor => ({ dtype: 'F32', shape: [v.length], data: new Float32Array(v) });
@@ -82,29 +82,63 @@ describe('Checkpoint', () => {
       ['weight_map an array', 'INDEX_BAD_WEIGHT_MAP', (d) => writeFile(join(d, 'model.safetensors.index.json'), index(['x']))],
       ['weight_map value not a string', 'INDEX_BAD_WEIGHT_MAP', (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: 1 }))],
       ['shard ../x', 'SHARD_OUTSIDE_DIR', (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: '../x.safetensors' }))],
-      ['shard sub/../../x', 'SHARD_OUTSIDE_DIR', (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'sub/../../x.safetensors' }))],
-      ['shard an absolute path', 'SHARD_OUTSIDE_DIR', (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: join(d, 'x.safetensors') }))],
-      ['shard a symlink escaping the dir', 'SHARD_OUTSIDE_DIR', async (d) => {
-        await writeSafetensors(join(d, '..', `outside-${d.length}.safetensors`), { x: f32(1) });
-        await symlink(join(d, '..', `outside-${d.length}.safetensors`), join(d, 'link.safetensors'));
-        await writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'link.safetensors' }));
-      }],
-      ['shard missing', 'SHARD_MISSING', (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'model-00001-of-00009.safetensors' }))],
-      ['tensor in two shards', 'DUPLICATE_TENSOR', async (d) => {
-        await writeSafetensors(join(d, 'a.safetensors'), { x: f32(1) });
-        await writeSafetensors(join(d, 'b.safetensors'), { x: f32(2) });
-      }],
-      ['index names the wrong shard', 'INDEX_MISMATCH', (d) => shardedModel(d, {
-        'a.weight': 'model-00002-of-00002.safetensors', 'c.weight': 'model-00002-of-00002.safetensors',
-      })],
+      [
+        'shard sub/../../x',
+        'SHARD_OUTSIDE_DIR',
+        (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'sub/../../x.safetensors' })),
+      ],
+      [
+        'shard an absolute path',
+        'SHARD_OUTSIDE_DIR',
+        (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: join(d, 'x.safetensors') })),
+      ],
+      [
+        'shard a symlink escaping the dir',
+        'SHARD_OUTSIDE_DIR',
+        async (d) => {
+          await writeSafetensors(join(d, '..', `outside-${d.length}.safetensors`), { x: f32(1) });
+          await symlink(join(d, '..', `outside-${d.length}.safetensors`), join(d, 'link.safetensors'));
+          await writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'link.safetensors' }));
+        },
+      ],
+      [
+        'shard missing',
+        'SHARD_MISSING',
+        (d) => writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'model-00001-of-00009.safetensors' })),
+      ],
+      [
+        'tensor in two shards',
+        'DUPLICATE_TENSOR',
+        async (d) => {
+          await writeSafetensors(join(d, 'a.safetensors'), { x: f32(1) });
+          await writeSafetensors(join(d, 'b.safetensors'), { x: f32(2) });
+        },
+      ],
+      [
+        'index names the wrong shard',
+        'INDEX_MISMATCH',
+        (d) =>
+          shardedModel(d, {
+            'a.weight': 'model-00002-of-00002.safetensors',
+            'c.weight': 'model-00002-of-00002.safetensors',
+          }),
+      ],
       ['no weights at all', 'NO_SAFETENSORS', (d) => writeFile(join(d, 'config.json'), '{}')],
-      ['two indexes, none the default', 'INDEX_AMBIGUOUS', async (d) => {
-        await writeFile(join(d, 'a.safetensors.index.json'), index({}));
-        await writeFile(join(d, 'b.safetensors.index.json'), index({}));
-      }],
-      ['a bad shard', 'TRAILING_BYTES', async (d) => {
-        await writeFile(join(d, 'model.safetensors'), Buffer.from([2, 0, 0, 0, 0, 0, 0, 0, 0x7b, 0x7d, 0]));
-      }],
+      [
+        'two indexes, none the default',
+        'INDEX_AMBIGUOUS',
+        async (d) => {
+          await writeFile(join(d, 'a.safetensors.index.json'), index({}));
+          await writeFile(join(d, 'b.safetensors.index.json'), index({}));
+        },
+      ],
+      [
+        'a bad shard',
+        'TRAILING_BYTES',
+        async (d) => {
+          await writeFile(join(d, 'model.safetensors'), Buffer.from([2, 0, 0, 0, 0, 0, 0, 0, 0x7b, 0x7d, 0]));
+        },
+      ],
     ];
     it.each(cases)('%s -> %s', async (label, code, make) => {
       const dir = join(root, label.replaceAll(/[^a-z0-9]+/gi, '-'));

@@ -10,7 +10,7 @@
  * appear in two shards. Tensors a shard holds beyond those the weight_map
  * lists are kept, as transformers loads whole shard files.
  */
-import { readFile, readdir, realpath, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Tensor, TensorInfo } from './dtype.js';
 import { fail, show } from './errors.js';
@@ -47,7 +47,10 @@ export class Checkpoint {
       if (shards.length === 0) {
         fail('NO_SAFETENSORS', `expected ${DEFAULT_INDEX} or *.safetensors files in this directory, found neither.`, { file: path });
       }
-      return Checkpoint.#openFiles(path, shards.map((f) => join(path, f)));
+      return Checkpoint.#openFiles(
+        path,
+        shards.map((f) => join(path, f)),
+      );
     }
     if (path.endsWith('.json')) return Checkpoint.#openIndexed(path, path);
     return Checkpoint.#openFiles(path, [path]);
@@ -64,7 +67,11 @@ export class Checkpoint {
       const holder = checkpoint.#owner.get(tensor)?.path;
       if (holder !== byShard.get(shard)) {
         await checkpoint.close();
-        fail('INDEX_MISMATCH', `expected the tensor in shard '${shard}' as the index says, found it ${holder === undefined ? 'in no shard' : `in '${basename(holder)}'`}.`, { file: indexFile, tensor });
+        fail(
+          'INDEX_MISMATCH',
+          `expected the tensor in shard '${shard}' as the index says, found it ${holder === undefined ? 'in no shard' : `in '${basename(holder)}'`}.`,
+          { file: indexFile, tensor },
+        );
       }
     }
     return checkpoint;
@@ -80,7 +87,11 @@ export class Checkpoint {
         for (const name of file.names()) {
           const first = owner.get(name);
           if (first !== undefined) {
-            fail('DUPLICATE_TENSOR', `the tensor is in both '${first.path}' and '${file.path}'; expected each tensor in exactly one file.`, { file: path, tensor: name });
+            fail(
+              'DUPLICATE_TENSOR',
+              `the tensor is in both '${first.path}' and '${file.path}'; expected each tensor in exactly one file.`,
+              { file: path, tensor: name },
+            );
           }
           owner.set(name, file);
         }
@@ -113,7 +124,11 @@ export class Checkpoint {
   async readFloat32(name: string): Promise<Float32Array> {
     const info = this.info(name);
     if (!FLOAT_DTYPES.has(info.dtype)) {
-      fail('UNSUPPORTED_CONVERSION', `expected a float tensor (F64, F32, F16, BF16) to read as float32, found ${info.dtype}; use read() for integer tensors.`, { file: info.file, tensor: name });
+      fail(
+        'UNSUPPORTED_CONVERSION',
+        `expected a float tensor (F64, F32, F16, BF16) to read as float32, found ${info.dtype}; use read() for integer tensors.`,
+        { file: info.file, tensor: name },
+      );
     }
     return toFloat32(await this.read(name));
   }
@@ -125,7 +140,11 @@ export class Checkpoint {
   #fileOf(name: string): SafetensorsFile {
     const file = this.#owner.get(name);
     if (file === undefined) {
-      fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this checkpoint. ${describeNearest(name, this.#owner.keys())}`, { file: this.path, tensor: name });
+      fail(
+        'TENSOR_NOT_FOUND',
+        `expected a tensor of this name, found none in this checkpoint. ${describeNearest(name, this.#owner.keys())}`,
+        { file: this.path, tensor: name },
+      );
     }
     return file;
   }
@@ -136,7 +155,11 @@ async function findIndex(dir: string): Promise<string | undefined> {
   if (entries.includes(DEFAULT_INDEX)) return join(dir, DEFAULT_INDEX);
   const indexes = entries.filter((f) => f.endsWith('.safetensors.index.json')).sort();
   if (indexes.length > 1) {
-    fail('INDEX_AMBIGUOUS', `expected one *.safetensors.index.json, found ${indexes.length}: ${indexes.join(', ')}; open the one you mean directly.`, { file: dir });
+    fail(
+      'INDEX_AMBIGUOUS',
+      `expected one *.safetensors.index.json, found ${indexes.length}: ${indexes.join(', ')}; open the one you mean directly.`,
+      { file: dir },
+    );
   }
   return indexes[0] === undefined ? undefined : join(dir, indexes[0]);
 }
@@ -148,15 +171,24 @@ async function readWeightMap(indexFile: string): Promise<Record<string, string>>
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') fail('FILE_NOT_FOUND', 'expected a safetensors index .json here, found nothing.', { file: indexFile, cause });
-    return fail('INDEX_NOT_JSON', `expected the index to be JSON with a "weight_map", found unparsable text (${(cause as Error).message}).`, { file: indexFile, cause });
+    return fail(
+      'INDEX_NOT_JSON',
+      `expected the index to be JSON with a "weight_map", found unparsable text (${(cause as Error).message}).`,
+      { file: indexFile, cause },
+    );
   }
   const weightMap = (json as { weight_map?: unknown } | null)?.weight_map;
   if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
-    return fail('INDEX_BAD_WEIGHT_MAP', `expected "weight_map" to be an object of tensor name -> shard file, found ${show(weightMap)}.`, { file: indexFile });
+    return fail('INDEX_BAD_WEIGHT_MAP', `expected "weight_map" to be an object of tensor name -> shard file, found ${show(weightMap)}.`, {
+      file: indexFile,
+    });
   }
   for (const [tensor, shard] of Object.entries(weightMap)) {
     if (typeof shard !== 'string' || shard === '' || shard.includes('\0')) {
-      fail('INDEX_BAD_WEIGHT_MAP', `expected "weight_map" to map tensor '${tensor}' to a shard file name, found ${show(shard)}.`, { file: indexFile, tensor });
+      fail('INDEX_BAD_WEIGHT_MAP', `expected "weight_map" to map tensor '${tensor}' to a shard file name, found ${show(shard)}.`, {
+        file: indexFile,
+        tensor,
+      });
     }
   }
   return weightMap as Record<string, string>;
@@ -165,7 +197,9 @@ async function readWeightMap(indexFile: string): Promise<Record<string, string>>
 /** The absolute shard path, refused if it leaves the model directory (by `..`, absolute path, or symlink). */
 async function resolveShard(indexFile: string, dir: string, shard: string): Promise<string> {
   const outside = (how: string): never =>
-    fail('SHARD_OUTSIDE_DIR', `the index names shard '${shard}', which ${how}; expected a file inside the model directory ${dir}.`, { file: indexFile });
+    fail('SHARD_OUTSIDE_DIR', `the index names shard '${shard}', which ${how}; expected a file inside the model directory ${dir}.`, {
+      file: indexFile,
+    });
   if (isAbsolute(shard)) outside('is an absolute path');
   const path = resolve(dir, shard);
   if (!isInside(dir, path)) outside('points outside it');

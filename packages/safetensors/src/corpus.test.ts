@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsError, SafetensorsFile, type SafetensorsErrorCode } from './index.js';
+import { SafetensorsError, type SafetensorsErrorCode, SafetensorsFile } from './index.js';
 import { rawFile, rejection, tempDir } from './test-utils/files.js';
 
 const f32 = (shape: number[], begin: number, end: number) => ({ dtype: 'F32', shape, data_offsets: [begin, end] });

@@ -20,15 +20,7 @@ export const DTYPE_SIZE: Record<DType, number> = {
   BOOL: 1,
 };
 
-export type TensorData =
-  | Float64Array
-  | Float32Array
-  | Uint16Array
-  | BigInt64Array
-  | Int32Array
-  | Int16Array
-  | Int8Array
-  | Uint8Array;
+export type TensorData = Float64Array | Float32Array | Uint16Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
 
 export interface Tensor {
   dtype: DType;
@@ -55,7 +47,16 @@ export function isDType(x: unknown): x is DType {
 
 /** Dtypes the safetensors format defines that this package does not read (yet). */
 export const UNSUPPORTED_DTYPES: readonly string[] = [
-  'U16', 'U32', 'U64', 'C64', 'F8_E5M2', 'F8_E4M3', 'F8_E8M0', 'F6_E2M3', 'F6_E3M2', 'F4',
+  'U16',
+  'U32',
+  'U64',
+  'C64',
+  'F8_E5M2',
+  'F8_E4M3',
+  'F8_E8M0',
+  'F6_E2M3',
+  'F6_E3M2',
+  'F4',
 ];
 
 /**

@@ -73,11 +73,7 @@ export class SafetensorsError extends Error {
 }
 
 /** Throws a SafetensorsError whose message starts with the file (and tensor). */
-export function fail(
-  code: SafetensorsErrorCode,
-  what: string,
-  details: SafetensorsErrorDetails = {},
-): never {
+export function fail(code: SafetensorsErrorCode, what: string, details: SafetensorsErrorDetails = {}): never {
   const where = [details.file, details.tensor === undefined ? undefined : `tensor '${details.tensor}'`]
     .filter((s) => s !== undefined)
     .join(': ');

@@ -4,16 +4,9 @@
  * file handle into a buffer of exactly the tensor's byte length. A fresh
  * buffer is always aligned, so tensors at odd offsets need no special case.
  */
-import { open, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import {
-  DTYPE_SIZE,
-  HOST_IS_LITTLE_ENDIAN,
-  swapBytesInPlace,
-  viewAs,
-  type Tensor,
-  type TensorInfo,
-} from './dtype.js';
+import { DTYPE_SIZE, HOST_IS_LITTLE_ENDIAN, swapBytesInPlace, type Tensor, type TensorInfo, viewAs } from './dtype.js';
 import { fail } from './errors.js';
 import { checkHeaderLength, parseHeader } from './header.js';
 import { describeNearest } from './nearest.js';
@@ -76,14 +69,18 @@ export class SafetensorsFile {
   info(name: string): TensorInfo {
     const info = this.#infos.get(name);
     if (info === undefined) {
-      fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this file. ${describeNearest(name, this.#infos.keys())}`, { file: this.path, tensor: name });
+      fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this file. ${describeNearest(name, this.#infos.keys())}`, {
+        file: this.path,
+        tensor: name,
+      });
     }
     return { ...info, shape: [...info.shape] };
   }
 
   async read(name: string): Promise<Tensor> {
     const info = this.info(name);
-    if (this.#handle === null) fail('FILE_CLOSED', 'expected an open file, found it closed; open it again to read.', { file: this.path, tensor: name });
+    if (this.#handle === null)
+      fail('FILE_CLOSED', 'expected an open file, found it closed; open it again to read.', { file: this.path, tensor: name });
     const buffer = allocate(info);
     const bytes = new Uint8Array(buffer);
     await readInto(this.#handle, bytes, info);
@@ -113,7 +110,11 @@ function allocate(info: TensorInfo): ArrayBuffer {
   try {
     return new ArrayBuffer(info.byteLength);
   } catch (cause) {
-    return fail('TENSOR_TOO_LARGE', `expected to allocate ${info.byteLength} bytes for this tensor in one buffer, found the runtime refuses (${(cause as Error).message}).`, { file: info.file, tensor: info.name, cause });
+    return fail(
+      'TENSOR_TOO_LARGE',
+      `expected to allocate ${info.byteLength} bytes for this tensor in one buffer, found the runtime refuses (${(cause as Error).message}).`,
+      { file: info.file, tensor: info.name, cause },
+    );
   }
 }
 
@@ -131,10 +132,18 @@ async function readInto(handle: FileHandle, bytes: Uint8Array, at: { file: strin
     try {
       ({ bytesRead } = await handle.read(bytes, done, want, at.byteOffset + done));
     } catch (cause) {
-      return fail('IO_ERROR', `read of ${want} bytes at offset ${at.byteOffset + done} failed: ${(cause as Error).message}.`, { file: at.file, tensor: at.name, cause });
+      return fail('IO_ERROR', `read of ${want} bytes at offset ${at.byteOffset + done} failed: ${(cause as Error).message}.`, {
+        file: at.file,
+        tensor: at.name,
+        cause,
+      });
     }
     if (bytesRead === 0) {
-      fail('SHORT_READ', `expected ${bytes.length} bytes at offset ${at.byteOffset}, found end of file after ${done}; the file changed since it was opened.`, { file: at.file, tensor: at.name });
+      fail(
+        'SHORT_READ',
+        `expected ${bytes.length} bytes at offset ${at.byteOffset}, found end of file after ${done}; the file changed since it was opened.`,
+        { file: at.file, tensor: at.name },
+      );
     }
     done += bytesRead;
   }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, toFloat32 } from './index.js';
 import { SafetensorsError } from './errors.js';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, toFloat32 } from './index.js';
 
 const all16 = Uint16Array.from({ length: 65536 }, (_, i) => i);
 const isNaN16 = (h: number) => (h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0;
@@ -72,14 +72,19 @@ describe('f16 <-> f32', () => {
       [1 + 3 * 2 ** -11, 0x3c02],
     ];
     const got = f32ToF16(f32(...cases.map(([v]) => v)));
-    cases.forEach(([v, want], i) => expect(got[i], `${v}`).toBe(want));
+    cases.forEach(([v, want], i) => {
+      expect(got[i], `${v}`).toBe(want);
+    });
     const nan = f32ToF16(u32(0x7fc00000, 0xffc00000, 0x7f800001, 0x7fa12345));
     expect([...nan]).toEqual([0x7e00, 0xfe00, 0x7e00, 0x7f09]); // torch 2.13 gives these bits too
   });
 
   it('round-trips random f32 values within half an f16 ulp', () => {
     let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
     const x = Float32Array.from({ length: 10000 }, () => (rand() - 0.5) * 2 ** Math.floor(rand() * 30 - 14));
     const back = f16ToF32(f32ToF16(x));
     for (let i = 0; i < x.length; i++) {

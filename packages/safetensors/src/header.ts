@@ -6,7 +6,7 @@
  * string->string map. Checks follow the Rust library (safetensors 0.8
  * `Metadata::validate`), with one distinct error code per kind of defect.
  */
-import { DTYPE_SIZE, DTYPES, UNSUPPORTED_DTYPES, elementCount, isDType, type DType } from './dtype.js';
+import { DTYPE_SIZE, DTYPES, type DType, elementCount, isDType, UNSUPPORTED_DTYPES } from './dtype.js';
 import { fail, show } from './errors.js';
 
 /** Same cap as the Rust library's MAX_HEADER_SIZE: a bigger header is not a real checkpoint. */
@@ -32,11 +32,19 @@ export function checkHeaderLength(file: string, prefix: Uint8Array, fileSize: nu
   }
   const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
   if (n > BigInt(MAX_HEADER_SIZE)) {
-    fail('HEADER_TOO_LARGE', `the header length prefix says ${n} bytes, expected at most ${MAX_HEADER_SIZE}; the file is not safetensors or is corrupt.`, { file });
+    fail(
+      'HEADER_TOO_LARGE',
+      `the header length prefix says ${n} bytes, expected at most ${MAX_HEADER_SIZE}; the file is not safetensors or is corrupt.`,
+      { file },
+    );
   }
   const headerLength = Number(n);
   if (8 + headerLength > fileSize) {
-    fail('HEADER_PAST_EOF', `expected the ${headerLength}-byte header its length prefix announces, found only ${fileSize - 8} bytes after the prefix; the file is truncated or not safetensors.`, { file });
+    fail(
+      'HEADER_PAST_EOF',
+      `expected the ${headerLength}-byte header its length prefix announces, found only ${fileSize - 8} bytes after the prefix; the file is truncated or not safetensors.`,
+      { file },
+    );
   }
   return headerLength;
 }
@@ -53,7 +61,10 @@ export function parseHeader(file: string, bytes: Uint8Array, dataLength: number)
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    return fail('HEADER_NOT_JSON', `expected the header to be JSON, found ${show(text.slice(0, 60))} (${(cause as Error).message}).`, { file, cause });
+    return fail('HEADER_NOT_JSON', `expected the header to be JSON, found ${show(text.slice(0, 60))} (${(cause as Error).message}).`, {
+      file,
+      cause,
+    });
   }
   if (!isPlainObject(json)) {
     return fail('HEADER_NOT_OBJECT', `expected the header to be a JSON object of tensors, found ${show(json)}.`, { file });
@@ -99,7 +110,11 @@ function checkEntry(file: string, tensor: string, value: unknown, dataLength: nu
   const { dtype, shape, data_offsets: offsets } = value;
   if (!isDType(dtype)) {
     if (typeof dtype === 'string' && UNSUPPORTED_DTYPES.includes(dtype)) {
-      fail('UNSUPPORTED_DTYPE', `expected dtype to be one of ${DTYPES.join(', ')}, found ${dtype}, a safetensors dtype this package does not read yet.`, where);
+      fail(
+        'UNSUPPORTED_DTYPE',
+        `expected dtype to be one of ${DTYPES.join(', ')}, found ${dtype}, a safetensors dtype this package does not read yet.`,
+        where,
+      );
     }
     fail('UNKNOWN_DTYPE', `expected dtype to be one of ${DTYPES.join(', ')}, found ${show(dtype)}.`, where);
   }
@@ -118,10 +133,18 @@ function checkEntry(file: string, tensor: string, value: unknown, dataLength: nu
   const [begin, end] = offsets as [number, number];
   const expected = count * DTYPE_SIZE[dtype];
   if (end - begin !== expected) {
-    fail('SIZE_MISMATCH', `expected data_offsets to span ${expected} bytes (shape ${show(shape)} of ${dtype}), found [${begin}, ${end}], which span ${end - begin}.`, where);
+    fail(
+      'SIZE_MISMATCH',
+      `expected data_offsets to span ${expected} bytes (shape ${show(shape)} of ${dtype}), found [${begin}, ${end}], which span ${end - begin}.`,
+      where,
+    );
   }
   if (end > dataLength) {
-    fail('OFFSET_OUT_OF_RANGE', `expected data_offsets within the ${dataLength}-byte data section, found [${begin}, ${end}]; the file may be truncated.`, where);
+    fail(
+      'OFFSET_OUT_OF_RANGE',
+      `expected data_offsets within the ${dataLength}-byte data section, found [${begin}, ${end}]; the file may be truncated.`,
+      where,
+    );
   }
   return { dtype, shape: shape as number[], begin, end };
 }
@@ -137,15 +160,27 @@ function checkCoverage(file: string, entries: Map<string, HeaderEntry>, dataLeng
   let previous: string | undefined;
   for (const [name, e] of sorted) {
     if (e.begin < cursor) {
-      fail('OVERLAPPING_TENSORS', `data_offsets [${e.begin}, ${e.end}] overlap tensor '${previous}', which ends at ${cursor}; expected each tensor to start where the previous one ends.`, { file, tensor: name });
+      fail(
+        'OVERLAPPING_TENSORS',
+        `data_offsets [${e.begin}, ${e.end}] overlap tensor '${previous}', which ends at ${cursor}; expected each tensor to start where the previous one ends.`,
+        { file, tensor: name },
+      );
     }
     if (e.begin > cursor) {
-      fail('DATA_GAP', `data_offsets [${e.begin}, ${e.end}] leave bytes ${cursor}..${e.begin} of the data section unused; expected it to start at ${cursor}, where ${previous === undefined ? 'the data section begins' : `tensor '${previous}' ends`}.`, { file, tensor: name });
+      fail(
+        'DATA_GAP',
+        `data_offsets [${e.begin}, ${e.end}] leave bytes ${cursor}..${e.begin} of the data section unused; expected it to start at ${cursor}, where ${previous === undefined ? 'the data section begins' : `tensor '${previous}' ends`}.`,
+        { file, tensor: name },
+      );
     }
     cursor = e.end;
     previous = name;
   }
   if (cursor !== dataLength) {
-    fail('TRAILING_BYTES', `the tensors end at byte ${cursor} of the data section, but it holds ${dataLength} bytes; expected no bytes after the last tensor.`, { file });
+    fail(
+      'TRAILING_BYTES',
+      `the tensors end at byte ${cursor} of the data section, but it holds ${dataLength} bytes; expected no bytes after the last tensor.`,
+      { file },
+    );
   }
 }

@@ -14,8 +14,16 @@ const sidecar = JSON.parse(readFileSync(new URL('./__fixtures__/python-written.j
   tensors: Record<string, { dtype: string; shape: number[]; values: unknown[]; bits?: number[] }>;
 };
 const TORCH_DTYPE: Record<string, string> = {
-  float64: 'F64', float32: 'F32', float16: 'F16', bfloat16: 'BF16', int64: 'I64',
-  int32: 'I32', int16: 'I16', int8: 'I8', uint8: 'U8', bool: 'BOOL',
+  float64: 'F64',
+  float32: 'F32',
+  float16: 'F16',
+  bfloat16: 'BF16',
+  int64: 'I64',
+  int32: 'I32',
+  int16: 'I16',
+  int8: 'I8',
+  uint8: 'U8',
+  bool: 'BOOL',
 };
 const parseFloatRepr = (s: string) => (s === 'nan' ? NaN : s === 'inf' ? Infinity : s === '-inf' ? -Infinity : Number(s));
 /** Object.is, but any NaN equals any NaN. */
@@ -44,7 +52,9 @@ describe('a file written by Python safetensors 0.8', () => {
         const got = [...(t.data as Float64Array | Float32Array)];
         const exp = (want.values as string[]).map(parseFloatRepr);
         expect(got.length).toBe(exp.length);
-        got.forEach((v, i) => expect(same(v, exp[i]!), `${name}[${i}] = ${v}, expected ${exp[i]}`).toBe(true));
+        got.forEach((v, i) => {
+          expect(same(v, exp[i]!), `${name}[${i}] = ${v}, expected ${exp[i]}`).toBe(true);
+        });
         break;
       }
       case 'F16':
@@ -56,7 +66,9 @@ describe('a file written by Python safetensors 0.8', () => {
           return x;
         });
         const exp = (want.values as string[]).map(parseFloatRepr);
-        [...f32].forEach((v, i) => expect(same(v, exp[i]!), `${name}[${i}] = ${v}, expected ${exp[i]}`).toBe(true));
+        [...f32].forEach((v, i) => {
+          expect(same(v, exp[i]!), `${name}[${i}] = ${v}, expected ${exp[i]}`).toBe(true);
+        });
         break;
       }
       case 'I64':

@@ -1,15 +1,8 @@
 import { existsSync } from 'node:fs';
-import { readFile, readdir, truncate, writeFile } from 'node:fs/promises';
+import { readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  DTYPE_SIZE,
-  SafetensorsFile,
-  serializeSafetensors,
-  writeSafetensors,
-  type DType,
-  type Tensor,
-} from './index.js';
+import { DTYPE_SIZE, type DType, SafetensorsFile, serializeSafetensors, type Tensor, writeSafetensors } from './index.js';
 import { rawFile, rejection, tempDir } from './test-utils/files.js';
 
 /** One tensor of each dtype, with values that exercise the range of the type. */
@@ -116,14 +109,22 @@ describe('write then read', () => {
     const info = f.info('w');
     const bytes = await readFile(path);
     expect(info).toEqual({ name: 'w', dtype: 'F32', shape: [2], file: path, byteOffset: bytes.length - 8, byteLength: 8 });
-    expect(new Float32Array(bytes.buffer.slice(bytes.byteOffset + info.byteOffset, bytes.byteOffset + info.byteOffset + 8))).toEqual(new Float32Array([1, 2]));
+    expect(new Float32Array(bytes.buffer.slice(bytes.byteOffset + info.byteOffset, bytes.byteOffset + info.byteOffset + 8))).toEqual(
+      new Float32Array([1, 2]),
+    );
     await f.close();
   });
 
   it('lists the 3 nearest names when a tensor is missing', async () => {
     const path = join(dir, 'names.safetensors');
     const t = (): Tensor => ({ dtype: 'U8', shape: [1], data: new Uint8Array(1) });
-    await writeSafetensors(path, { 'layers.0.q.weight': t(), 'layers.0.k.weight': t(), 'layers.1.q.weight': t(), 'norm.weight': t(), 'embed.weight': t() });
+    await writeSafetensors(path, {
+      'layers.0.q.weight': t(),
+      'layers.0.k.weight': t(),
+      'layers.1.q.weight': t(),
+      'norm.weight': t(),
+      'embed.weight': t(),
+    });
     const f = await SafetensorsFile.open(path);
     const err = await rejection(f.read('layers.0.v.weight'));
     expect(err.code).toBe('TENSOR_NOT_FOUND');

@@ -9,17 +9,18 @@
  *   Python's order there follows a hash map, so only one key matches exactly);
  * - header JSON padded with spaces to a multiple of 8 bytes.
  */
-import { open, rename, rm, type FileHandle } from 'node:fs/promises';
+
 import { randomBytes } from 'node:crypto';
+import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import {
+  arrayNameOf,
   DTYPE_SIZE,
   DTYPE_WRITE_ORDER,
   DTYPES,
-  HOST_IS_LITTLE_ENDIAN,
-  arrayNameOf,
   dataMatches,
   elementCount,
+  HOST_IS_LITTLE_ENDIAN,
   isDType,
   swapBytesInPlace,
   type Tensor,
@@ -32,7 +33,11 @@ interface Planned {
 }
 
 /** Validates the tensors and lays out the header; throws SafetensorsError on bad input. */
-function plan(tensors: Record<string, Tensor>, metadata: Record<string, string> | undefined, file?: string): { header: Uint8Array; parts: Planned[] } {
+function plan(
+  tensors: Record<string, Tensor>,
+  metadata: Record<string, string> | undefined,
+  file?: string,
+): { header: Uint8Array; parts: Planned[] } {
   const order = (t: Tensor) => DTYPE_WRITE_ORDER.indexOf(t.dtype);
   const entries = Object.entries(tensors);
   for (const [name, t] of entries) checkTensor(name, t, file);
@@ -43,7 +48,8 @@ function plan(tensors: Record<string, Tensor>, metadata: Record<string, string> 
     const sorted: Record<string, string> = {};
     for (const key of Object.keys(metadata).sort()) {
       const value = metadata[key];
-      if (typeof value !== 'string') fail('BAD_METADATA', `expected metadata value for key '${key}' to be a string, found ${show(value)}.`, { file });
+      if (typeof value !== 'string')
+        fail('BAD_METADATA', `expected metadata value for key '${key}' to be a string, found ${show(value)}.`, { file });
       sorted[key] = value;
     }
     header['__metadata__'] = sorted;

@@ -21,7 +21,15 @@ import { randomWeights } from '../src/test-utils/random-weights.js';
 
 const depth = Number(process.env.VLMKIT_BENCH_DEPTH ?? 2);
 const config = ErnieVisionConfig.fromHfConfig({
-  vision_config: { depth, hidden_size: 1280, num_heads: 16, intermediate_size: 5120, patch_size: 14, in_channels: 3, spatial_merge_size: 2 },
+  vision_config: {
+    depth,
+    hidden_size: 1280,
+    num_heads: 16,
+    intermediate_size: 5120,
+    patch_size: 14,
+    in_channels: 3,
+    spatial_merge_size: 2,
+  },
 });
 const { weights } = randomWeights(expectedErnieVisionParameters(config), 1);
 

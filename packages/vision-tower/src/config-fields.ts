@@ -35,6 +35,7 @@ export function optionalPositiveNumber(cfg: Json, key: string, where: string): n
 export function squarePatch(cfg: Json, key: string, where: string): number {
   const v = cfg[key];
   if (Array.isArray(v) && v.length === 2 && v[0] === v[1]) return positiveInt({ [key]: v[0] }, key, where);
-  if (Array.isArray(v)) throw new VisionTowerError('INVALID_CONFIG', `${where}.${key}: expected square patches, found ${JSON.stringify(v)}.`);
+  if (Array.isArray(v))
+    throw new VisionTowerError('INVALID_CONFIG', `${where}.${key}: expected square patches, found ${JSON.stringify(v)}.`);
   return positiveInt(cfg, key, where);
 }

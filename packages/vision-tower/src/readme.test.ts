@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { Weights, serializeModel, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { serializeModel, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import ort from 'onnxruntime-node';
 import { expect, it } from 'vitest';
-import { ErnieVisionConfig, buildErnieVisionTowerModel, ernieVisionInputs } from './index.js';
+import { buildErnieVisionTowerModel, ErnieVisionConfig, ernieVisionInputs } from './index.js';
 import { FIXTURES, loadCase } from './test-utils/fixtures.js';
 import { relMaxError } from './test-utils/ort.js';
 
@@ -25,12 +25,23 @@ it('README example runs and reproduces HF on the images fixture', async () => {
   const ckpt = await Checkpoint.open(dir);
   const prefix = 'model.vision_model.';
   const weights = Weights.from(
-    new Map(ckpt.names().filter((n) => n.startsWith(prefix)).map((n) => [n.slice(prefix.length), tensorFromSafetensors(ckpt.info(n))])),
+    new Map(
+      ckpt
+        .names()
+        .filter((n) => n.startsWith(prefix))
+        .map((n) => [n.slice(prefix.length), tensorFromSafetensors(ckpt.info(n))]),
+    ),
   );
   const { bytes, externalData } = await serializeModel(buildErnieVisionTowerModel(weights, config));
   const session = await ort.InferenceSession.create(bytes, { externalData });
 
-  const x = ernieVisionInputs([[1, 4, 6], [1, 6, 4]], config);
+  const x = ernieVisionInputs(
+    [
+      [1, 4, 6],
+      [1, 6, 4],
+    ],
+    config,
+  );
   const t = await loadCase('ernie-tiny', 'images');
   const pixelValues = t.get('pixel_values')!.data as Float32Array;
   const { vision_hidden } = await session.run({

@@ -58,16 +58,19 @@ export function ernie45VlConfigFromHf(json: unknown): Ernie45VlMapperConfig {
   const experts = pair(t, 'moe_num_experts', tp, 0);
   const moeIntermediate = pair(t, 'moe_intermediate_size', tp, 0);
   const mlp = hf ? hfLayerTypes(t, layers, tp) : baiduLayerTypes(t, layers, experts);
-  if (mlp.some((m) => m.kind === 'moe') && (experts[0] <= 0 || experts[1] <= 0)) bad(`${tp}moe_num_experts must be positive for MoE layers, found ${JSON.stringify(t['moe_num_experts'])}`);
+  if (mlp.some((m) => m.kind === 'moe') && (experts[0] <= 0 || experts[1] <= 0))
+    bad(`${tp}moe_num_experts must be positive for MoE layers, found ${JSON.stringify(t['moe_num_experts'])}`);
 
   const vHidden = hf ? int(v, 'hidden_size', 'vision_config.') : int(v, 'embed_dim', 'vision_config.');
-  const vIntermediate = hf
-    ? int(v, 'intermediate_size', 'vision_config.')
-    : Math.round(vHidden * num(v, 'mlp_ratio', 'vision_config.'));
-  const spatialMerge = hf ? int(v, 'spatial_merge_size', 'vision_config.', 2) : int(root, 'spatial_conv_size', '', int(v, 'spatial_merge_size', 'vision_config.', 2));
+  const vIntermediate = hf ? int(v, 'intermediate_size', 'vision_config.') : Math.round(vHidden * num(v, 'mlp_ratio', 'vision_config.'));
+  const spatialMerge = hf
+    ? int(v, 'spatial_merge_size', 'vision_config.', 2)
+    : int(root, 'spatial_conv_size', '', int(v, 'spatial_merge_size', 'vision_config.', 2));
   const temporalMerge = hf ? int(v, 'temporal_merge_size', 'vision_config.', 2) : int(root, 'temporal_conv_size', '', 2);
   if (!hf && root['pixel_hidden_size'] !== undefined && int(root, 'pixel_hidden_size', '') !== vHidden) {
-    bad(`pixel_hidden_size ${String(root['pixel_hidden_size'])} differs from vision_config.embed_dim ${vHidden}; the resampler takes the tower's output`);
+    bad(
+      `pixel_hidden_size ${String(root['pixel_hidden_size'])} differs from vision_config.embed_dim ${vHidden}; the resampler takes the tower's output`,
+    );
   }
   return {
     text: {
@@ -130,7 +133,8 @@ function bad(msg: string): never {
 }
 
 function obj(x: unknown, what: string): Json {
-  if (typeof x !== 'object' || x === null || Array.isArray(x)) bad(`expected ${what} to be an object, found ${JSON.stringify(x) ?? 'nothing'}`);
+  if (typeof x !== 'object' || x === null || Array.isArray(x))
+    bad(`expected ${what} to be an object, found ${JSON.stringify(x) ?? 'nothing'}`);
   return x as Json;
 }
 

@@ -11,11 +11,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import type { Weights } from '@vlmkit/onnx-graph';
+import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ernie45VlConfigFromHf } from './ernie45-vl-config.js';
 import { mapErnie45VL } from './ernie45-vl.js';
+import { ernie45VlConfigFromHf } from './ernie45-vl-config.js';
 import { MappingError } from './errors.js';
 import { refBytes, tempDir } from './test-utils/temp.js';
 
@@ -28,43 +28,66 @@ function expectedShapes(): Record<'vision' | 'resampler' | 'decoder', Record<str
   for (const b of [0, 1]) {
     for (const n of ['norm1', 'norm2']) Object.assign(vision, { [`blocks.${b}.${n}.weight`]: [32], [`blocks.${b}.${n}.bias`]: [32] });
     Object.assign(vision, {
-      [`blocks.${b}.attn.qkv.weight`]: [96, 32], [`blocks.${b}.attn.qkv.bias`]: [96],
-      [`blocks.${b}.attn.proj.weight`]: [32, 32], [`blocks.${b}.attn.proj.bias`]: [32],
-      [`blocks.${b}.mlp.fc1.weight`]: [128, 32], [`blocks.${b}.mlp.fc1.bias`]: [128],
-      [`blocks.${b}.mlp.fc2.weight`]: [32, 128], [`blocks.${b}.mlp.fc2.bias`]: [32],
+      [`blocks.${b}.attn.qkv.weight`]: [96, 32],
+      [`blocks.${b}.attn.qkv.bias`]: [96],
+      [`blocks.${b}.attn.proj.weight`]: [32, 32],
+      [`blocks.${b}.attn.proj.bias`]: [32],
+      [`blocks.${b}.mlp.fc1.weight`]: [128, 32],
+      [`blocks.${b}.mlp.fc1.bias`]: [128],
+      [`blocks.${b}.mlp.fc2.weight`]: [32, 128],
+      [`blocks.${b}.mlp.fc2.bias`]: [32],
     });
   }
   const resampler: Record<string, number[]> = {
-    'spatial_linear1.weight': [128, 128], 'spatial_linear1.bias': [128],
-    'spatial_linear2.weight': [128, 128], 'spatial_linear2.bias': [128],
-    'spatial_norm.weight': [128], 'spatial_norm.bias': [128],
-    'temporal_linear1.weight': [128, 256], 'temporal_linear1.bias': [128],
-    'temporal_linear2.weight': [128, 128], 'temporal_linear2.bias': [128],
-    'temporal_norm.weight': [128], 'temporal_norm.bias': [128],
-    'mlp.weight': [64, 128], 'mlp.bias': [64], 'after_norm.weight': [64],
+    'spatial_linear1.weight': [128, 128],
+    'spatial_linear1.bias': [128],
+    'spatial_linear2.weight': [128, 128],
+    'spatial_linear2.bias': [128],
+    'spatial_norm.weight': [128],
+    'spatial_norm.bias': [128],
+    'temporal_linear1.weight': [128, 256],
+    'temporal_linear1.bias': [128],
+    'temporal_linear2.weight': [128, 128],
+    'temporal_linear2.bias': [128],
+    'temporal_norm.weight': [128],
+    'temporal_norm.bias': [128],
+    'mlp.weight': [64, 128],
+    'mlp.bias': [64],
+    'after_norm.weight': [64],
   };
   const decoder: Record<string, number[]> = { 'embed_tokens.weight': [256, 64], 'norm.weight': [64], 'lm_head.weight': [256, 64] };
   for (const i of [0, 1, 2, 3]) {
     const L = `layers.${i}.`;
     Object.assign(decoder, {
-      [`${L}input_layernorm.weight`]: [64], [`${L}post_attention_layernorm.weight`]: [64],
-      [`${L}self_attn.qkv_proj.weight`]: [(4 + 2 * 2) * 16, 64], [`${L}self_attn.o_proj.weight`]: [64, 64],
+      [`${L}input_layernorm.weight`]: [64],
+      [`${L}post_attention_layernorm.weight`]: [64],
+      [`${L}self_attn.qkv_proj.weight`]: [(4 + 2 * 2) * 16, 64],
+      [`${L}self_attn.o_proj.weight`]: [64, 64],
     });
     if (i === 0) {
       Object.assign(decoder, { [`${L}mlp.gate_up_proj.weight`]: [256, 64], [`${L}mlp.down_proj.weight`]: [64, 128] });
       continue;
     }
     Object.assign(decoder, {
-      [`${L}mlp.text_experts_gate.weight`]: [4, 64], [`${L}mlp.vision_experts_gate.weight`]: [4, 64],
-      [`${L}mlp.text_experts.e_score_correction_bias`]: [4], [`${L}mlp.vision_experts.e_score_correction_bias`]: [4],
-      [`${L}mlp.text_experts.w13_weight`]: [4, 128, 64], [`${L}mlp.text_experts.w2_weight`]: [4, 64, 64],
-      [`${L}mlp.vision_experts.w13_weight`]: [4, 64, 64], [`${L}mlp.vision_experts.w2_weight`]: [4, 64, 32],
-      [`${L}mlp.shared_experts.gate_up_proj.weight`]: [128, 64], [`${L}mlp.shared_experts.down_proj.weight`]: [64, 64],
+      [`${L}mlp.text_experts_gate.weight`]: [4, 64],
+      [`${L}mlp.vision_experts_gate.weight`]: [4, 64],
+      [`${L}mlp.text_experts.e_score_correction_bias`]: [4],
+      [`${L}mlp.vision_experts.e_score_correction_bias`]: [4],
+      [`${L}mlp.text_experts.w13_weight`]: [4, 128, 64],
+      [`${L}mlp.text_experts.w2_weight`]: [4, 64, 64],
+      [`${L}mlp.vision_experts.w13_weight`]: [4, 64, 64],
+      [`${L}mlp.vision_experts.w2_weight`]: [4, 64, 32],
+      [`${L}mlp.shared_experts.gate_up_proj.weight`]: [128, 64],
+      [`${L}mlp.shared_experts.down_proj.weight`]: [64, 64],
     });
-    for (const [m, I] of [['text', 64], ['vision', 32]] as const) {
+    for (const [m, I] of [
+      ['text', 64],
+      ['vision', 32],
+    ] as const) {
       for (const e of [0, 1, 2, 3]) {
         Object.assign(decoder, {
-          [`${L}mlp.${m}_experts.${e}.gate_proj.weight`]: [I, 64], [`${L}mlp.${m}_experts.${e}.up_proj.weight`]: [I, 64],
+          [`${L}mlp.${m}_experts.${e}.gate_proj.weight`]: [I, 64],
+          [`${L}mlp.${m}_experts.${e}.up_proj.weight`]: [I, 64],
           [`${L}mlp.${m}_experts.${e}.down_proj.weight`]: [64, I],
         });
       }
@@ -76,14 +99,20 @@ function expectedShapes(): Record<'vision' | 'resampler' | 'decoder', Record<str
 const bytesOf = (t: Tensor) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
 const cat = (...parts: Uint8Array[]) => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  parts.reduce((at, p) => {
+    out.set(p, at);
+    return at + p.length;
+  }, 0);
   return out;
 };
 
 /** Byte equality without vitest's element-by-element diff (slow on 10^5 elements); names the first differing byte. */
 function expectBytes(actual: Uint8Array, expected: Uint8Array, label: string): void {
   expect(actual.length, label).toBe(expected.length);
-  if (Buffer.from(actual.buffer, actual.byteOffset, actual.length).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.length))) return;
+  if (
+    Buffer.from(actual.buffer, actual.byteOffset, actual.length).equals(Buffer.from(expected.buffer, expected.byteOffset, expected.length))
+  )
+    return;
   const at = actual.findIndex((b, i) => b !== expected[i]);
   expect.fail(`${label}: first difference at byte ${at}: ${actual[at]} vs ${expected[at]}`);
 }
@@ -97,7 +126,10 @@ function transposeF32(t: Tensor): Uint8Array {
   return new Uint8Array(out.buffer);
 }
 
-for (const [fixture, weightDType] of [['ernie-tiny', 'float32'], ['ernie-tiny-bf16', 'bfloat16']] as const) {
+for (const [fixture, weightDType] of [
+  ['ernie-tiny', 'float32'],
+  ['ernie-tiny-bf16', 'bfloat16'],
+] as const) {
   describe(`mapErnie45VL on test-fixtures/${fixture}`, () => {
     let ckpt: Checkpoint;
     let mapped: Awaited<ReturnType<typeof mapErnie45VL>>;
@@ -136,11 +168,24 @@ for (const [fixture, weightDType] of [['ernie-tiny', 'float32'], ['ernie-tiny-bf
       const info = ckpt.info('model.embed_tokens.weight');
       expect(embed).toMatchObject({ kind: 'file', path: info.file, byteOffset: info.byteOffset, byteLength: info.byteLength });
       expect(mapped.decoder.get('lm_head.weight')).toEqual(embed);
-      expect(mapped.vision.get('blocks.1.attn.qkv.weight')).toMatchObject({ kind: 'file', byteOffset: ckpt.info('model.vision_model.blocks.1.attn.qkv.weight').byteOffset });
-      expect(mapped.resampler.get('spatial_norm.weight')).toMatchObject({ kind: 'file', byteOffset: ckpt.info('model.resampler_model.spatial_linear.3.weight').byteOffset });
-      expect(mapped.report.parameters.filter((p) => p.transformed).map((p) => p.name).sort()).toEqual(
+      expect(mapped.vision.get('blocks.1.attn.qkv.weight')).toMatchObject({
+        kind: 'file',
+        byteOffset: ckpt.info('model.vision_model.blocks.1.attn.qkv.weight').byteOffset,
+      });
+      expect(mapped.resampler.get('spatial_norm.weight')).toMatchObject({
+        kind: 'file',
+        byteOffset: ckpt.info('model.resampler_model.spatial_linear.3.weight').byteOffset,
+      });
+      expect(
+        mapped.report.parameters
+          .filter((p) => p.transformed)
+          .map((p) => p.name)
+          .sort(),
+      ).toEqual(
         // Per-expert tensors (`text_experts.3.up_proj.weight`) are the checkpoint's own: referenced in place.
-        Object.keys(expectedShapes().decoder).filter((n) => /qkv_proj|gate_up_proj|_experts/.test(n) && !n.endsWith('down_proj.weight') && !/_experts\.\d+\./.test(n)).sort(),
+        Object.keys(expectedShapes().decoder)
+          .filter((n) => /qkv_proj|gate_up_proj|_experts/.test(n) && !n.endsWith('down_proj.weight') && !/_experts\.\d+\./.test(n))
+          .sort(),
       );
     });
 
@@ -151,23 +196,44 @@ for (const [fixture, weightDType] of [['ernie-tiny', 'float32'], ['ernie-tiny-bf
         const L = `model.layers.${i}.`;
         expectBytes(
           await refBytes(d.get(`layers.${i}.self_attn.qkv_proj.weight`)),
-          cat(await read(`${L}self_attn.q_proj.weight`), await read(`${L}self_attn.k_proj.weight`), await read(`${L}self_attn.v_proj.weight`)),
+          cat(
+            await read(`${L}self_attn.q_proj.weight`),
+            await read(`${L}self_attn.k_proj.weight`),
+            await read(`${L}self_attn.v_proj.weight`),
+          ),
           `layers.${i} qkv_proj`,
         );
         if (i === 0) {
-          expectBytes(await refBytes(d.get('layers.0.mlp.gate_up_proj.weight')), cat(await read(`${L}mlp.gate_proj.weight`), await read(`${L}mlp.up_proj.weight`)), 'layers.0 gate_up_proj');
+          expectBytes(
+            await refBytes(d.get('layers.0.mlp.gate_up_proj.weight')),
+            cat(await read(`${L}mlp.gate_proj.weight`), await read(`${L}mlp.up_proj.weight`)),
+            'layers.0 gate_up_proj',
+          );
           continue;
         }
         const M = `layers.${i}.mlp.`;
-        for (const [key, first, gate, row] of [['text', 0, 'gate.weight', 0], ['vision', 4, 'gate.weight_1', 1]] as const) {
+        for (const [key, first, gate, row] of [
+          ['text', 0, 'gate.weight', 0],
+          ['vision', 4, 'gate.weight_1', 1],
+        ] as const) {
           const experts = [0, 1, 2, 3].map((j) => `${L}mlp.experts.${first + j}.`);
-          const w13 = await Promise.all(experts.map(async (e) => cat(await read(`${e}gate_proj.weight`), await read(`${e}up_proj.weight`))));
+          const w13 = await Promise.all(
+            experts.map(async (e) => cat(await read(`${e}gate_proj.weight`), await read(`${e}up_proj.weight`))),
+          );
           expectBytes(await refBytes(d.get(`${M}${key}_experts.w13_weight`)), cat(...w13), `${M}${key} w13`);
           const w2 = await Promise.all(experts.map((e) => read(`${e}down_proj.weight`)));
           expectBytes(await refBytes(d.get(`${M}${key}_experts.w2_weight`)), cat(...w2), `${M}${key} w2`);
-          expectBytes(await refBytes(d.get(`${M}${key}_experts_gate.weight`)), transposeF32(await ckpt.read(`${L}mlp.${gate}`)), `${M}${key}_experts_gate`);
+          expectBytes(
+            await refBytes(d.get(`${M}${key}_experts_gate.weight`)),
+            transposeF32(await ckpt.read(`${L}mlp.${gate}`)),
+            `${M}${key}_experts_gate`,
+          );
           const bias = await read(`${L}mlp.moe_statics.e_score_correction_bias`);
-          expectBytes(await refBytes(d.get(`${M}${key}_experts.e_score_correction_bias`)), bias.subarray(row * 16, row * 16 + 16), `${M}${key} e_score_correction_bias`);
+          expectBytes(
+            await refBytes(d.get(`${M}${key}_experts.e_score_correction_bias`)),
+            bias.subarray(row * 16, row * 16 + 16),
+            `${M}${key} e_score_correction_bias`,
+          );
         }
         expectBytes(
           await refBytes(d.get(`${M}shared_experts.gate_up_proj.weight`)),
@@ -219,9 +285,14 @@ describe('mapErnie45VL errors and other layouts', () => {
     expect(err).toBeInstanceOf(MappingError);
     const e = err as MappingError;
     expect(e.code).toBe('MISSING_TENSOR');
-    expect(e.message).toContain("decoder parameter 'layers.2.mlp.vision_experts.w13_weight' needs 'model.layers.2.mlp.experts.6.up_proj.weight'");
+    expect(e.message).toContain(
+      "decoder parameter 'layers.2.mlp.vision_experts.w13_weight' needs 'model.layers.2.mlp.experts.6.up_proj.weight'",
+    );
     // The stacked tensor and the expert's own (hub expert 6 = vision expert 2) both need it.
-    expect(e.report!.missing.map((m) => m.name).sort()).toEqual(['layers.2.mlp.vision_experts.2.up_proj.weight', 'layers.2.mlp.vision_experts.w13_weight']);
+    expect(e.report!.missing.map((m) => m.name).sort()).toEqual([
+      'layers.2.mlp.vision_experts.2.up_proj.weight',
+      'layers.2.mlp.vision_experts.w13_weight',
+    ]);
     expect(e.report!.missing[0]!.nearest).toEqual([
       'model.layers.1.mlp.experts.6.up_proj.weight',
       'model.layers.2.mlp.experts.0.up_proj.weight',
@@ -234,10 +305,15 @@ describe('mapErnie45VL errors and other layouts', () => {
   it('a shape that disagrees with config.json is SHAPE_MISMATCH naming the file and tensor', async () => {
     const ckpt = await Checkpoint.open(join(fixtures, 'ernie-tiny'));
     const config = configOf('ernie-tiny');
-    const err = (await mapErnie45VL(ckpt, { ...config, text_config: { ...(config['text_config'] as object), intermediate_size: 96 } }).catch((e: unknown) => e)) as MappingError;
+    const err = (await mapErnie45VL(ckpt, {
+      ...config,
+      text_config: { ...(config['text_config'] as object), intermediate_size: 96 },
+    }).catch((e: unknown) => e)) as MappingError;
     expect(err).toBeInstanceOf(MappingError);
     expect(err.code).toBe('SHAPE_MISMATCH');
-    expect(err.message).toContain("decoder parameter 'layers.0.mlp.gate_up_proj.weight': expected [192, 64] (from the config), found concat of 'model.layers.0.mlp.gate_proj.weight' (model.safetensors)");
+    expect(err.message).toContain(
+      "decoder parameter 'layers.0.mlp.gate_up_proj.weight': expected [192, 64] (from the config), found concat of 'model.layers.0.mlp.gate_proj.weight' (model.safetensors)",
+    );
     expect(err.message).toContain(join(fixtures, 'ernie-tiny', 'model.safetensors'));
     expect(err.report!.mismatched.map((m) => m.name)).toEqual(['layers.0.mlp.gate_up_proj.weight', 'layers.0.mlp.down_proj.weight']);
     await ckpt.close();
@@ -254,17 +330,47 @@ describe('mapErnie45VL errors and other layouts', () => {
     });
     // Baidu's flat config (the 28B's keys), sized like the tiny model.
     const baidu = {
-      hidden_size: 64, intermediate_size: 128, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16,
-      vocab_size: 256, tie_word_embeddings: true, use_bias: false, moe_num_experts: [4, 4], moe_intermediate_size: [64, 32],
-      moe_num_shared_experts: 1, moe_layer_start_index: 1, moe_layer_end_index: [3, 3], moe_layer_interval: 1, moe_k: 2,
-      pixel_hidden_size: 32, spatial_conv_size: 2, temporal_conv_size: 2,
-      vision_config: { depth: 2, embed_dim: 32, hidden_size: 32, mlp_ratio: 4, num_heads: 2, patch_size: 14, in_channels: 3, spatial_merge_size: 2 },
+      hidden_size: 64,
+      intermediate_size: 128,
+      num_hidden_layers: 4,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 16,
+      vocab_size: 256,
+      tie_word_embeddings: true,
+      use_bias: false,
+      moe_num_experts: [4, 4],
+      moe_intermediate_size: [64, 32],
+      moe_num_shared_experts: 1,
+      moe_layer_start_index: 1,
+      moe_layer_end_index: [3, 3],
+      moe_layer_interval: 1,
+      moe_k: 2,
+      pixel_hidden_size: 32,
+      spatial_conv_size: 2,
+      temporal_conv_size: 2,
+      vision_config: {
+        depth: 2,
+        embed_dim: 32,
+        hidden_size: 32,
+        mlp_ratio: 4,
+        num_heads: 2,
+        patch_size: 14,
+        in_channels: 3,
+        spatial_merge_size: 2,
+      },
     };
     const mapped = await mapErnie45VL(ckpt, baidu, { strict: true });
-    expect([...mapped.report.ignored].sort()).toEqual(['lm_head.weight', 'model.mtp_block.0.input_layernorm.weight', 'model.mtp_linear_proj.0.weight']);
+    expect([...mapped.report.ignored].sort()).toEqual([
+      'lm_head.weight',
+      'model.mtp_block.0.input_layernorm.weight',
+      'model.mtp_linear_proj.0.weight',
+    ]);
     expect(mapped.report.unmapped).toEqual([]);
     expect(mapped.vision.names()).toEqual(Object.keys(expectedShapes().vision).sort());
-    expect(mapped.decoder.get('lm_head.weight').kind === 'file' && mapped.decoder.get('lm_head.weight')).toMatchObject({ byteOffset: ckpt.info('model.embed_tokens.weight').byteOffset });
+    expect(mapped.decoder.get('lm_head.weight').kind === 'file' && mapped.decoder.get('lm_head.weight')).toMatchObject({
+      byteOffset: ckpt.info('model.embed_tokens.weight').byteOffset,
+    });
     await ckpt.close();
   });
 
@@ -285,16 +391,38 @@ describe('mapErnie45VL errors and other layouts', () => {
 describe('ernie45VlConfigFromHf', () => {
   it('reads the HF 5.17 config of the fixture', () => {
     const c = ernie45VlConfigFromHf(configOf('ernie-tiny'));
-    expect(c.text).toMatchObject({ layers: 4, hidden: 64, heads: 4, kvHeads: 2, headDim: 16, experts: [4, 4], moeIntermediate: [64, 32], sharedExperts: 1, tieWordEmbeddings: true });
+    expect(c.text).toMatchObject({
+      layers: 4,
+      hidden: 64,
+      heads: 4,
+      kvHeads: 2,
+      headDim: 16,
+      experts: [4, 4],
+      moeIntermediate: [64, 32],
+      sharedExperts: 1,
+      tieWordEmbeddings: true,
+    });
     expect(c.text.mlp.map((m) => m.kind)).toEqual(['dense', 'moe', 'moe', 'moe']);
     expect(c.vision).toEqual({ depth: 2, hidden: 32, intermediate: 128, patchSize: 14, inChannels: 3, spatialMerge: 2, temporalMerge: 2 });
   });
 
   it("reads Baidu's 28B layer ranges as vLLM does (layer 0 dense, 1..27 MoE with both modalities)", () => {
     const c = ernie45VlConfigFromHf({
-      hidden_size: 2560, intermediate_size: 12288, num_hidden_layers: 28, num_attention_heads: 20, num_key_value_heads: 4, vocab_size: 103424,
-      moe_num_experts: [64, 64], moe_intermediate_size: [1536, 512], moe_num_shared_experts: 2, moe_layer_start_index: [1, 1],
-      moe_layer_end_index: [29, 28], moe_layer_interval: 1, pixel_hidden_size: 1280, spatial_conv_size: 2, temporal_conv_size: 2,
+      hidden_size: 2560,
+      intermediate_size: 12288,
+      num_hidden_layers: 28,
+      num_attention_heads: 20,
+      num_key_value_heads: 4,
+      vocab_size: 103424,
+      moe_num_experts: [64, 64],
+      moe_intermediate_size: [1536, 512],
+      moe_num_shared_experts: 2,
+      moe_layer_start_index: [1, 1],
+      moe_layer_end_index: [29, 28],
+      moe_layer_interval: 1,
+      pixel_hidden_size: 1280,
+      spatial_conv_size: 2,
+      temporal_conv_size: 2,
       vision_config: { depth: 32, embed_dim: 1280, hidden_size: 1280, mlp_ratio: 4, num_heads: 16, patch_size: 14, in_channels: 3 },
     });
     expect(c.text.headDim).toBe(128);
@@ -303,11 +431,22 @@ describe('ernie45VlConfigFromHf', () => {
     expect(c.vision.intermediate).toBe(5120);
     // Text experts only from layer 2: layer 1 is MoE with vision experts alone.
     const partial = ernie45VlConfigFromHf({
-      hidden_size: 8, intermediate_size: 16, num_hidden_layers: 3, num_attention_heads: 2, vocab_size: 10, moe_num_experts: 2,
-      moe_intermediate_size: 4, moe_layer_start_index: [2, 1], moe_layer_interval: 1,
+      hidden_size: 8,
+      intermediate_size: 16,
+      num_hidden_layers: 3,
+      num_attention_heads: 2,
+      vocab_size: 10,
+      moe_num_experts: 2,
+      moe_intermediate_size: 4,
+      moe_layer_start_index: [2, 1],
+      moe_layer_interval: 1,
       vision_config: { depth: 1, embed_dim: 4, mlp_ratio: 2 },
     });
-    expect(partial.text.mlp).toEqual([{ kind: 'dense' }, { kind: 'moe', text: false, vision: true }, { kind: 'moe', text: true, vision: true }]);
+    expect(partial.text.mlp).toEqual([
+      { kind: 'dense' },
+      { kind: 'moe', text: false, vision: true },
+      { kind: 'moe', text: true, vision: true },
+    ]);
   });
 
   it('refuses a bad config with CONFIG_INVALID and says which key', () => {

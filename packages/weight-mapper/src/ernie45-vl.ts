@@ -4,17 +4,20 @@
  * docs/parameter-names.md. vLLM: Ernie4_5_VLMoeForConditionalGeneration.hf_to_vllm_mapper
  * and Ernie4_5_VLMoeForCausalLM.load_weights; HF: conversion_mapping.py "ernie4_5_vl_moe".
  */
-import type { Checkpoint } from '@vlmkit/safetensors';
+
 import type { Weights } from '@vlmkit/onnx-graph';
+import type { Checkpoint } from '@vlmkit/safetensors';
 import { type Ernie45VlMapperConfig, ernie45VlConfigFromHf } from './ernie45-vl-config.js';
-import { type MapOptions, type MappingTable, type ParamSpec, mapCheckpoint } from './mapping.js';
+import { type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
 import type { MappingReport } from './report.js';
 import { prefix, regex, substring } from './rules.js';
 import { pack, range, row, stack, stackExperts, tensor, transpose } from './source.js';
 
 export type Ernie45VlComponent = 'vision' | 'resampler' | 'decoder';
 
-export function ernie45VlMapping(config: Ernie45VlMapperConfig): MappingTable & { components: Record<Ernie45VlComponent, readonly ParamSpec[]> } {
+export function ernie45VlMapping(
+  config: Ernie45VlMapperConfig,
+): MappingTable & { components: Record<Ernie45VlComponent, readonly ParamSpec[]> } {
   const tied = config.text.tieWordEmbeddings;
   return {
     name: 'ERNIE-4.5-VL',
@@ -60,11 +63,18 @@ function visionParams(c: Ernie45VlMapperConfig): ParamSpec[] {
   for (const b of range(0, c.vision.depth)) {
     const at = `blocks.${b}.`;
     entries.push(
-      [`${at}norm1.weight`, [d]], [`${at}norm1.bias`, [d]], [`${at}norm2.weight`, [d]], [`${at}norm2.bias`, [d]],
-      [`${at}attn.qkv.weight`, [3 * d, d]], [`${at}attn.qkv.bias`, [3 * d]],
-      [`${at}attn.proj.weight`, [d, d]], [`${at}attn.proj.bias`, [d]],
-      [`${at}mlp.fc1.weight`, [i, d]], [`${at}mlp.fc1.bias`, [i]],
-      [`${at}mlp.fc2.weight`, [d, i]], [`${at}mlp.fc2.bias`, [d]],
+      [`${at}norm1.weight`, [d]],
+      [`${at}norm1.bias`, [d]],
+      [`${at}norm2.weight`, [d]],
+      [`${at}norm2.bias`, [d]],
+      [`${at}attn.qkv.weight`, [3 * d, d]],
+      [`${at}attn.qkv.bias`, [3 * d]],
+      [`${at}attn.proj.weight`, [d, d]],
+      [`${at}attn.proj.bias`, [d]],
+      [`${at}mlp.fc1.weight`, [i, d]],
+      [`${at}mlp.fc1.bias`, [i]],
+      [`${at}mlp.fc2.weight`, [d, i]],
+      [`${at}mlp.fc2.bias`, [d]],
     );
   }
   entries.push(['ln.weight', [d]], ['ln.bias', [d]]);
@@ -75,13 +85,20 @@ function resamplerParams(c: Ernie45VlMapperConfig): ParamSpec[] {
   const s = c.vision.hidden * c.vision.spatialMerge ** 2; // 4*Dv: one 2x2 block of patches
   const d = c.text.hidden;
   return specs('resampler_model.', [
-    ['spatial_linear1.weight', [s, s]], ['spatial_linear1.bias', [s]],
-    ['spatial_linear2.weight', [s, s]], ['spatial_linear2.bias', [s]],
-    ['spatial_norm.weight', [s]], ['spatial_norm.bias', [s]],
-    ['temporal_linear1.weight', [s, s * c.vision.temporalMerge]], ['temporal_linear1.bias', [s]],
-    ['temporal_linear2.weight', [s, s]], ['temporal_linear2.bias', [s]],
-    ['temporal_norm.weight', [s]], ['temporal_norm.bias', [s]],
-    ['mlp.weight', [d, s]], ['mlp.bias', [d]],
+    ['spatial_linear1.weight', [s, s]],
+    ['spatial_linear1.bias', [s]],
+    ['spatial_linear2.weight', [s, s]],
+    ['spatial_linear2.bias', [s]],
+    ['spatial_norm.weight', [s]],
+    ['spatial_norm.bias', [s]],
+    ['temporal_linear1.weight', [s, s * c.vision.temporalMerge]],
+    ['temporal_linear1.bias', [s]],
+    ['temporal_linear2.weight', [s, s]],
+    ['temporal_linear2.bias', [s]],
+    ['temporal_norm.weight', [s]],
+    ['temporal_norm.bias', [s]],
+    ['mlp.weight', [d, s]],
+    ['mlp.bias', [d]],
     ['after_norm.weight', [d]],
   ]);
 }
@@ -98,8 +115,17 @@ function decoderParams(c: Ernie45VlMapperConfig): ParamSpec[] {
     add(`${L}input_layernorm.weight`, [d]);
     add(`${L}post_attention_layernorm.weight`, [d]);
     const qkv = (t.heads + 2 * t.kvHeads) * t.headDim;
-    packed(`${L}self_attn.qkv_proj.weight`, [qkv, d], ['q', 'k', 'v'].map((x) => `${L}self_attn.${x}_proj.weight`));
-    if (t.useBias) packed(`${L}self_attn.qkv_proj.bias`, [qkv], ['q', 'k', 'v'].map((x) => `${L}self_attn.${x}_proj.bias`));
+    packed(
+      `${L}self_attn.qkv_proj.weight`,
+      [qkv, d],
+      ['q', 'k', 'v'].map((x) => `${L}self_attn.${x}_proj.weight`),
+    );
+    if (t.useBias)
+      packed(
+        `${L}self_attn.qkv_proj.bias`,
+        [qkv],
+        ['q', 'k', 'v'].map((x) => `${L}self_attn.${x}_proj.bias`),
+      );
     add(`${L}self_attn.o_proj.weight`, [d, t.heads * t.headDim]);
 
     const M = `${L}mlp.`;
@@ -123,17 +149,26 @@ function decoderParams(c: Ernie45VlMapperConfig): ParamSpec[] {
       // The hub stores the router transposed, [D, E].
       add(`${M}${m.key}_experts_gate.weight`, [m.e, d], transpose(tensor(`model.${M}${m.gate}`)));
       add(`${M}${m.key}_experts.e_score_correction_bias`, [m.e], row(tensor(`model.${M}moe_statics.e_score_correction_bias`), m.biasRow));
-      add(`${M}${m.key}_experts.w13_weight`, [m.e, 2 * m.inter, d], stackExperts(m.experts, (j) => pack(`${E}${j}.gate_proj.weight`, `${E}${j}.up_proj.weight`)));
+      add(
+        `${M}${m.key}_experts.w13_weight`,
+        [m.e, 2 * m.inter, d],
+        stackExperts(m.experts, (j) => pack(`${E}${j}.gate_proj.weight`, `${E}${j}.up_proj.weight`)),
+      );
       add(`${M}${m.key}_experts.w2_weight`, [m.e, d, m.inter], stack(m.experts.map((j) => tensor(`${E}${j}.down_proj.weight`))));
       // Per expert, as stored (zero copy): what the sparse expert path reads, one Gemm per projection.
       m.experts.forEach((j, e) => {
-        for (const proj of ['gate_proj', 'up_proj'] as const) add(`${M}${m.key}_experts.${e}.${proj}.weight`, [m.inter, d], tensor(`${E}${j}.${proj}.weight`));
+        for (const proj of ['gate_proj', 'up_proj'] as const)
+          add(`${M}${m.key}_experts.${e}.${proj}.weight`, [m.inter, d], tensor(`${E}${j}.${proj}.weight`));
         add(`${M}${m.key}_experts.${e}.down_proj.weight`, [d, m.inter], tensor(`${E}${j}.down_proj.weight`));
       });
     }
     if (t.sharedExperts > 0) {
       const is = t.moeIntermediate[0] * t.sharedExperts;
-      packed(`${M}shared_experts.gate_up_proj.weight`, [2 * is, d], [`${M}shared_experts.gate_proj.weight`, `${M}shared_experts.up_proj.weight`]);
+      packed(
+        `${M}shared_experts.gate_up_proj.weight`,
+        [2 * is, d],
+        [`${M}shared_experts.gate_proj.weight`, `${M}shared_experts.up_proj.weight`],
+      );
       add(`${M}shared_experts.down_proj.weight`, [d, is]);
     }
   }

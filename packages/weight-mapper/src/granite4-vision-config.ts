@@ -20,8 +20,21 @@ export interface Granite4VisionMapperConfig {
     readonly attentionBias: boolean;
     readonly mlpBias: boolean;
   };
-  readonly vision: { readonly layers: number; readonly hidden: number; readonly intermediate: number; readonly patchSize: number; readonly channels: number; readonly imageSize: number };
-  readonly qformer: { readonly layers: number; readonly hidden: number; readonly intermediate: number; readonly encoderHidden: number; readonly crossAttentionFrequency: number };
+  readonly vision: {
+    readonly layers: number;
+    readonly hidden: number;
+    readonly intermediate: number;
+    readonly patchSize: number;
+    readonly channels: number;
+    readonly imageSize: number;
+  };
+  readonly qformer: {
+    readonly layers: number;
+    readonly hidden: number;
+    readonly intermediate: number;
+    readonly encoderHidden: number;
+    readonly crossAttentionFrequency: number;
+  };
   /** Query window side and key window side, from downsample_rate "q/k". */
   readonly querySide: number;
   readonly windowSide: number;
@@ -42,34 +55,40 @@ export function granite4VisionConfigFromHf(json: unknown): Granite4VisionMapperC
   const layers = int(t, 'num_hidden_layers', tp);
   const layerTypes = t['layer_types'] ?? t['layers_block_type'];
   if (Array.isArray(layerTypes) && layerTypes.some((x) => x !== 'attention' && x !== 'full_attention')) {
-    bad(`${tp}layer_types has non-attention (mamba) layers, ${JSON.stringify(layerTypes)}; only all-attention Granite decoders are supported`);
+    bad(
+      `${tp}layer_types has non-attention (mamba) layers, ${JSON.stringify(layerTypes)}; only all-attention Granite decoders are supported`,
+    );
   }
-  if ((t['num_local_experts'] ?? 0) !== 0) bad(`${tp}num_local_experts is ${String(t['num_local_experts'])}; MoE Granite decoders are not supported`);
+  if ((t['num_local_experts'] ?? 0) !== 0)
+    bad(`${tp}num_local_experts is ${String(t['num_local_experts'])}; MoE Granite decoders are not supported`);
   const hidden = int(t, 'hidden_size', tp);
   const heads = int(t, 'num_attention_heads', tp);
   const headDim = t['head_dim'] === undefined ? hidden / heads : int(t, 'head_dim', tp);
   if (!Number.isInteger(headDim)) bad(`${tp}hidden_size ${hidden} is not a multiple of num_attention_heads ${heads}`);
 
   const vHidden = int(v, 'hidden_size', vp);
-  const q = root['qformer_config'] === undefined || root['qformer_config'] === null ? undefined : obj(root['qformer_config'], 'qformer_config');
+  const q =
+    root['qformer_config'] === undefined || root['qformer_config'] === null ? undefined : obj(root['qformer_config'], 'qformer_config');
   const qp = 'qformer_config.';
   // HF: a missing qformer_config is derived from the vision tower (Granite4VisionConfig.__post_init__).
-  const qformer = q === undefined
-    ? { layers: 1, hidden: vHidden, intermediate: 3072, encoderHidden: vHidden, crossAttentionFrequency: 1 }
-    : {
-        layers: int(q, 'num_hidden_layers', qp),
-        hidden: int(q, 'hidden_size', qp),
-        intermediate: int(q, 'intermediate_size', qp),
-        encoderHidden: int(q, 'encoder_hidden_size', qp, vHidden),
-        crossAttentionFrequency: int(q, 'cross_attention_frequency', qp, 1),
-      };
+  const qformer =
+    q === undefined
+      ? { layers: 1, hidden: vHidden, intermediate: 3072, encoderHidden: vHidden, crossAttentionFrequency: 1 }
+      : {
+          layers: int(q, 'num_hidden_layers', qp),
+          hidden: int(q, 'hidden_size', qp),
+          intermediate: int(q, 'intermediate_size', qp),
+          encoderHidden: int(q, 'encoder_hidden_size', qp, vHidden),
+          crossAttentionFrequency: int(q, 'cross_attention_frequency', qp, 1),
+        };
   if (qformer.crossAttentionFrequency <= 0) bad(`${qp}cross_attention_frequency must be positive`);
 
   const rate = root['downsample_rate'];
   const m = typeof rate === 'string' ? /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(rate) : null;
   if (m === null) bad(`expected downsample_rate to be a string "q/k" (query window side / key window side), found ${JSON.stringify(rate)}`);
   const map = root['deepstack_layer_map'];
-  if (!Array.isArray(map)) bad(`expected deepstack_layer_map to be a list of [vision_layer, llm_layer] pairs, found ${JSON.stringify(map)}`);
+  if (!Array.isArray(map))
+    bad(`expected deepstack_layer_map to be a list of [vision_layer, llm_layer] pairs, found ${JSON.stringify(map)}`);
 
   return {
     text: {
@@ -108,13 +127,15 @@ function bad(msg: string): never {
 }
 
 function obj(x: unknown, what: string): Json {
-  if (typeof x !== 'object' || x === null || Array.isArray(x)) bad(`expected ${what} to be an object, found ${JSON.stringify(x) ?? 'nothing'}`);
+  if (typeof x !== 'object' || x === null || Array.isArray(x))
+    bad(`expected ${what} to be an object, found ${JSON.stringify(x) ?? 'nothing'}`);
   return x as Json;
 }
 
 function int(o: Json, key: string, at: string, dflt?: number): number {
   const x = o[key] ?? dflt;
-  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) bad(`expected ${at}${key} to be a non-negative integer, found ${JSON.stringify(x) ?? 'nothing'}`);
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0)
+    bad(`expected ${at}${key} to be a non-negative integer, found ${JSON.stringify(x) ?? 'nothing'}`);
   return x;
 }
 

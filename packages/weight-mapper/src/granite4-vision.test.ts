@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { granite4VisionConfigFromHf } from './granite4-vision-config.js';
+import type { MappingError } from './errors.js';
 import { mapGranite4Vision } from './granite4-vision.js';
-import { MappingError } from './errors.js';
+import { granite4VisionConfigFromHf } from './granite4-vision-config.js';
 import { refBytes, tempDir } from './test-utils/temp.js';
 
 const fixture = fileURLToPath(new URL('../../../test-fixtures/granite-tiny/', import.meta.url));
@@ -22,41 +22,64 @@ const config = JSON.parse(readFileSync(join(fixture, 'config.json'), 'utf8')) as
 
 function expectedShapes(): Record<'vision' | 'projectors' | 'decoder', Record<string, number[]>> {
   const vision: Record<string, number[]> = {
-    'embeddings.patch_embedding.weight': [32, 3, 8, 8], 'embeddings.patch_embedding.bias': [32], 'embeddings.position_embedding.weight': [64, 32],
+    'embeddings.patch_embedding.weight': [32, 3, 8, 8],
+    'embeddings.patch_embedding.bias': [32],
+    'embeddings.position_embedding.weight': [64, 32],
   };
   for (const l of [0, 1, 2, 3]) {
     const L = `encoder.layers.${l}.`;
     Object.assign(vision, {
-      [`${L}layer_norm1.weight`]: [32], [`${L}layer_norm1.bias`]: [32], [`${L}layer_norm2.weight`]: [32], [`${L}layer_norm2.bias`]: [32],
-      [`${L}self_attn.qkv_proj.weight`]: [96, 32], [`${L}self_attn.qkv_proj.bias`]: [96],
-      [`${L}self_attn.out_proj.weight`]: [32, 32], [`${L}self_attn.out_proj.bias`]: [32],
-      [`${L}mlp.fc1.weight`]: [64, 32], [`${L}mlp.fc1.bias`]: [64], [`${L}mlp.fc2.weight`]: [32, 64], [`${L}mlp.fc2.bias`]: [32],
+      [`${L}layer_norm1.weight`]: [32],
+      [`${L}layer_norm1.bias`]: [32],
+      [`${L}layer_norm2.weight`]: [32],
+      [`${L}layer_norm2.bias`]: [32],
+      [`${L}self_attn.qkv_proj.weight`]: [96, 32],
+      [`${L}self_attn.qkv_proj.bias`]: [96],
+      [`${L}self_attn.out_proj.weight`]: [32, 32],
+      [`${L}self_attn.out_proj.bias`]: [32],
+      [`${L}mlp.fc1.weight`]: [64, 32],
+      [`${L}mlp.fc1.bias`]: [64],
+      [`${L}mlp.fc2.weight`]: [32, 64],
+      [`${L}mlp.fc2.bias`]: [32],
     });
   }
   const projectors: Record<string, number[]> = { image_newline: [64] };
   for (const P of [0, 1, 2, 3].flatMap((k) => [`layerwise_projectors.${k}.`, `spatial_projectors.${k}.`])) {
     Object.assign(projectors, {
-      [`${P}query`]: [1, 4, 32], [`${P}image_positions`]: [1, 16, 32], [`${P}norm.weight`]: [32], [`${P}norm.bias`]: [32],
-      [`${P}out_linear.weight`]: [64, 32], [`${P}out_linear.bias`]: [64], [`${P}qformer.layernorm.weight`]: [32], [`${P}qformer.layernorm.bias`]: [32],
+      [`${P}query`]: [1, 4, 32],
+      [`${P}image_positions`]: [1, 16, 32],
+      [`${P}norm.weight`]: [32],
+      [`${P}norm.bias`]: [32],
+      [`${P}out_linear.weight`]: [64, 32],
+      [`${P}out_linear.bias`]: [64],
+      [`${P}qformer.layernorm.weight`]: [32],
+      [`${P}qformer.layernorm.bias`]: [32],
     });
     const L = `${P}qformer.encoder.layer.0.`;
     for (const A of ['attention', 'crossattention']) {
-      for (const x of ['attention.query', 'attention.key', 'attention.value', 'output.dense']) Object.assign(projectors, { [`${L}${A}.${x}.weight`]: [32, 32], [`${L}${A}.${x}.bias`]: [32] });
+      for (const x of ['attention.query', 'attention.key', 'attention.value', 'output.dense'])
+        Object.assign(projectors, { [`${L}${A}.${x}.weight`]: [32, 32], [`${L}${A}.${x}.bias`]: [32] });
       Object.assign(projectors, { [`${L}${A}.output.LayerNorm.weight`]: [32], [`${L}${A}.output.LayerNorm.bias`]: [32] });
     }
     Object.assign(projectors, {
-      [`${L}intermediate_query.dense.weight`]: [64, 32], [`${L}intermediate_query.dense.bias`]: [64],
-      [`${L}output_query.dense.weight`]: [32, 64], [`${L}output_query.dense.bias`]: [32],
-      [`${L}output_query.LayerNorm.weight`]: [32], [`${L}output_query.LayerNorm.bias`]: [32],
+      [`${L}intermediate_query.dense.weight`]: [64, 32],
+      [`${L}intermediate_query.dense.bias`]: [64],
+      [`${L}output_query.dense.weight`]: [32, 64],
+      [`${L}output_query.dense.bias`]: [32],
+      [`${L}output_query.LayerNorm.weight`]: [32],
+      [`${L}output_query.LayerNorm.bias`]: [32],
     });
   }
   const decoder: Record<string, number[]> = { 'embed_tokens.weight': [256, 64], 'norm.weight': [64], 'lm_head.weight': [256, 64] };
   for (const l of [0, 1, 2, 3, 4, 5, 6, 7]) {
     const L = `layers.${l}.`;
     Object.assign(decoder, {
-      [`${L}input_layernorm.weight`]: [64], [`${L}post_attention_layernorm.weight`]: [64],
-      [`${L}self_attn.qkv_proj.weight`]: [(4 + 2 * 2) * 16, 64], [`${L}self_attn.o_proj.weight`]: [64, 64],
-      [`${L}mlp.gate_up_proj.weight`]: [256, 64], [`${L}mlp.down_proj.weight`]: [64, 128],
+      [`${L}input_layernorm.weight`]: [64],
+      [`${L}post_attention_layernorm.weight`]: [64],
+      [`${L}self_attn.qkv_proj.weight`]: [(4 + 2 * 2) * 16, 64],
+      [`${L}self_attn.o_proj.weight`]: [64, 64],
+      [`${L}mlp.gate_up_proj.weight`]: [256, 64],
+      [`${L}mlp.down_proj.weight`]: [64, 128],
     });
   }
   return { vision, projectors, decoder };
@@ -64,7 +87,8 @@ function expectedShapes(): Record<'vision' | 'projectors' | 'decoder', Record<st
 
 const bytesOf = (t: Tensor) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
 const cat = (...parts: Uint8Array[]) => Buffer.concat(parts);
-const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.length).equals(Buffer.from(b.buffer, b.byteOffset, b.length));
+const same = (a: Uint8Array, b: Uint8Array) =>
+  Buffer.from(a.buffer, a.byteOffset, a.length).equals(Buffer.from(b.buffer, b.byteOffset, b.length));
 
 describe('mapGranite4Vision on test-fixtures/granite-tiny', () => {
   let ckpt: Checkpoint;
@@ -99,17 +123,26 @@ describe('mapGranite4Vision on test-fixtures/granite-tiny', () => {
       const A = `model.vision_tower.encoder.layers.${l}.self_attn.`;
       for (const s of ['weight', 'bias']) {
         const want = cat(await read(`${A}q_proj.${s}`), await read(`${A}k_proj.${s}`), await read(`${A}v_proj.${s}`));
-        expect(same(await refBytes(mapped.vision.get(`encoder.layers.${l}.self_attn.qkv_proj.${s}`)), want), `vision ${l} qkv ${s}`).toBe(true);
+        expect(same(await refBytes(mapped.vision.get(`encoder.layers.${l}.self_attn.qkv_proj.${s}`)), want), `vision ${l} qkv ${s}`).toBe(
+          true,
+        );
       }
     }
     for (const l of [0, 7]) {
       const L = `model.language_model.layers.${l}.`;
-      const qkv = cat(await read(`${L}self_attn.q_proj.weight`), await read(`${L}self_attn.k_proj.weight`), await read(`${L}self_attn.v_proj.weight`));
+      const qkv = cat(
+        await read(`${L}self_attn.q_proj.weight`),
+        await read(`${L}self_attn.k_proj.weight`),
+        await read(`${L}self_attn.v_proj.weight`),
+      );
       expect(same(await refBytes(mapped.decoder.get(`layers.${l}.self_attn.qkv_proj.weight`)), qkv)).toBe(true);
       const gateUp = cat(await read(`${L}mlp.gate_proj.weight`), await read(`${L}mlp.up_proj.weight`));
       expect(same(await refBytes(mapped.decoder.get(`layers.${l}.mlp.gate_up_proj.weight`)), gateUp)).toBe(true);
     }
-    expect(mapped.projectors.get('spatial_projectors.2.query')).toMatchObject({ kind: 'file', byteOffset: ckpt.info('model.spatial_projectors.2.query').byteOffset });
+    expect(mapped.projectors.get('spatial_projectors.2.query')).toMatchObject({
+      kind: 'file',
+      byteOffset: ckpt.info('model.spatial_projectors.2.query').byteOffset,
+    });
     expect(mapped.decoder.get('lm_head.weight')).toEqual(mapped.decoder.get('embed_tokens.weight'));
   });
 });
@@ -125,7 +158,11 @@ describe('mapGranite4Vision: the hub 4.0 naming', () => {
       else if (m[2] === 'down') out[`${m[1]}shared_mlp.output_linear.weight`] = await src.read(n);
       else if (m[2] === 'gate') {
         const [gate, up] = [await src.read(n), await src.read(`${m[1]}mlp.up_proj.weight`)];
-        out[`${m[1]}shared_mlp.input_linear.weight`] = { dtype: 'F32', shape: [gate.shape[0]! * 2, gate.shape[1]!], data: new Float32Array(cat(bytesOf(gate), bytesOf(up)).buffer.slice(0)) };
+        out[`${m[1]}shared_mlp.input_linear.weight`] = {
+          dtype: 'F32',
+          shape: [gate.shape[0]! * 2, gate.shape[1]!],
+          data: new Float32Array(cat(bytesOf(gate), bytesOf(up)).buffer.slice(0)),
+        };
       }
     }
     await writeSafetensors(join(dir, 'model.safetensors'), out);
@@ -133,10 +170,21 @@ describe('mapGranite4Vision: the hub 4.0 naming', () => {
     const mapped = await mapGranite4Vision(hub, config, { strict: true });
     const ref = await mapGranite4Vision(src, config);
     const gu = mapped.decoder.get('layers.5.mlp.gate_up_proj.weight');
-    expect(gu).toMatchObject({ kind: 'file', byteOffset: hub.info('model.language_model.layers.5.shared_mlp.input_linear.weight').byteOffset });
+    expect(gu).toMatchObject({
+      kind: 'file',
+      byteOffset: hub.info('model.language_model.layers.5.shared_mlp.input_linear.weight').byteOffset,
+    });
     expect(same(await refBytes(gu), await refBytes(ref.decoder.get('layers.5.mlp.gate_up_proj.weight')))).toBe(true);
-    expect(mapped.report.parameters.find((p) => p.name === 'layers.5.mlp.down_proj.weight')).toMatchObject({ fallback: true, sources: ['model.language_model.layers.5.shared_mlp.output_linear.weight'] });
-    expect(same(await refBytes(mapped.vision.get('encoder.layers.2.self_attn.qkv_proj.bias')), await refBytes(ref.vision.get('encoder.layers.2.self_attn.qkv_proj.bias')))).toBe(true);
+    expect(mapped.report.parameters.find((p) => p.name === 'layers.5.mlp.down_proj.weight')).toMatchObject({
+      fallback: true,
+      sources: ['model.language_model.layers.5.shared_mlp.output_linear.weight'],
+    });
+    expect(
+      same(
+        await refBytes(mapped.vision.get('encoder.layers.2.self_attn.qkv_proj.bias')),
+        await refBytes(ref.vision.get('encoder.layers.2.self_attn.qkv_proj.bias')),
+      ),
+    ).toBe(true);
     expect(mapped.report.unmapped).toEqual([]);
     await hub.close();
     await src.close();
@@ -167,7 +215,12 @@ describe('granite4VisionConfigFromHf', () => {
   });
 
   it("granitemoehybrid's shared_intermediate_size sizes the MLP", () => {
-    const text = { ...(config['text_config'] as object), model_type: 'granitemoehybrid', shared_intermediate_size: 96, layer_types: Array(8).fill('attention') };
+    const text = {
+      ...(config['text_config'] as object),
+      model_type: 'granitemoehybrid',
+      shared_intermediate_size: 96,
+      layer_types: Array(8).fill('attention'),
+    };
     expect(granite4VisionConfigFromHf({ ...config, text_config: text }).text.intermediate).toBe(96);
   });
 });

@@ -10,21 +10,27 @@
  *   gate/up -> `mlp.gate_up_proj`, taken from `mlp.{gate,up}_proj` or the hub's fused
  *   `shared_mlp.input_linear` (gate rows, then up) / `shared_mlp.output_linear`.
  */
-import type { Checkpoint } from '@vlmkit/safetensors';
+
 import type { Weights } from '@vlmkit/onnx-graph';
+import type { Checkpoint } from '@vlmkit/safetensors';
 import { type Granite4VisionMapperConfig, granite4VisionConfigFromHf } from './granite4-vision-config.js';
-import { type MapOptions, type MappingTable, type ParamSpec, mapCheckpoint } from './mapping.js';
+import { type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
 import type { MappingReport } from './report.js';
 import { prefix, regex } from './rules.js';
 import { firstOf, pack, range, tensor } from './source.js';
 
 export type Granite4VisionComponent = 'vision' | 'projectors' | 'decoder';
 
-export function granite4VisionMapping(config: Granite4VisionMapperConfig): MappingTable & { components: Record<Granite4VisionComponent, readonly ParamSpec[]> } {
+export function granite4VisionMapping(
+  config: Granite4VisionMapperConfig,
+): MappingTable & { components: Record<Granite4VisionComponent, readonly ParamSpec[]> } {
   return {
     name: 'Granite 4 Vision',
     renames: [prefix('model.vision_tower.vision_model.', 'model.vision_tower.')],
-    ignore: [regex(/^model\.vision_tower\.(post_layernorm|head)\./, ''), ...(config.text.tieWordEmbeddings ? [prefix('lm_head.weight', '')] : [])],
+    ignore: [
+      regex(/^model\.vision_tower\.(post_layernorm|head)\./, ''),
+      ...(config.text.tieWordEmbeddings ? [prefix('lm_head.weight', '')] : []),
+    ],
     components: { vision: visionParams(config), projectors: projectorParams(config), decoder: decoderParams(config) },
   };
 }
@@ -35,7 +41,11 @@ export async function mapGranite4Vision(
   hfConfigJson: unknown,
   opts: MapOptions = {},
 ): Promise<{ vision: Weights; projectors: Weights; decoder: Weights; report: MappingReport }> {
-  const { components, report } = mapCheckpoint<Granite4VisionComponent>(ckpt, granite4VisionMapping(granite4VisionConfigFromHf(hfConfigJson)), opts);
+  const { components, report } = mapCheckpoint<Granite4VisionComponent>(
+    ckpt,
+    granite4VisionMapping(granite4VisionConfigFromHf(hfConfigJson)),
+    opts,
+  );
   return { ...components, report };
 }
 
@@ -89,7 +99,11 @@ function projectorParams(c: Granite4VisionMapperConfig): ParamSpec[] {
     for (const l of range(0, c.qformer.layers)) {
       const L = `${P}qformer.encoder.layer.${l}.`;
       const attention = (A: string, kvIn: number) => {
-        for (const [x, inDim] of [['query', dq], ['key', kvIn], ['value', kvIn]] as const) {
+        for (const [x, inDim] of [
+          ['query', dq],
+          ['key', kvIn],
+          ['value', kvIn],
+        ] as const) {
           add(`${L}${A}.attention.${x}.weight`, [dq, inDim]);
           add(`${L}${A}.attention.${x}.bias`, [dq]);
         }
@@ -132,10 +146,18 @@ function decoderParams(c: Granite4VisionMapperConfig): ParamSpec[] {
     if (t.attentionBias) add(`${L}self_attn.o_proj.bias`, [d]);
     const M = `${from}${L}mlp.`;
     const S = `${from}${L}shared_mlp.`;
-    add(`${L}mlp.gate_up_proj.weight`, [2 * t.intermediate, d], firstOf(pack(`${M}gate_proj.weight`, `${M}up_proj.weight`), tensor(`${S}input_linear.weight`)));
+    add(
+      `${L}mlp.gate_up_proj.weight`,
+      [2 * t.intermediate, d],
+      firstOf(pack(`${M}gate_proj.weight`, `${M}up_proj.weight`), tensor(`${S}input_linear.weight`)),
+    );
     add(`${L}mlp.down_proj.weight`, [d, t.intermediate], firstOf(tensor(`${M}down_proj.weight`), tensor(`${S}output_linear.weight`)));
     if (t.mlpBias) {
-      add(`${L}mlp.gate_up_proj.bias`, [2 * t.intermediate], firstOf(pack(`${M}gate_proj.bias`, `${M}up_proj.bias`), tensor(`${S}input_linear.bias`)));
+      add(
+        `${L}mlp.gate_up_proj.bias`,
+        [2 * t.intermediate],
+        firstOf(pack(`${M}gate_proj.bias`, `${M}up_proj.bias`), tensor(`${S}input_linear.bias`)),
+      );
       add(`${L}mlp.down_proj.bias`, [d], firstOf(tensor(`${M}down_proj.bias`), tensor(`${S}output_linear.bias`)));
     }
   }

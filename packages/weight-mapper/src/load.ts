@@ -4,8 +4,9 @@
  * into its place in the output, so a stacked [E, 2I, D] expert tensor costs
  * one output buffer plus one expert at a time.
  */
-import { DTYPE_SIZE, type DType, type Tensor } from '@vlmkit/safetensors';
+
 import type { TypedArray } from '@vlmkit/onnx-graph';
+import { DTYPE_SIZE, type DType, type Tensor } from '@vlmkit/safetensors';
 import type { Plan } from './plan.js';
 
 export type Read = (checkpointName: string) => Promise<Tensor>;
@@ -85,7 +86,8 @@ function transpose2d(src: Uint8Array, out: Uint8Array, rows: number, cols: numbe
     for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) d[c * rows + r] = s[r * cols + c]!;
     return;
   }
-  const view = (b: Uint8Array) => (es === 4 ? new Uint32Array(b.buffer, b.byteOffset, rows * cols) : es === 2 ? new Uint16Array(b.buffer, b.byteOffset, rows * cols) : b);
+  const view = (b: Uint8Array) =>
+    es === 4 ? new Uint32Array(b.buffer, b.byteOffset, rows * cols) : es === 2 ? new Uint16Array(b.buffer, b.byteOffset, rows * cols) : b;
   const s = view(src);
   const d = view(out);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) d[c * rows + r] = s[r * cols + c]!;

@@ -68,7 +68,9 @@ describe('LoRA merge (PEFT adapter, W + alpha/r * B A)', () => {
     const err = await readLoraAdapter(bad, ckpt.names()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MappingError);
     expect((err as MappingError).code).toBe('MISSING_TENSOR');
-    expect((err as MappingError).message).toMatch(/targets 'model.layers.0.self_attn.q_proj.weight'.*nearest: 'model.language_model.layers.0.self_attn.q_proj.weight'/);
+    expect((err as MappingError).message).toMatch(
+      /targets 'model.layers.0.self_attn.q_proj.weight'.*nearest: 'model.language_model.layers.0.self_attn.q_proj.weight'/,
+    );
     await writeFile(join(bad, 'adapter_config.json'), JSON.stringify({ r: 0 }));
     await expect(readLoraAdapter(bad, ckpt.names())).rejects.toThrow(/r must be a positive integer/);
     await ckpt.close();

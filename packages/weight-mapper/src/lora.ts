@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Tensor, SafetensorsFile, bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '@vlmkit/safetensors';
 import { nearestNames } from '@vlmkit/onnx-graph';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, SafetensorsFile, type Tensor } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import type { TensorOverlay } from './mapping.js';
 
@@ -41,14 +41,21 @@ export async function readLoraAdapter(
   try {
     cfg = JSON.parse(await readFile(configPath, 'utf8')) as AdapterConfig;
   } catch (e) {
-    throw new MappingError('CONFIG_INVALID', `cannot read the LoRA adapter config ${configPath}: ${(e as Error).message}`, { file: configPath });
+    throw new MappingError('CONFIG_INVALID', `cannot read the LoRA adapter config ${configPath}: ${(e as Error).message}`, {
+      file: configPath,
+    });
   }
   const rank = cfg.r;
   const alpha = cfg.lora_alpha ?? rank;
   if (!Number.isInteger(rank) || (rank as number) <= 0 || typeof alpha !== 'number') {
-    throw new MappingError('CONFIG_INVALID', `${configPath}: r must be a positive integer and lora_alpha a number, got r=${JSON.stringify(rank)}, lora_alpha=${JSON.stringify(alpha)}`, { file: configPath });
+    throw new MappingError(
+      'CONFIG_INVALID',
+      `${configPath}: r must be a positive integer and lora_alpha a number, got r=${JSON.stringify(rank)}, lora_alpha=${JSON.stringify(alpha)}`,
+      { file: configPath },
+    );
   }
-  if (cfg.use_dora === true) throw new MappingError('CONFIG_INVALID', `${configPath}: DoRA adapters are not supported (use_dora: true)`, { file: configPath });
+  if (cfg.use_dora === true)
+    throw new MappingError('CONFIG_INVALID', `${configPath}: DoRA adapters are not supported (use_dora: true)`, { file: configPath });
   // rsLoRA scales by alpha / sqrt(r) (PEFT LoraLayer.update_layer).
   const scale = cfg.use_rslora === true ? alpha / Math.sqrt(rank as number) : alpha / (rank as number);
   const file = join(dir, 'adapter_model.safetensors');
@@ -66,7 +73,11 @@ export async function readLoraAdapter(
       if (!st.has(b)) throw new MappingError('MISSING_TENSOR', `${file}: '${name}' has no matching '${b}'`, { file, tensor: name });
       if (!known.has(weight)) {
         const near = nearestNames(weight, checkpointNames, 3).join("', '");
-        throw new MappingError('MISSING_TENSOR', `${file}: adapter tensor '${name}' targets '${weight}', which the base checkpoint does not have (nearest: '${near}'). Is this adapter for another model?`, { file, tensor: name });
+        throw new MappingError(
+          'MISSING_TENSOR',
+          `${file}: adapter tensor '${name}' targets '${weight}', which the base checkpoint does not have (nearest: '${near}'). Is this adapter for another model?`,
+          { file, tensor: name },
+        );
       }
       targets.set(weight, { a: name, b });
     }
@@ -111,7 +122,11 @@ export function loraOverlay(adapter: LoraAdapter): TensorOverlay {
       const [out, inp] = base.shape as [number, number];
       const r = a.shape[0]!;
       if (base.shape.length !== 2 || a.shape[1] !== inp || b.shape[0] !== out || b.shape[1] !== r) {
-        throw new MappingError('SHAPE_MISMATCH', `${file}: ${t.a} [${a.shape}] / ${t.b} [${b.shape}] do not fit '${name}' [${base.shape}]`, { file, tensor: t.a });
+        throw new MappingError(
+          'SHAPE_MISMATCH',
+          `${file}: ${t.a} [${a.shape}] / ${t.b} [${b.shape}] do not fit '${name}' [${base.shape}]`,
+          { file, tensor: t.a },
+        );
       }
       const w = Float32Array.from(toF32(base));
       const af = toF32(a);

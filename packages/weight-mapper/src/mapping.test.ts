@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { Checkpoint, writeSafetensors } from '@vlmkit/safetensors';
 import { Graph, nn, saveModel } from '@vlmkit/onnx-graph';
+import { Checkpoint, writeSafetensors } from '@vlmkit/safetensors';
 import ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MappingError } from './errors.js';
@@ -33,7 +33,8 @@ beforeAll(async () => {
   });
   const experts: Record<string, { dtype: 'BF16'; shape: number[]; data: Uint16Array }> = {};
   // bf16 bit patterns 0x1000*j + i: arbitrary bits that must arrive unchanged.
-  for (const j of range(0, 4)) experts[`moe.experts.${j}.w`] = { dtype: 'BF16', shape: [2, 2], data: Uint16Array.from([0, 1, 2, 3], (i) => 0x1000 * j + i) };
+  for (const j of range(0, 4))
+    experts[`moe.experts.${j}.w`] = { dtype: 'BF16', shape: [2, 2], data: Uint16Array.from([0, 1, 2, 3], (i) => 0x1000 * j + i) };
   await writeSafetensors(join(dir, 'model-00002-of-00002.safetensors'), experts);
   ckpt = await Checkpoint.open(dir);
 });
@@ -103,12 +104,23 @@ describe('mapCheckpoint on a synthetic two-shard checkpoint', () => {
 
   it('a missing tensor is a MISSING_TENSOR error naming the 3 nearest checkpoint names', () => {
     const t = table();
-    const bad = { ...t, components: { ...t.components, enc: [...t.components.enc!, { name: 'o.weight', source: tensor('enc.q.wieght') }] } };
+    const bad = {
+      ...t,
+      components: { ...t.components, enc: [...t.components.enc!, { name: 'o.weight', source: tensor('enc.q.wieght') }] },
+    };
     const err = catchMapping(() => mapCheckpoint(ckpt, bad));
     expect(err.code).toBe('MISSING_TENSOR');
     expect(err.message).toContain("enc parameter 'o.weight' needs 'enc.q.wieght'");
     expect(err.message).toContain("'old.q.weight' (model-00001-of-00002.safetensors)");
-    expect(err.report!.missing).toEqual([{ component: 'enc', name: 'o.weight', required: true, tensors: ['enc.q.wieght'], nearest: ['old.q.weight', 'old.k.weight', 'old.v.weight'] }]);
+    expect(err.report!.missing).toEqual([
+      {
+        component: 'enc',
+        name: 'o.weight',
+        required: true,
+        tensors: ['enc.q.wieght'],
+        nearest: ['old.q.weight', 'old.k.weight', 'old.v.weight'],
+      },
+    ]);
     // allowMissing returns the same account instead; optional parameters never throw.
     expect(mapCheckpoint(ckpt, bad, { allowMissing: true }).report.missing[0]!.nearest[0]).toBe('old.q.weight');
     const optional = { ...t, components: { enc: [{ name: 'o.weight', optional: true, source: tensor('nope') }] } };
@@ -119,14 +131,19 @@ describe('mapCheckpoint on a synthetic two-shard checkpoint', () => {
     const bad = { ...table(), components: { enc: [{ name: 'q.weight', shape: [3, 2], source: tensor('enc.q.weight') }] } };
     const err = catchMapping(() => mapCheckpoint(ckpt, bad));
     expect(err.code).toBe('SHAPE_MISMATCH');
-    expect(err.message).toContain("enc parameter 'q.weight': expected [3, 2] (from the config), found 'old.q.weight' (model-00001-of-00002.safetensors) [2, 3] F32");
+    expect(err.message).toContain(
+      "enc parameter 'q.weight': expected [3, 2] (from the config), found 'old.q.weight' (model-00001-of-00002.safetensors) [2, 3] F32",
+    );
     expect(err.message).toContain(join(dir, 'model-00001-of-00002.safetensors'));
   });
 
   it('parts that cannot be joined are SHAPE_MISMATCH / DTYPE_MISMATCH', () => {
     const rows = { ...table(), components: { enc: [{ name: 'x', source: pack('enc.q.weight', 'router.weight') }] } };
     expect(catchMapping(() => mapCheckpoint(ckpt, rows)).code).toBe('SHAPE_MISMATCH');
-    const dtypes = { ...table(), components: { enc: [{ name: 'x', source: stack([tensor('experts.0.weight'), tensor('moe_statics.bias')]) }] } };
+    const dtypes = {
+      ...table(),
+      components: { enc: [{ name: 'x', source: stack([tensor('experts.0.weight'), tensor('moe_statics.bias')]) }] },
+    };
     const err = catchMapping(() => mapCheckpoint(ckpt, dtypes));
     expect(err.code).toBe('DTYPE_MISMATCH');
     expect(err.message).toContain("'statics.bias' (model-00001-of-00002.safetensors) [2, 4] F32");

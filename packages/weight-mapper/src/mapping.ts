@@ -6,13 +6,13 @@
  * sources when the model is saved.
  */
 import { basename } from 'node:path';
+import { lazyTensor, nearestNames, type TensorRef, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import type { Checkpoint, Tensor } from '@vlmkit/safetensors';
-import { type TensorRef, Weights, lazyTensor, nearestNames, tensorFromSafetensors } from '@vlmkit/onnx-graph';
 import { MappingError } from './errors.js';
 import { loadTyped } from './load.js';
-import { type Plan, describe, firstTensor, resolve } from './plan.js';
+import { describe, firstTensor, type Plan, resolve } from './plan.js';
 import type { MappingReport, Mismatch, MissingParameter, ParameterRecord } from './report.js';
-import { type NameMatcher, type RenameRule, canonicalNames, matches } from './rules.js';
+import { canonicalNames, matches, type NameMatcher, type RenameRule } from './rules.js';
 import type { Source } from './source.js';
 
 export interface ParamSpec {
@@ -63,7 +63,11 @@ export interface Mapped<C extends string = string> {
 const NEAREST_LIMIT = 100;
 const SHOWN = 5;
 
-export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: MappingTable & { components: Record<C, readonly ParamSpec[]> }, opts: MapOptions = {}): Mapped<C> {
+export function mapCheckpoint<C extends string>(
+  ckpt: Checkpoint,
+  table: MappingTable & { components: Record<C, readonly ParamSpec[]> },
+  opts: MapOptions = {},
+): Mapped<C> {
   const canon = canonicalNames(table.renames, ckpt.names(), ckpt.path);
   const lookup = (name: string) => {
     const original = canon.get(name);
@@ -82,7 +86,7 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
     for (const spec of specs) {
       const label = `${component} parameter '${spec.name}'`;
       if (refs.has(spec.name)) throw new MappingError('BAD_TABLE', `${table.name} table: ${label} is listed twice.`);
-      let r;
+      let r: ReturnType<typeof resolve>;
       try {
         r = resolve(spec.source, lookup, label);
       } catch (err) {
@@ -108,7 +112,15 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
       }
       for (const u of r.used) consumed.add(u);
       refs.set(spec.name, toRef(plan, read, overlay));
-      parameters.push({ component, name: spec.name, dtype: plan.dtype, shape: plan.shape, sources: r.used, transformed: plan.kind !== 'tensor', fallback: r.fallback });
+      parameters.push({
+        component,
+        name: spec.name,
+        dtype: plan.dtype,
+        shape: plan.shape,
+        sources: r.used,
+        transformed: plan.kind !== 'tensor',
+        fallback: r.fallback,
+      });
     }
     components[component] = Weights.from(refs);
   }
@@ -138,7 +150,10 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
   if (required.length > 0 && opts.allowMissing !== true) {
     const lines = required.slice(0, SHOWN).map((m) => {
       const near = m.nearest.length > 0 ? ` Nearest present: ${m.nearest.map((n) => `'${n}' (${fileOf(ckpt, n)})`).join(', ')}.` : '';
-      return `  ${m.component} parameter '${m.name}' needs ${m.tensors.slice(0, 3).map((t) => `'${t}'`).join(', ')}${m.tensors.length > 3 ? ` and ${m.tensors.length - 3} more` : ''}.${near}`;
+      return `  ${m.component} parameter '${m.name}' needs ${m.tensors
+        .slice(0, 3)
+        .map((t) => `'${t}'`)
+        .join(', ')}${m.tensors.length > 3 ? ` and ${m.tensors.length - 3} more` : ''}.${near}`;
     });
     const more = required.length > SHOWN ? `\n  ... and ${required.length - SHOWN} more (see error.report.missing).` : '';
     throw new MappingError(
@@ -151,10 +166,17 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Mapping
   if (mismatched.length > 0) {
     const more = mismatched.length > SHOWN ? `\n  ... and ${mismatched.length - SHOWN} more (see error.report.mismatched).` : '';
     const first = mismatched[0]!;
-    throw new MappingError(first.code, `${table.name}: ${mismatched.length} parameter(s) do not fit the checkpoint:\n${mismatched.slice(0, SHOWN).map((m) => `  ${m.message}`).join('\n')}${more}`, {
-      file: ckpt.path,
-      report,
-    });
+    throw new MappingError(
+      first.code,
+      `${table.name}: ${mismatched.length} parameter(s) do not fit the checkpoint:\n${mismatched
+        .slice(0, SHOWN)
+        .map((m) => `  ${m.message}`)
+        .join('\n')}${more}`,
+      {
+        file: ckpt.path,
+        report,
+      },
+    );
   }
   if (unmapped.length > 0 && opts.strict === true) {
     throw new MappingError(

@@ -65,7 +65,11 @@ export function resolve(source: Source, lookup: Lookup, param: string): Resolved
       if (!r.ok) return r;
       const of = r.plan;
       if (of.shape.length !== 2) {
-        throw new MappingError('SHAPE_MISMATCH', `parameter '${param}': expected a 2-D tensor to transpose, found ${describe(of)}.`, where(of));
+        throw new MappingError(
+          'SHAPE_MISMATCH',
+          `parameter '${param}': expected a 2-D tensor to transpose, found ${describe(of)}.`,
+          where(of),
+        );
       }
       return { ...r, plan: { kind: 'transpose', of, dtype: of.dtype, shape: [of.shape[1]!, of.shape[0]!] } };
     }
@@ -75,7 +79,15 @@ export function resolve(source: Source, lookup: Lookup, param: string): Resolved
       const of = r.plan;
       const dim = normDim(source.dim, of.shape.length, param);
       const size = of.shape[dim]!;
-      if (!(Number.isInteger(source.start) && Number.isInteger(source.end) && 0 <= source.start && source.start < source.end && source.end <= size)) {
+      if (
+        !(
+          Number.isInteger(source.start) &&
+          Number.isInteger(source.end) &&
+          0 <= source.start &&
+          source.start < source.end &&
+          source.end <= size
+        )
+      ) {
         throw new MappingError(
           'SHAPE_MISMATCH',
           `parameter '${param}': expected indices [${source.start}, ${source.end}) of dim ${dim} to fit ${describe(of)}, whose dim ${dim} has ${size}.`,
@@ -114,7 +126,11 @@ function stackPlan(parts: Plan[], param: string): Plan {
   for (const p of parts.slice(1)) {
     sameDType(first, p, param);
     if (p.shape.length !== first.shape.length || p.shape.some((d, i) => d !== first.shape[i])) {
-      throw new MappingError('SHAPE_MISMATCH', `parameter '${param}': expected stacked parts of one shape, found ${describe(first)} and ${describe(p)}.`, where(p));
+      throw new MappingError(
+        'SHAPE_MISMATCH',
+        `parameter '${param}': expected stacked parts of one shape, found ${describe(first)} and ${describe(p)}.`,
+        where(p),
+      );
     }
   }
   return { kind: 'stack', parts, dtype: first.dtype, shape: [parts.length, ...first.shape] };
@@ -132,7 +148,8 @@ function sameDType(a: Plan, b: Plan, param: string): void {
 
 function normDim(dim: number, rank: number, param: string): number {
   const d = dim < 0 ? dim + rank : dim;
-  if (!Number.isInteger(d) || d < 0 || d >= rank) throw new MappingError('BAD_TABLE', `parameter '${param}': dim ${dim} is out of range for rank ${rank}.`);
+  if (!Number.isInteger(d) || d < 0 || d >= rank)
+    throw new MappingError('BAD_TABLE', `parameter '${param}': dim ${dim} is out of range for rank ${rank}.`);
   return d;
 }
 
@@ -154,7 +171,9 @@ export function firstTensor(plan: Plan): TensorInfo {
 export function describe(plan: Plan): string {
   const t = firstTensor(plan);
   const head = `[${plan.shape.join(', ')}] ${plan.dtype}`;
-  return plan.kind === 'tensor' ? `'${t.name}' (${basename(t.file)}) ${head}` : `${plan.kind} of '${t.name}' (${basename(t.file)}), ... ${head}`;
+  return plan.kind === 'tensor'
+    ? `'${t.name}' (${basename(t.file)}) ${head}`
+    : `${plan.kind} of '${t.name}' (${basename(t.file)}), ... ${head}`;
 }
 
 function where(plan: Plan): { file: string; tensor: string } {

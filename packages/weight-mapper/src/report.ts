@@ -55,7 +55,9 @@ export function formatReport(r: MappingReport): string {
   ];
   for (const m of r.missing) {
     const near = m.nearest.length > 0 ? ` Nearest present: ${m.nearest.map((n) => `'${n}'`).join(', ')}.` : '';
-    lines.push(`  missing ${m.required ? '' : '(optional) '}${m.component} '${m.name}': needs ${m.tensors.map((t) => `'${t}'`).join(', ')}.${near}`);
+    lines.push(
+      `  missing ${m.required ? '' : '(optional) '}${m.component} '${m.name}': needs ${m.tensors.map((t) => `'${t}'`).join(', ')}.${near}`,
+    );
   }
   for (const m of r.mismatched) lines.push(`  ${m.code}: ${m.message}`);
   for (const u of r.unmapped) lines.push(`  unmapped checkpoint tensor '${u}'`);

@@ -5,10 +5,7 @@
  */
 import { MappingError } from './errors.js';
 
-export type NameMatcher =
-  | { readonly prefix: string }
-  | { readonly substring: string }
-  | { readonly regex: RegExp };
+export type NameMatcher = { readonly prefix: string } | { readonly substring: string } | { readonly regex: RegExp };
 
 export type RenameRule = NameMatcher & { readonly to: string };
 

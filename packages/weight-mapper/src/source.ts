@@ -10,7 +10,14 @@ export type Source =
   | { readonly op: 'concat'; readonly parts: readonly Source[]; readonly dim: number }
   | { readonly op: 'stack'; readonly parts: readonly Source[] }
   | { readonly op: 'transpose'; readonly of: Source }
-  | { readonly op: 'slice'; readonly of: Source; readonly dim: number; readonly start: number; readonly end: number; readonly squeeze: boolean };
+  | {
+      readonly op: 'slice';
+      readonly of: Source;
+      readonly dim: number;
+      readonly start: number;
+      readonly end: number;
+      readonly squeeze: boolean;
+    };
 
 /** A checkpoint tensor, used as is. */
 export const tensor = (name: string): Source => ({ op: 'tensor', name });
@@ -31,7 +38,14 @@ export const stack = (parts: readonly Source[]): Source => ({ op: 'stack', parts
 export const transpose = (of: Source): Source => ({ op: 'transpose', of });
 
 /** Indices [start, end) along `dim`. */
-export const slice = (of: Source, dim: number, start: number, end: number): Source => ({ op: 'slice', of, dim, start, end, squeeze: false });
+export const slice = (of: Source, dim: number, start: number, end: number): Source => ({
+  op: 'slice',
+  of,
+  dim,
+  start,
+  end,
+  squeeze: false,
+});
 
 /** Row `index` of dim 0, the dim dropped: [2, E] -> [E]. */
 export const row = (of: Source, index: number): Source => ({ op: 'slice', of, dim: 0, start: index, end: index + 1, squeeze: true });

@@ -69,7 +69,9 @@ describe('Ernie45VL input checks', () => {
     const inputs = await readTensors(`${c.dir}/inputs.safetensors`);
     const pv = inputs.pixel_values!;
     const bad = { ...inputs, pixel_values: { ...pv, dims: [47, 588], data: (pv.data as Float32Array).subarray(0, 47 * 588) } };
-    await expect(m.forward(bad as never)).rejects.toThrow(/pixel_values has 47 patch rows of 588 but image_grid_thw \(\[1, 4, 6\], \[1, 6, 4\]\) needs 48/);
+    await expect(m.forward(bad as never)).rejects.toThrow(
+      /pixel_values has 47 patch rows of 588 but image_grid_thw \(\[1, 4, 6\], \[1, 6, 4\]\) needs 48/,
+    );
   });
 
   it('a placeholder count that does not match the grids is a clear error, as in HF', async () => {
@@ -83,7 +85,9 @@ describe('Ernie45VL input checks', () => {
     const err = await m.forward(bad as never).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelError);
     expect((err as ModelError).code).toBe('PLACEHOLDER_MISMATCH');
-    expect((err as ModelError).message).toMatch(/11 image placeholder tokens \(id 250\) but image_grid_thw \(\[1, 4, 6\], \[1, 6, 4\]\) gives 12 features/);
+    expect((err as ModelError).message).toMatch(
+      /11 image placeholder tokens \(id 250\) but image_grid_thw \(\[1, 4, 6\], \[1, 6, 4\]\) gives 12 features/,
+    );
   });
 });
 

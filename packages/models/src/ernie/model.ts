@@ -2,15 +2,15 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { buildErnieTextDecoderModel, ernieDecodePositions, ernieRotaryTables } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
+import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { type HostTensor, KvCache, type VlmSession, float32, int64 } from '@vlmkit/runtime';
 import { mapErnie45VL } from '@vlmkit/weight-mapper';
+import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
-import { GrowingMask, lastPositionLogits } from '../decode-state.js';
-import { type SessionCacheOptions, cachedSession } from '../session-cache.js';
+import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
-import { type ErniePrompt, analyzePrompt } from './prompt.js';
+import { analyzePrompt, type ErniePrompt } from './prompt.js';
 import { buildErnieVisionEncoder, visionEncoderFeeds } from './vision-encoder.js';
 
 /** HF forward kwargs, by their HF names. */
@@ -118,7 +118,8 @@ export class Ernie45VL {
 
   private prompt(inputs: ErnieInputs): ErniePrompt {
     const ids = inputs.input_ids;
-    if (ids.dtype !== 'int64' || ids.dims.length !== 2) throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
+    if (ids.dtype !== 'int64' || ids.dims.length !== 2)
+      throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
     return analyzePrompt(
       {
         inputIds: ids.data as BigInt64Array,
@@ -132,22 +133,34 @@ export class Ernie45VL {
     );
   }
 
-  private async encodeVision(inputs: ErnieInputs): Promise<{ image: HostTensor<'float32'> | undefined; video: HostTensor<'float32'> | undefined }> {
+  private async encodeVision(
+    inputs: ErnieInputs,
+  ): Promise<{ image: HostTensor<'float32'> | undefined; video: HostTensor<'float32'> | undefined }> {
     const run = async (pixels: HostTensor | undefined, g: HostTensor | undefined, what: string) => {
       const gs = grids(g, `${what}_grid_thw`);
       if (gs.length === 0) return undefined;
-      if (!pixels || pixels.dtype !== 'float32') throw new ModelError('BAD_INPUT', `${what}_grid_thw is given but ${what === 'image' ? 'pixel_values' : 'pixel_values_videos'} is missing or not float32`);
+      if (!pixels || pixels.dtype !== 'float32')
+        throw new ModelError(
+          'BAD_INPUT',
+          `${what}_grid_thw is given but ${what === 'image' ? 'pixel_values' : 'pixel_values_videos'} is missing or not float32`,
+        );
       // Checked before anything is allocated for the grids: their patch count must be the rows given.
       const patchDim = this.config.vision.inChannels * this.config.vision.patchSize ** 2;
       const patches = gs.reduce((n, [t, h, w]) => n + t * h * w, 0);
       if (pixels.data.length !== patches * patchDim) {
         const name = what === 'image' ? 'pixel_values' : 'pixel_values_videos';
-        throw new ModelError('BAD_INPUT', `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${what}_grid_thw (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`);
+        throw new ModelError(
+          'BAD_INPUT',
+          `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${what}_grid_thw (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`,
+        );
       }
       const out = await this.vision.run(visionEncoderFeeds(pixels.data as Float32Array, gs, this.config), { outputs: ['embeds'] });
       return out.embeds as HostTensor<'float32'>;
     };
-    return { image: await run(inputs.pixel_values, inputs.image_grid_thw, 'image'), video: await run(inputs.pixel_values_videos, inputs.video_grid_thw, 'video') };
+    return {
+      image: await run(inputs.pixel_values, inputs.image_grid_thw, 'image'),
+      video: await run(inputs.pixel_values_videos, inputs.video_grid_thw, 'video'),
+    };
   }
 
   private newCache(batch: number): KvCache {
@@ -155,7 +168,12 @@ export class Ernie45VL {
     return new KvCache({ numLayers: t.numHiddenLayers, numKvHeads: t.numKeyValueHeads, headDim: t.headDim, batchSize: batch });
   }
 
-  private prefillFeeds(p: ErniePrompt, image: HostTensor | undefined, video: HostTensor | undefined, cache: KvCache): Record<string, HostTensor> {
+  private prefillFeeds(
+    p: ErniePrompt,
+    image: HostTensor | undefined,
+    video: HostTensor | undefined,
+    cache: KvCache,
+  ): Record<string, HostTensor> {
     const D = this.config.text.hiddenSize;
     const parts = [image, video].filter((x): x is HostTensor => x !== undefined);
     const n = parts.reduce((a, x) => a + x.dims[0]!, 0);
@@ -183,7 +201,9 @@ export class Ernie45VL {
     const V = this.config.text.vocabSize;
     const D = this.config.text.hiddenSize;
     const cache = this.newCache(B);
-    const realTokens = Array.from({ length: B }, (_, b) => p.attentionMask.subarray(b * p.seq, (b + 1) * p.seq).reduce((a, v) => a + Number(v), 0));
+    const realTokens = Array.from({ length: B }, (_, b) =>
+      p.attentionMask.subarray(b * p.seq, (b + 1) * p.seq).reduce((a, v) => a + Number(v), 0),
+    );
     const mask = new GrowingMask(p.attentionMask, B, p.seq);
     return {
       batchSize: B,
@@ -196,7 +216,9 @@ export class Ernie45VL {
       step: async (tokens) => {
         // Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes.
         const pos = ernieDecodePositions(p.ropeDeltas, realTokens);
-        realTokens.forEach((_, b) => realTokens[b]!++);
+        realTokens.forEach((_, b) => {
+          realTokens[b]!++;
+        });
         const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
         const out = await this.decoder.run({
           input_ids: int64(tokens, [B, 1]),

@@ -1,4 +1,4 @@
-import { type GridThw, ernieRopeIndex } from '@vlmkit/mrope';
+import { ernieRopeIndex, type GridThw } from '@vlmkit/mrope';
 import { ModelError } from '../errors.js';
 import type { Ernie45VLConfig } from './config.js';
 import { visionExpertMask } from './tokens.js';
@@ -43,9 +43,11 @@ export function placeholderCount(grids: readonly GridThw[], config: Ernie45VLCon
  */
 export function analyzePrompt(p: PromptInputs, config: Ernie45VLConfig): ErniePrompt {
   const [B, S] = p.shape;
-  if (p.inputIds.length !== B * S) throw new ModelError('BAD_INPUT', `input_ids has ${p.inputIds.length} values, shape [${B}, ${S}] needs ${B * S}`);
+  if (p.inputIds.length !== B * S)
+    throw new ModelError('BAD_INPUT', `input_ids has ${p.inputIds.length} values, shape [${B}, ${S}] needs ${B * S}`);
   const mask = p.attentionMask ?? new BigInt64Array(B * S).fill(1n);
-  if (mask.length !== B * S) throw new ModelError('BAD_INPUT', `attention_mask must have the shape of input_ids [${B}, ${S}], got ${mask.length} values`);
+  if (mask.length !== B * S)
+    throw new ModelError('BAD_INPUT', `attention_mask must have the shape of input_ids [${B}, ${S}], got ${mask.length} values`);
   const t = config.tokens;
   const ids = Array.from(p.inputIds, Number);
   const imagePositions: number[] = [];

@@ -23,7 +23,10 @@ export function ernieTokens(config: Record<string, unknown>): ErnieTokens {
   const text = (config.text_config ?? config) as Record<string, unknown>;
   const image = num(config.image_token_id) ?? num(config.im_patch_id);
   if (image === undefined) {
-    throw new ModelError('BAD_CONFIG', 'config.json has neither image_token_id (HF layout) nor im_patch_id (hub layout): cannot find image placeholders');
+    throw new ModelError(
+      'BAD_CONFIG',
+      'config.json has neither image_token_id (HF layout) nor im_patch_id (hub layout): cannot find image placeholders',
+    );
   }
   return {
     image,
@@ -43,6 +46,8 @@ export function ernieTokens(config: Record<string, unknown>): ErnieTokens {
  * `moe_mm_token_type_ids`), 0 elsewhere.
  */
 export function visionExpertMask(ids: ArrayLike<number>, t: ErnieTokens): Uint8Array {
-  const visual = new Set([t.image, t.video, t.imageStart, t.imageEnd, t.videoStart, t.videoEnd].filter((v): v is number => v !== undefined));
+  const visual = new Set(
+    [t.image, t.video, t.imageStart, t.imageEnd, t.videoStart, t.videoEnd].filter((v): v is number => v !== undefined),
+  );
   return Uint8Array.from({ length: ids.length }, (_, i) => (visual.has(ids[i]!) ? 1 : 0));
 }

@@ -1,6 +1,6 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
-import { type GridThw, buildErnieResampler, resamplerInputs } from '@vlmkit/resampler';
-import { type HostTensor, float32, hostTensor, int64 } from '@vlmkit/runtime';
+import { buildErnieResampler, type GridThw, resamplerInputs } from '@vlmkit/resampler';
+import { float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import { buildErnieVisionTower, ernieVisionHeadDim, ernieVisionInputs } from '@vlmkit/vision-tower';
 import type { Ernie45VLConfig } from './config.js';
 
@@ -28,7 +28,11 @@ export function buildErnieVisionEncoder(vision: Weights, resampler: Weights, con
 }
 
 /** Host-side feeds of the vision encoder for one modality's pixel values and grids. */
-export function visionEncoderFeeds(pixelValues: Float32Array, grids: readonly GridThw[], config: Ernie45VLConfig): Record<string, HostTensor> {
+export function visionEncoderFeeds(
+  pixelValues: Float32Array,
+  grids: readonly GridThw[],
+  config: Ernie45VLConfig,
+): Record<string, HostTensor> {
   const v = ernieVisionInputs(grids, config.vision);
   const r = resamplerInputs(grids, config.resampler);
   const patchDim = config.vision.inChannels * config.vision.patchSize ** 2;

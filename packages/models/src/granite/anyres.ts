@@ -80,7 +80,13 @@ export interface PackPlan {
  * one (rows*side) x (cols*side) grid, unpadded, with image_newline after each
  * row. `side` is the projected tokens per tile side.
  */
-export function packPlan(imageSizes: readonly Size[], pinpoints: readonly Size[], tileSize: number, side: number, withNewline = true): PackPlan {
+export function packPlan(
+  imageSizes: readonly Size[],
+  pinpoints: readonly Size[],
+  tileSize: number,
+  side: number,
+  withNewline = true,
+): PackPlan {
   const perTile = side * side;
   const layouts = imageSizes.map((s) => anyresLayout(s, pinpoints, tileSize));
   const totalTiles = layouts.reduce((a, l) => a + l.numTiles, 0);

@@ -42,13 +42,24 @@ export function granite4VisionConfig(json: Record<string, unknown>): Granite4Vis
   const spatialTargets = (json.spatial_target_layers ?? []) as number[];
   const useSpatial = json.use_spatial_sampling !== false;
   const spatialLayer = Number(json.spatial_vision_layer ?? -1);
-  const levels: GraniteLevel[] = deepstack.map(([visionLayer, llmLayer], k) => ({ k, kind: 'layerwise', projector: k, visionLayer, llmLayer }));
+  const levels: GraniteLevel[] = deepstack.map(([visionLayer, llmLayer], k) => ({
+    k,
+    kind: 'layerwise',
+    projector: k,
+    visionLayer,
+    llmLayer,
+  }));
   if (useSpatial) {
-    spatialTargets.forEach((llmLayer, i) => levels.push({ k: levels.length, kind: 'spatial', projector: i, visionLayer: spatialLayer, llmLayer }));
+    spatialTargets.forEach((llmLayer, i) => {
+      levels.push({ k: levels.length, kind: 'spatial', projector: i, visionLayer: spatialLayer, llmLayer });
+    });
   }
   const strategy = json.vision_feature_select_strategy ?? 'default';
   if (strategy !== 'full' && strategy !== 'default') {
-    throw new ModelError('BAD_CONFIG', `config.json: vision_feature_select_strategy must be 'full' or 'default', got ${JSON.stringify(strategy)}`);
+    throw new ModelError(
+      'BAD_CONFIG',
+      `config.json: vision_feature_select_strategy must be 'full' or 'default', got ${JSON.stringify(strategy)}`,
+    );
   }
   const imageTokenId = json.image_token_index ?? json.image_token_id;
   if (!Number.isInteger(imageTokenId)) throw new ModelError('BAD_CONFIG', 'config.json has no image_token_index / image_token_id');

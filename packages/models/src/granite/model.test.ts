@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_DIR } from '../fixture-dir.js';
 import { ModelError } from '../errors.js';
+import { FIXTURE_DIR } from '../fixture-dir.js';
 import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
 import { Granite4Vision } from './model.js';
 
@@ -38,7 +38,9 @@ describe.each(cases)('Granite4Vision against HF 5.17: $name', (c) => {
     expect(out.logits.dims).toEqual(ref.dims);
     const V = ref.dims[2]!;
     const mask = inputs.attention_mask?.data as BigInt64Array | undefined;
-    expect(relError(out.logits.data as Float32Array, ref.data as Float32Array, (i) => !mask || mask[Math.floor(i / V)] === 1n)).toBeLessThan(1e-4);
+    expect(
+      relError(out.logits.data as Float32Array, ref.data as Float32Array, (i) => !mask || mask[Math.floor(i / V)] === 1n),
+    ).toBeLessThan(1e-4);
     out.deepstack.forEach((level, k) => {
       const want = expected[`image_features_level_${k}`]!;
       expect(level.dims).toEqual(want.dims);

@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type GraniteTextConfig, buildGraniteTextDecoderModel, graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
-import { type HostTensor, KvCache, type VlmSession, float32, int64 } from '@vlmkit/runtime';
+import { buildGraniteTextDecoderModel, type GraniteTextConfig, graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
+import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, mapGranite4Vision, readLoraAdapter } from '@vlmkit/weight-mapper';
+import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
-import { GrowingMask, lastPositionLogits } from '../decode-state.js';
-import { type SessionCacheOptions, cachedSession } from '../session-cache.js';
+import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
 import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
@@ -62,10 +62,17 @@ export class Granite4Vision {
     const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
     const mapped = await mapGranite4Vision(ckpt, json, adapter ? { overlay: loraOverlay(adapter) } : {});
     const t1 = performance.now();
-    const vision = await cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), root, 'granite-vision', options);
+    const vision = await cachedSession(
+      buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config),
+      root,
+      'granite-vision',
+      options,
+    );
     const levels = config.levels.map((l) => l.llmLayer);
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
-    const decoder = await cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, { extraFiles });
+    const decoder = await cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, {
+      extraFiles,
+    });
     await ckpt.close();
     return new Granite4Vision(config, text, vision.session, decoder.session, {
       loadMs: t1 - t0,
@@ -103,7 +110,8 @@ export class Granite4Vision {
 
   private prompt(inputs: GraniteInputs): GranitePrompt {
     const ids = inputs.input_ids;
-    if (ids.dtype !== 'int64' || ids.dims.length !== 2) throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
+    if (ids.dtype !== 'int64' || ids.dims.length !== 2)
+      throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
     const [B, S] = ids.dims as [number, number];
     const data = ids.data as BigInt64Array;
     const mask = inputs.attention_mask ? (inputs.attention_mask.data as BigInt64Array) : new BigInt64Array(B * S).fill(1n);
@@ -136,7 +144,11 @@ export class Granite4Vision {
     const D = this.text.hiddenSize;
     const sizes = imageSizes(inputs.image_sizes);
     if (sizes.length === 0 || !inputs.pixel_values) {
-      if (placeholders > 0) throw new ModelError('PLACEHOLDER_MISMATCH', `the prompt has ${placeholders} image tokens (id ${this.config.imageTokenId}) but no pixel_values / image_sizes were given`);
+      if (placeholders > 0)
+        throw new ModelError(
+          'PLACEHOLDER_MISMATCH',
+          `the prompt has ${placeholders} image tokens (id ${this.config.imageTokenId}) but no pixel_values / image_sizes were given`,
+        );
       return this.config.levels.map(() => float32(new Float32Array(0), [0, D]));
     }
     const { feeds, plan } = graniteVisionFeeds(inputs.pixel_values, sizes, this.config);
@@ -164,7 +176,9 @@ export class Granite4Vision {
       position_ids: int64(p.positions, [p.batch, p.seq]),
       ...cache.feeds(),
     };
-    deepstack.forEach((t, k) => (feeds[`deepstack_${k}`] = t));
+    deepstack.forEach((t, k) => {
+      feeds[`deepstack_${k}`] = t;
+    });
     return feeds;
   }
 
@@ -185,7 +199,9 @@ export class Granite4Vision {
       },
       step: async (tokens) => {
         const positions = real.map((n) => n);
-        real.forEach((_, b) => real[b]!++);
+        real.forEach((_, b) => {
+          real[b]!++;
+        });
         const feeds: Record<string, HostTensor> = {
           input_ids: int64(tokens, [B, 1]),
           image_positions: int64([], [0]),
@@ -193,7 +209,9 @@ export class Granite4Vision {
           position_ids: int64(positions, [B, 1]),
           ...cache.feeds(),
         };
-        this.config.levels.forEach((l) => (feeds[`deepstack_${l.k}`] = float32(new Float32Array(0), [0, D])));
+        this.config.levels.forEach((l) => {
+          feeds[`deepstack_${l.k}`] = float32(new Float32Array(0), [0, D]);
+        });
         const out = await this.decoder.run(feeds);
         cache.update(out);
         return lastPositionLogits(out.logits!, B, 1, V);
@@ -215,7 +233,8 @@ interface GranitePrompt {
 
 function imageSizes(t: HostTensor | undefined): Size[] {
   if (!t) return [];
-  if (t.dtype !== 'int64' || t.dims.length !== 2 || t.dims[1] !== 2) throw new ModelError('BAD_INPUT', `image_sizes must be int64 [N, 2], got ${t.dtype} [${t.dims.join(', ')}]`);
+  if (t.dtype !== 'int64' || t.dims.length !== 2 || t.dims[1] !== 2)
+    throw new ModelError('BAD_INPUT', `image_sizes must be int64 [N, 2], got ${t.dtype} [${t.dims.join(', ')}]`);
   const d = t.data as BigInt64Array;
   return Array.from({ length: t.dims[0]! }, (_, i) => [Number(d[2 * i]), Number(d[2 * i + 1])] as const);
 }

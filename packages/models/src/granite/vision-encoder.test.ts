@@ -10,7 +10,9 @@ import type { Size } from './anyres.js';
 import { granite4VisionConfig } from './config.js';
 import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
 
-describe.each(fixtureCases('granite-tiny').filter((c) => c.json.adapter === undefined))('Granite vision encoder against HF 5.17: $name', (c) => {
+describe.each(
+  fixtureCases('granite-tiny').filter((c) => c.json.adapter === undefined),
+)('Granite vision encoder against HF 5.17: $name', (c) => {
   it('every injected level (layerwise then spatial), packed and unpadded, within 1e-4', async () => {
     const json = JSON.parse(await readFile(join(c.checkpoint, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = granite4VisionConfig(json);

@@ -1,9 +1,9 @@
 import { Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
-import { type HostTensor, float32, int64 } from '@vlmkit/runtime';
+import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
 import { buildSiglipVisionTower } from '@vlmkit/vision-tower';
 import { ModelError } from '../errors.js';
-import { type PackPlan, type Size, packPlan } from './anyres.js';
+import { type PackPlan, packPlan, type Size } from './anyres.js';
 import type { Granite4VisionConfig } from './config.js';
 
 /**
@@ -26,7 +26,10 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
     const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
     let features: Value | undefined = hiddenStates[index];
     if (features === undefined) {
-      throw new ModelError('BAD_CONFIG', `level ${level.k} reads vision hidden state ${level.visionLayer}, but SigLIP gives ${hiddenStates.length}`);
+      throw new ModelError(
+        'BAD_CONFIG',
+        `level ${level.k} reads vision hidden state ${level.visionLayer}, but SigLIP gives ${hiddenStates.length}`,
+      );
     }
     // "default" drops a CLS token; SigLIP has none, so Granite configs say "full".
     if (config.selectStrategy === 'default') features = g.slice(features, [1], [Number.MAX_SAFE_INTEGER], [1]);
@@ -40,7 +43,10 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
     );
     const rows = g.reshape(projected, [-1, D]);
     const table = newline ? g.concat([rows, newline], 0) : rows;
-    g.output(g.scope(`pack.${level.k}`, () => g.gather(table, packIndices, 0)), `deepstack_${level.k}`);
+    g.output(
+      g.scope(`pack.${level.k}`, () => g.gather(table, packIndices, 0)),
+      `deepstack_${level.k}`,
+    );
   }
   return g;
 }
@@ -50,7 +56,11 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
  * HF's zero-padded pixel_values [B, maxTiles, C, S, S] (or [T, C, S, S]), and
  * the packing plan.
  */
-export function graniteVisionFeeds(pixelValues: HostTensor, imageSizes: readonly Size[], config: Granite4VisionConfig): { feeds: Record<string, HostTensor>; plan: PackPlan } {
+export function graniteVisionFeeds(
+  pixelValues: HostTensor,
+  imageSizes: readonly Size[],
+  config: Granite4VisionConfig,
+): { feeds: Record<string, HostTensor>; plan: PackPlan } {
   const side = windowGeometry(config.projector).downsampledSide;
   const plan = packPlan(imageSizes, config.pinpoints, config.vision.imageSize, side, config.imageNewline);
   const { numChannels: C, imageSize: S } = config.vision;
@@ -63,14 +73,18 @@ export function graniteVisionFeeds(pixelValues: HostTensor, imageSizes: readonly
     if (B !== imageSizes.length) throw new ModelError('BAD_INPUT', `pixel_values has ${B} images but image_sizes has ${imageSizes.length}`);
     let o = 0;
     plan.tilesPerImage.forEach((n, i) => {
-      if (n > maxTiles) throw new ModelError('BAD_INPUT', `image ${i} (size ${imageSizes[i]!.join('x')}) needs ${n} tiles, pixel_values holds ${maxTiles}`);
+      if (n > maxTiles)
+        throw new ModelError('BAD_INPUT', `image ${i} (size ${imageSizes[i]!.join('x')}) needs ${n} tiles, pixel_values holds ${maxTiles}`);
       out.set(data.subarray(i * maxTiles * tile, (i * maxTiles + n) * tile), o);
       o += n * tile;
     });
   } else if (pixelValues.dims.length === 4 && pixelValues.dims[0] === total) {
     out.set(data);
   } else {
-    throw new ModelError('BAD_INPUT', `pixel_values must be [images, tiles, ${C}, ${S}, ${S}] or [${total}, ${C}, ${S}, ${S}], got [${pixelValues.dims.join(', ')}]`);
+    throw new ModelError(
+      'BAD_INPUT',
+      `pixel_values must be [images, tiles, ${C}, ${S}, ${S}] or [${total}, ${C}, ${S}, ${S}], got [${pixelValues.dims.join(', ')}]`,
+    );
   }
   return {
     feeds: { pixel_values: float32(out, [total, C, S, S]), pack_indices: int64(plan.indices, [plan.indices.length]) },

@@ -24,7 +24,12 @@ export interface GraniteStepOutput {
 }
 
 /** One run of the standalone Granite decoder model with `numLevels` deepstack inputs. */
-export async function graniteStep(session: ort.InferenceSession, cfg: GraniteTextConfig, numLevels: number, x: GraniteStepInput): Promise<GraniteStepOutput> {
+export async function graniteStep(
+  session: ort.InferenceSession,
+  cfg: GraniteTextConfig,
+  numLevels: number,
+  x: GraniteStepInput,
+): Promise<GraniteStepOutput> {
   const { B, S } = x;
   const [D, hkv, hd] = [cfg.hiddenSize, cfg.numKeyValueHeads, cfg.headDim];
   const n = x.image?.positions.length ?? 0;
@@ -39,12 +44,19 @@ export async function graniteStep(session: ort.InferenceSession, cfg: GraniteTex
   }
   for (let l = 0; l < cfg.numHiddenLayers; l++) {
     const p = x.past?.[l];
-    feeds[`past_key_values.${l}.key`] = p ? f32(p.key.dims as number[], p.key.data as Float32Array) : f32([B, hkv, 0, hd], new Float32Array(0));
-    feeds[`past_key_values.${l}.value`] = p ? f32(p.value.dims as number[], p.value.data as Float32Array) : f32([B, hkv, 0, hd], new Float32Array(0));
+    feeds[`past_key_values.${l}.key`] = p
+      ? f32(p.key.dims as number[], p.key.data as Float32Array)
+      : f32([B, hkv, 0, hd], new Float32Array(0));
+    feeds[`past_key_values.${l}.value`] = p
+      ? f32(p.value.dims as number[], p.value.data as Float32Array)
+      : f32([B, hkv, 0, hd], new Float32Array(0));
   }
   const t0 = performance.now();
   const out = await run(session, feeds);
   const ms = performance.now() - t0;
-  const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({ key: out[`present.${l}.key`]!, value: out[`present.${l}.value`]! }));
+  const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({
+    key: out[`present.${l}.key`]!,
+    value: out[`present.${l}.value`]!,
+  }));
   return { logits: out.logits!.data as Float32Array, present, raw: out, ms };
 }

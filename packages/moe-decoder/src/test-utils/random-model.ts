@@ -1,4 +1,4 @@
-import { type TensorRef, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
+import { type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import type { ErnieTextConfig } from '../ernie-config.js';
 import { ernieTextExpectedParameters } from '../ernie-parameters.js';
 import { randn } from './ort.js';

@@ -85,7 +85,9 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
   const emb = get(w, 'embed_tokens.weight');
   let x = new Float32Array(N * D);
   for (let n = 0; n < N; n++) x.set(emb.subarray(inp.ids[n]! * D, (inp.ids[n]! + 1) * D), n * D);
-  inp.visionPositions.forEach((pos, r) => x.set(inp.visionEmbeds.subarray(r * D, (r + 1) * D), pos * D));
+  inp.visionPositions.forEach((pos, r) => {
+    x.set(inp.visionEmbeds.subarray(r * D, (r + 1) * D), pos * D);
+  });
 
   const out: RefOutputs = { logits: new Float32Array(N * V), layerOutputs: [], presentK: [], presentV: [], routes: new Map() };
   for (let l = 0; l < cfg.numHiddenLayers; l++) {
@@ -146,7 +148,17 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
     const hn = rmsNorm(h1, N, D, get(w, `${p}.post_attention_layernorm.weight`), cfg.rmsNormEps);
     const mlp = new Float32Array(N * D);
     if (cfg.mlpLayerTypes[l] === 'dense') {
-      for (let n = 0; n < N; n++) mlp.set(gatedMlp(hn.subarray(n * D, (n + 1) * D), D, cfg.intermediateSize, get(w, `${p}.mlp.gate_up_proj.weight`), get(w, `${p}.mlp.down_proj.weight`)), n * D);
+      for (let n = 0; n < N; n++)
+        mlp.set(
+          gatedMlp(
+            hn.subarray(n * D, (n + 1) * D),
+            D,
+            cfg.intermediateSize,
+            get(w, `${p}.mlp.gate_up_proj.weight`),
+            get(w, `${p}.mlp.down_proj.weight`),
+          ),
+          n * D,
+        );
     } else {
       const routes = { experts: [] as number[][], weights: [] as number[][] };
       for (let n = 0; n < N; n++) {
@@ -173,7 +185,13 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
           for (let i = 0; i < D; i++) mlp[n * D + i] = mlp[n * D + i]! + weights[c]! * y[i]!;
         });
         if (cfg.moe.numSharedExperts > 0) {
-          const y = gatedMlp(xt, D, cfg.moe.intermediateSize[0] * cfg.moe.numSharedExperts, get(w, `${p}.mlp.shared_experts.gate_up_proj.weight`), get(w, `${p}.mlp.shared_experts.down_proj.weight`));
+          const y = gatedMlp(
+            xt,
+            D,
+            cfg.moe.intermediateSize[0] * cfg.moe.numSharedExperts,
+            get(w, `${p}.mlp.shared_experts.gate_up_proj.weight`),
+            get(w, `${p}.mlp.shared_experts.down_proj.weight`),
+          );
           for (let i = 0; i < D; i++) mlp[n * D + i] = mlp[n * D + i]! + y[i]!;
         }
       }

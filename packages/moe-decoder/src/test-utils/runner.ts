@@ -43,13 +43,20 @@ export async function step(session: ort.InferenceSession, cfg: ErnieTextConfig, 
   };
   for (let l = 0; l < cfg.numHiddenLayers; l++) {
     const p = x.past?.[l];
-    feeds[`past_key_values.${l}.key`] = p ? f32(p.key.dims as number[], p.key.data as Float32Array) : f32([B, hkv, 0, hd], new Float32Array(0));
-    feeds[`past_key_values.${l}.value`] = p ? f32(p.value.dims as number[], p.value.data as Float32Array) : f32([B, hkv, 0, hd], new Float32Array(0));
+    feeds[`past_key_values.${l}.key`] = p
+      ? f32(p.key.dims as number[], p.key.data as Float32Array)
+      : f32([B, hkv, 0, hd], new Float32Array(0));
+    feeds[`past_key_values.${l}.value`] = p
+      ? f32(p.value.dims as number[], p.value.data as Float32Array)
+      : f32([B, hkv, 0, hd], new Float32Array(0));
   }
   const t0 = performance.now();
   const out = await run(session, feeds);
   const ms = performance.now() - t0;
-  const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({ key: out[`present.${l}.key`]!, value: out[`present.${l}.value`]! }));
+  const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({
+    key: out[`present.${l}.key`]!,
+    value: out[`present.${l}.value`]!,
+  }));
   const hidden: Float32Array[] = [];
   for (let l = 0; out[`hidden_states.${l}`] !== undefined; l++) hidden.push(out[`hidden_states.${l}`]!.data as Float32Array);
   return { logits: out.logits!.data as Float32Array, present, hidden, raw: out, ms };

@@ -1,8 +1,11 @@
-import { serializeModel, type Graph } from '@vlmkit/onnx-graph';
+import { type Graph, serializeModel } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 
 /** Serialises `g`, runs it once on ORT's CPU EP with float32 feeds, returns the outputs' data. */
-export async function runF32(g: Graph, feeds: Record<string, { dims: number[]; data: Float32Array }>): Promise<Record<string, Float32Array>> {
+export async function runF32(
+  g: Graph,
+  feeds: Record<string, { dims: number[]; data: Float32Array }>,
+): Promise<Record<string, Float32Array>> {
   const { bytes, externalData } = await serializeModel(g);
   const session = await ort.InferenceSession.create(bytes, { externalData, executionProviders: ['cpu'], logSeverityLevel: 3 });
   try {

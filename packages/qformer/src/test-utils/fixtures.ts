@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Weights, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 
 export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
@@ -15,7 +15,8 @@ export const GRANITE_TINY = `${FIXTURES}granite-tiny/`;
 export async function weightsUnder(path: string, prefix: string): Promise<Weights> {
   const ckpt = await Checkpoint.open(path);
   const table = new Map<string, ReturnType<typeof tensorFromSafetensors>>();
-  for (const name of ckpt.names()) if (name.startsWith(prefix)) table.set(name.slice(prefix.length), tensorFromSafetensors(ckpt.info(name)));
+  for (const name of ckpt.names())
+    if (name.startsWith(prefix)) table.set(name.slice(prefix.length), tensorFromSafetensors(ckpt.info(name)));
   await ckpt.close(); // the refs carry file, offset and length; the bytes are read when the model is serialised
   return Weights.from(table);
 }

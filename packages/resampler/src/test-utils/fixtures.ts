@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { Weights, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 
 export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
@@ -17,7 +17,9 @@ const RENAMES: readonly [string, string][] = [
 const PREFIX = 'model.resampler_model.';
 
 /** The resampler's parameters of a hub-layout checkpoint, referenced in place, under the component's names. */
-export async function resamplerWeights(checkpointDir: string): Promise<{ weights: Weights; hubNames: Map<string, string>; ckpt: Checkpoint }> {
+export async function resamplerWeights(
+  checkpointDir: string,
+): Promise<{ weights: Weights; hubNames: Map<string, string>; ckpt: Checkpoint }> {
   const ckpt = await Checkpoint.open(checkpointDir);
   const table = new Map<string, ReturnType<typeof tensorFromSafetensors>>();
   const hubNames = new Map<string, string>();

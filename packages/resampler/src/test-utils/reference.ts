@@ -9,7 +9,12 @@ import type { ErnieResamplerConfig } from '../config.js';
 
 export type Params = Record<string, Float32Array>;
 
-export function referenceResampler(p: Params, cfg: ErnieResamplerConfig, hidden: Float32Array, grids: readonly (readonly number[])[]): Float64Array {
+export function referenceResampler(
+  p: Params,
+  cfg: ErnieResamplerConfig,
+  hidden: Float32Array,
+  grids: readonly (readonly number[])[],
+): Float64Array {
   const s2 = cfg.spatialMergeSize ** 2;
   const dim = cfg.visionHiddenSize * s2;
   const rows = hidden.length / dim;

@@ -1,7 +1,7 @@
-import { type Graph, Weights, serializeModel, tensorFromArray } from '@vlmkit/onnx-graph';
+import { type Graph, serializeModel, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import type { ErnieResamplerConfig } from '../config.js';
-import { resamplerInputs, type GridThw } from '../inputs.js';
+import { type GridThw, resamplerInputs } from '../inputs.js';
 import { expectedParameters } from '../parameters.js';
 import { RESAMPLER_IO } from '../resampler.js';
 import type { Params } from './reference.js';
@@ -56,7 +56,9 @@ export function randomParams(cfg: ErnieResamplerConfig, seed: number): { params:
           : randn(n, seed + k, 0.1);
     params[spec.name] = data;
   });
-  const weights = Weights.from(Object.fromEntries(expectedParameters(cfg).map((s) => [s.name, tensorFromArray('float32', s.shape, params[s.name]!)])));
+  const weights = Weights.from(
+    Object.fromEntries(expectedParameters(cfg).map((s) => [s.name, tensorFromArray('float32', s.shape, params[s.name]!)])),
+  );
   return { params, weights };
 }
 

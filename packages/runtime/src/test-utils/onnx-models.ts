@@ -174,9 +174,13 @@ export function kvConcatModel(numLayers: number, heads: number, headDim: number)
       outputs.push(valueInfo(`present.${i}.${kind}`, 'float32', ['batch', heads, 'total', headDim]));
       nodes.push(node('Mul', `layers.${i}.${kind}/scale`, [`new_${kind}`, `layers.${i}.scale`], [`layers.${i}.${kind}.new`]));
       nodes.push(
-        node('Concat', `layers.${i}.${kind}/concat`, [`past_key_values.${i}.${kind}`, `layers.${i}.${kind}.new`], [`present.${i}.${kind}`], [
-          intAttr('axis', 2),
-        ]),
+        node(
+          'Concat',
+          `layers.${i}.${kind}/concat`,
+          [`past_key_values.${i}.${kind}`, `layers.${i}.${kind}.new`],
+          [`present.${i}.${kind}`],
+          [intAttr('axis', 2)],
+        ),
       );
     }
   }

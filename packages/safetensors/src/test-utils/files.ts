@@ -18,10 +18,7 @@ export async function tempDir(): Promise<string> {
  * `headerLength` overrides the length prefix.
  */
 export function rawFile(header: unknown, data: Uint8Array | number = 0, headerLength?: bigint): Uint8Array {
-  const h =
-    header instanceof Uint8Array
-      ? header
-      : new TextEncoder().encode(typeof header === 'string' ? header : JSON.stringify(header));
+  const h = header instanceof Uint8Array ? header : new TextEncoder().encode(typeof header === 'string' ? header : JSON.stringify(header));
   const d = typeof data === 'number' ? new Uint8Array(data) : data;
   const out = new Uint8Array(8 + h.length + d.length);
   new DataView(out.buffer).setBigUint64(0, headerLength ?? BigInt(h.length), true);

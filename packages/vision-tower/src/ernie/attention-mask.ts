@@ -1,6 +1,5 @@
-import { type Graph, type Value, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value } from '@vlmkit/onnx-graph';
 import type { AttentionOp } from '../types.js';
-
 
 /** The block-diagonal mask in the form the chosen op takes, built once and shared by all blocks. */
 export type FrameMask = { op: 'Attention'; mask: Value } | { op: 'MultiHeadAttention'; bias: Value };

@@ -1,5 +1,5 @@
-import { type VisionActivation, checkActivation } from '../activation.js';
-import { type Json, isObject, optionalPositiveInt, optionalPositiveNumber, positiveInt, squarePatch } from '../config-fields.js';
+import { checkActivation, type VisionActivation } from '../activation.js';
+import { isObject, type Json, optionalPositiveInt, optionalPositiveNumber, positiveInt, squarePatch } from '../config-fields.js';
 import { VisionTowerError } from '../errors.js';
 
 /**
@@ -67,7 +67,10 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   } else if (json.depth !== undefined) {
     [vc, where] = [json, 'vision_config'];
   } else {
-    throw new VisionTowerError('INVALID_CONFIG', 'config.json has no vision_config: expected an ERNIE-4.5-VL config (model_type ernie4_5_vl_moe).');
+    throw new VisionTowerError(
+      'INVALID_CONFIG',
+      'config.json has no vision_config: expected an ERNIE-4.5-VL config (model_type ernie4_5_vl_moe).',
+    );
   }
 
   const depth = positiveInt(vc, 'depth', where);
@@ -77,7 +80,10 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
     throw new VisionTowerError('INVALID_CONFIG', `${where}: expected hidden_size (HF layout) or embed_dim (Baidu layout), found neither.`);
   }
   if (hidden !== undefined && embed !== undefined && hidden !== embed) {
-    throw new VisionTowerError('INCONSISTENT_CONFIG', `${where}: hidden_size ${hidden} and embed_dim ${embed} must be equal (vLLM asserts it).`);
+    throw new VisionTowerError(
+      'INCONSISTENT_CONFIG',
+      `${where}: hidden_size ${hidden} and embed_dim ${embed} must be equal (vLLM asserts it).`,
+    );
   }
   const hiddenSize = (embed ?? hidden)!;
   const numHeads = vc.num_heads !== undefined ? positiveInt(vc, 'num_heads', where) : positiveInt(vc, 'num_attention_heads', where);
@@ -91,7 +97,8 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   let intermediateSize = optionalPositiveInt(vc, 'intermediate_size', where);
   const mlpRatio = optionalPositiveNumber(vc, 'mlp_ratio', where);
   if (intermediateSize === undefined) {
-    if (mlpRatio === undefined) throw new VisionTowerError('INVALID_CONFIG', `${where}: expected intermediate_size or mlp_ratio, found neither.`);
+    if (mlpRatio === undefined)
+      throw new VisionTowerError('INVALID_CONFIG', `${where}: expected intermediate_size or mlp_ratio, found neither.`);
     intermediateSize = Math.trunc(hiddenSize * mlpRatio); // vLLM: int(dim * mlp_ratio)
   }
   const patchSize = squarePatch(vc, 'patch_size', where);
@@ -100,19 +107,36 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   const hiddenAct = checkActivation(vc.hidden_act ?? 'quick_gelu', where);
   const rope = isObject(vc.rope_parameters) ? vc.rope_parameters : {};
   if (rope.rope_type !== undefined && rope.rope_type !== 'axial' && rope.rope_type !== 'default') {
-    throw new VisionTowerError('INVALID_CONFIG', `${where}.rope_parameters.rope_type: only the axial 2D rotary is supported, found ${JSON.stringify(rope.rope_type)}.`);
+    throw new VisionTowerError(
+      'INVALID_CONFIG',
+      `${where}.rope_parameters.rope_type: only the axial 2D rotary is supported, found ${JSON.stringify(rope.rope_type)}.`,
+    );
   }
-  const ropeTheta = optionalPositiveNumber(rope, 'rope_theta', `${where}.rope_parameters`) ?? optionalPositiveNumber(vc, 'rope_theta', where) ?? 10000;
+  const ropeTheta =
+    optionalPositiveNumber(rope, 'rope_theta', `${where}.rope_parameters`) ?? optionalPositiveNumber(vc, 'rope_theta', where) ?? 10000;
 
   const visionEps = optionalPositiveNumber(vc, 'rms_norm_eps', where) ?? 1e-6;
   // A bare vision_config has no top-level epsilon to read.
   const topEps = vc !== json ? optionalPositiveNumber(json, 'rms_norm_eps', 'config') : undefined;
   let [blockNormEps, finalNormEps] = reference === 'hf' ? [visionEps, visionEps] : [topEps ?? 1e-6, 1e-6];
   if (options.layerNormEps !== undefined) {
-    if (!(options.layerNormEps > 0)) throw new VisionTowerError('INVALID_CONFIG', `options.layerNormEps: expected a positive number, found ${options.layerNormEps}.`);
+    if (!(options.layerNormEps > 0))
+      throw new VisionTowerError('INVALID_CONFIG', `options.layerNormEps: expected a positive number, found ${options.layerNormEps}.`);
     blockNormEps = finalNormEps = options.layerNormEps;
   }
-  return { depth, hiddenSize, numHeads, intermediateSize, patchSize, inChannels, spatialMergeSize, hiddenAct, ropeTheta, blockNormEps, finalNormEps };
+  return {
+    depth,
+    hiddenSize,
+    numHeads,
+    intermediateSize,
+    patchSize,
+    inChannels,
+    spatialMergeSize,
+    hiddenAct,
+    ropeTheta,
+    blockNormEps,
+    finalNormEps,
+  };
 }
 
 /** `ErnieVisionConfig.fromHfConfig(json, { reference })`: the config type's companion. */

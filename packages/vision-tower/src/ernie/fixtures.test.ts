@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { referenceConfigOf as refConfig, referenceErnieTower } from '../test-utils/ernie-reference.js';
 import { type FixtureTower, loadCase, loadFixtureTower } from '../test-utils/fixtures.js';
 import { relMaxError, runTower, session } from '../test-utils/ort.js';
-import { referenceConfigOf as refConfig, referenceErnieTower } from '../test-utils/ernie-reference.js';
+import type { AttentionOp } from '../types.js';
 import { ErnieVisionConfig } from './config.js';
 import { ernieVisionInputs } from './inputs.js';
 import { buildErnieVisionTowerModel } from './vision-transformer.js';
-import type { AttentionOp } from '../types.js';
 
 type Grid = [number, number, number];
 

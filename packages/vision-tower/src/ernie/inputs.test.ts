@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { VisionTowerError } from '../errors.js';
-import { loadCase } from '../test-utils/fixtures.js';
 import { referencePositionIds } from '../test-utils/ernie-reference.js';
+import { loadCase } from '../test-utils/fixtures.js';
 import type { ErnieVisionConfig } from './config.js';
 import { ernieVisionInputs } from './inputs.js';
 
@@ -10,7 +10,13 @@ const config = { hiddenSize: 32, numHeads: 2, spatialMergeSize: 2, ropeTheta: 10
 describe('ernieVisionInputs', () => {
   it('frame ids and cu_seqlens: every frame of every grid is its own sequence (hand-derived)', () => {
     // image [1, 2, 2] -> 4 patches in frame 0; video [2, 2, 4] -> frames 1 and 2 of 8 patches each.
-    const x = ernieVisionInputs([[1, 2, 2], [2, 2, 4]], config);
+    const x = ernieVisionInputs(
+      [
+        [1, 2, 2],
+        [2, 2, 4],
+      ],
+      config,
+    );
     expect(x.numPatches).toBe(20);
     expect(x.cuSeqlens).toEqual([0, 4, 12, 20]);
     expect(Array.from(x.segmentIds)).toEqual([0, 0, 0, 0, ...Array(8).fill(1), ...Array(8).fill(2)]);
@@ -28,7 +34,11 @@ describe('ernieVisionInputs', () => {
     expect(x.rotarySin[5 * 8 + 4]).toBeCloseTo(Math.sin(3), 7);
   });
 
-  for (const [name, modality] of [['images', 'image'], ['video', 'video'], ['batch-padded', 'image']] as const) {
+  for (const [name, modality] of [
+    ['images', 'image'],
+    ['video', 'video'],
+    ['batch-padded', 'image'],
+  ] as const) {
     it(`matches HF's rotary ids and cos/sin tables on the '${name}' fixture (1e-6)`, async () => {
       const t = await loadCase('ernie-tiny', name);
       const flat = t.get(`${modality}_grid_thw`)!.data as number[];
@@ -37,12 +47,16 @@ describe('ernieVisionInputs', () => {
       const x = ernieVisionInputs(grids, config);
       // HF tables are [N, headDim] = our [N, headDim/2] twice (cat(freq_hw, freq_hw)).
       const half = x.rotaryShape[1];
-      for (const [ours, key] of [[x.rotaryCos, 'cos'], [x.rotarySin, 'sin']] as const) {
+      for (const [ours, key] of [
+        [x.rotaryCos, 'cos'],
+        [x.rotarySin, 'sin'],
+      ] as const) {
         const ref = t.get(`${modality}_vision_rotary_${key}`)!;
         expect(ref.shape).toEqual([x.numPatches, 2 * half]);
         let err = 0;
         for (let p = 0; p < x.numPatches; p++)
-          for (let i = 0; i < 2 * half; i++) err = Math.max(err, Math.abs(ours[p * half + (i % half)]! - (ref.data as Float32Array)[p * 2 * half + i]!));
+          for (let i = 0; i < 2 * half; i++)
+            err = Math.max(err, Math.abs(ours[p * half + (i % half)]! - (ref.data as Float32Array)[p * 2 * half + i]!));
         expect(err).toBeLessThan(1e-6);
       }
       // The test reference's own position ids agree with HF too (validates it for the tower tests).

@@ -1,7 +1,6 @@
 import type { ParameterSpec } from '../types.js';
 import type { ErnieVisionConfig } from './config.js';
 
-
 /** The tower's parameters (docs/parameter-names.md, vision tower table), in module order. */
 export function expectedErnieVisionParameters(config: ErnieVisionConfig): ParameterSpec[] {
   const { hiddenSize: d, intermediateSize: i, inChannels: c, patchSize: p } = config;

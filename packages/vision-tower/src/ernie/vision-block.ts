@@ -1,4 +1,4 @@
-import { type Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { activation } from '../activation.js';
 import type { FrameMask } from './attention-mask.js';
 import type { ErnieVisionConfig } from './config.js';

@@ -16,14 +16,35 @@ import { buildErnieVisionTower, buildErnieVisionTowerModel } from './vision-tran
 function smallConfig(vision: Record<string, unknown>, options: Parameters<typeof ErnieVisionConfig.fromHfConfig>[1] = {}) {
   const json = {
     rms_norm_eps: 0.5,
-    vision_config: { depth: 1, embed_dim: 16, hidden_size: 16, num_heads: 2, mlp_ratio: 3, patch_size: 2, in_channels: 3, spatial_merge_size: 2, hidden_act: 'quick_gelu', rms_norm_eps: 1e-6, ...vision },
+    vision_config: {
+      depth: 1,
+      embed_dim: 16,
+      hidden_size: 16,
+      num_heads: 2,
+      mlp_ratio: 3,
+      patch_size: 2,
+      in_channels: 3,
+      spatial_merge_size: 2,
+      hidden_act: 'quick_gelu',
+      rms_norm_eps: 1e-6,
+      ...vision,
+    },
   };
   return ErnieVisionConfig.fromHfConfig(json, options);
 }
 
-const grids: [number, number, number][] = [[1, 2, 4], [2, 4, 2], [1, 2, 2]]; // 8 + 16 + 4 = 28 patches, 4 frames
+const grids: [number, number, number][] = [
+  [1, 2, 4],
+  [2, 4, 2],
+  [1, 2, 2],
+]; // 8 + 16 + 4 = 28 patches, 4 frames
 
-async function runAgainstReference(config: ErnieVisionConfig, seed: number, dtype: 'float32' | 'float16' = 'float32', attentionOp?: 'Attention' | 'MultiHeadAttention') {
+async function runAgainstReference(
+  config: ErnieVisionConfig,
+  seed: number,
+  dtype: 'float32' | 'float16' = 'float32',
+  attentionOp?: 'Attention' | 'MultiHeadAttention',
+) {
   const { weights, float32 } = randomWeights(expectedErnieVisionParameters(config), seed, dtype);
   const inputs = ernieVisionInputs(grids, config);
   const patchDim = config.inChannels * config.patchSize ** 2;
@@ -93,9 +114,18 @@ describe('attention stays inside each frame', () => {
     try {
       const config = ErnieVisionConfig.fromHfConfig(tower.config, { reference: 'hf' });
       const t = await loadCase('ernie-tiny', 'images');
-      const inputs = ernieVisionInputs([[1, 4, 6], [1, 6, 4]], config);
+      const inputs = ernieVisionInputs(
+        [
+          [1, 4, 6],
+          [1, 6, 4],
+        ],
+        config,
+      );
       const s = await session(buildErnieVisionTowerModel(tower.weights, config));
-      const got = await runTower(s, t.get('pixel_values')!.data as Float32Array, 588, { ...inputs, segmentIds: new Int32Array(inputs.numPatches) });
+      const got = await runTower(s, t.get('pixel_values')!.data as Float32Array, 588, {
+        ...inputs,
+        segmentIds: new Int32Array(inputs.numPatches),
+      });
       await s.release();
       expect(relMaxError(got, t.get('image_vision_hidden')!.data as Float32Array)).toBeGreaterThan(1e-2);
     } finally {
@@ -113,8 +143,20 @@ describe('buildErnieVisionTower in a caller graph', () => {
     const cos = g.input('cos', 'float32', ['n', 4]);
     const sin = g.input('sin', 'float32', ['n', 4]);
     const seg = g.input('seg', 'int64', ['n']);
-    const a = buildErnieVisionTower(g, weights, config, { pixelValues: pv, rotaryCos: cos, rotarySin: sin, segmentIds: seg }, { scope: 'tower_a' });
-    const b = buildErnieVisionTower(g, weights, config, { pixelValues: g.mul(pv, 2), rotaryCos: cos, rotarySin: sin, segmentIds: seg }, { scope: 'tower_b', attentionOp: 'Attention' });
+    const a = buildErnieVisionTower(
+      g,
+      weights,
+      config,
+      { pixelValues: pv, rotaryCos: cos, rotarySin: sin, segmentIds: seg },
+      { scope: 'tower_a' },
+    );
+    const b = buildErnieVisionTower(
+      g,
+      weights,
+      config,
+      { pixelValues: g.mul(pv, 2), rotaryCos: cos, rotarySin: sin, segmentIds: seg },
+      { scope: 'tower_b', attentionOp: 'Attention' },
+    );
     expect(a.hidden.shape).toEqual(['n', 16]);
     g.output(g.sub(a.hidden, b.hidden), 'diff');
     const names = g.snapshot().initializers.map((i) => i.name);
@@ -126,7 +168,11 @@ describe('buildErnieVisionTower in a caller graph', () => {
       pv: new ort.Tensor('float32', randn(n * 12, 5), [n, 12]),
       cos: new ort.Tensor('float32', inputs.rotaryCos, [n, 4]),
       sin: new ort.Tensor('float32', inputs.rotarySin, [n, 4]),
-      seg: new ort.Tensor('int64', BigInt64Array.from(inputs.segmentIds, (v) => BigInt(v)), [n]),
+      seg: new ort.Tensor(
+        'int64',
+        BigInt64Array.from(inputs.segmentIds, (v) => BigInt(v)),
+        [n],
+      ),
     });
     await s.release();
     expect(out.diff!.dims).toEqual([n, 16]);
@@ -160,8 +206,13 @@ describe('expectedErnieVisionParameters', () => {
     const tower = await loadFixtureTower('ernie-tiny');
     try {
       const config = ErnieVisionConfig.fromHfConfig(tower.config);
-      const expected = expectedErnieVisionParameters(config).map((p) => `${p.name} [${p.shape.join(',')}]`).sort();
-      const present = tower.weights.names().map((n) => `${n} [${tower.weights.get(n).shape.join(',')}]`).sort();
+      const expected = expectedErnieVisionParameters(config)
+        .map((p) => `${p.name} [${p.shape.join(',')}]`)
+        .sort();
+      const present = tower.weights
+        .names()
+        .map((n) => `${n} [${tower.weights.get(n).shape.join(',')}]`)
+        .sort();
       expect(expected).toEqual(present);
     } finally {
       await tower.close();

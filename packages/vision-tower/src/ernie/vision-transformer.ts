@@ -1,4 +1,4 @@
-import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
+import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import { blockDiagonalMask } from './attention-mask.js';
@@ -94,8 +94,12 @@ function checkInputs(config: ErnieVisionConfig, inputs: ErnieVisionTowerInputs):
     throw bad(`pixelValues must be [num_patches, ${patchDim}] (C*p*p), got ${pv}.`);
   }
   if (pv.dtype !== 'float32' && pv.dtype !== 'float16') throw bad(`pixelValues must be float32 or float16, got ${pv}.`);
-  for (const [name, t] of [['rotaryCos', rotaryCos], ['rotarySin', rotarySin]] as const) {
-    if (t.rank !== 2 || (typeof t.dim(1) === 'number' && t.dim(1) !== half)) throw bad(`${name} must be [num_patches, ${half}] (headDim/2), got ${t}.`);
+  for (const [name, t] of [
+    ['rotaryCos', rotaryCos],
+    ['rotarySin', rotarySin],
+  ] as const) {
+    if (t.rank !== 2 || (typeof t.dim(1) === 'number' && t.dim(1) !== half))
+      throw bad(`${name} must be [num_patches, ${half}] (headDim/2), got ${t}.`);
   }
   if (segmentIds.rank !== 1 || (segmentIds.dtype !== 'int32' && segmentIds.dtype !== 'int64')) {
     throw bad(`segmentIds must be int32 or int64 [num_patches], got ${segmentIds}.`);

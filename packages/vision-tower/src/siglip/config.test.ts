@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Graph, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
+import { Graph, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { VisionTowerError } from '../errors.js';
@@ -29,7 +29,16 @@ describe('SiglipVisionConfig.fromHfConfig', () => {
   });
 
   it("fills absent fields with HF SiglipVisionConfig's defaults", () => {
-    expect(SiglipVisionConfig.fromHfConfig({ model_type: 'siglip_vision_model', num_hidden_layers: 27, hidden_size: 1152, intermediate_size: 4304, num_attention_heads: 16, image_size: 384 })).toEqual({
+    expect(
+      SiglipVisionConfig.fromHfConfig({
+        model_type: 'siglip_vision_model',
+        num_hidden_layers: 27,
+        hidden_size: 1152,
+        intermediate_size: 4304,
+        num_attention_heads: 16,
+        image_size: 384,
+      }),
+    ).toEqual({
       hiddenSize: 1152,
       intermediateSize: 4304,
       numHiddenLayers: 27,
@@ -44,11 +53,31 @@ describe('SiglipVisionConfig.fromHfConfig', () => {
 
   const vc = granite.vision_config as Record<string, unknown>;
   const bad: [string, unknown, string, RegExp][] = [
-    ['another model type', { vision_config: { ...vc, model_type: 'clip_vision_model' } }, 'INVALID_CONFIG', /expected 'siglip_vision_model', found "clip_vision_model"/],
-    ['heads that do not divide', { vision_config: { ...vc, num_attention_heads: 5 } }, 'INCONSISTENT_CONFIG', /not divisible by num_attention_heads 5/],
-    ['image not a multiple of the patch', { vision_config: { ...vc, image_size: 60 } }, 'INCONSISTENT_CONFIG', /image_size 60 is not a multiple of patch_size 8/],
+    [
+      'another model type',
+      { vision_config: { ...vc, model_type: 'clip_vision_model' } },
+      'INVALID_CONFIG',
+      /expected 'siglip_vision_model', found "clip_vision_model"/,
+    ],
+    [
+      'heads that do not divide',
+      { vision_config: { ...vc, num_attention_heads: 5 } },
+      'INCONSISTENT_CONFIG',
+      /not divisible by num_attention_heads 5/,
+    ],
+    [
+      'image not a multiple of the patch',
+      { vision_config: { ...vc, image_size: 60 } },
+      'INCONSISTENT_CONFIG',
+      /image_size 60 is not a multiple of patch_size 8/,
+    ],
     ['an unknown activation', { vision_config: { ...vc, hidden_act: 'swish2' } }, 'UNSUPPORTED_ACTIVATION', /"swish2"/],
-    ['a negative eps', { vision_config: { ...vc, layer_norm_eps: -1 } }, 'INVALID_CONFIG', /layer_norm_eps: expected a positive number, found -1/],
+    [
+      'a negative eps',
+      { vision_config: { ...vc, layer_norm_eps: -1 } },
+      'INVALID_CONFIG',
+      /layer_norm_eps: expected a positive number, found -1/,
+    ],
   ];
   for (const [what, json, code, msg] of bad) {
     it(`rejects ${what} with ${code}`, () => {

@@ -1,5 +1,5 @@
-import { type VisionActivation, checkActivation } from '../activation.js';
-import { type Json, isObject, positiveInt, positiveNumber, squarePatch } from '../config-fields.js';
+import { checkActivation, type VisionActivation } from '../activation.js';
+import { isObject, type Json, positiveInt, positiveNumber, squarePatch } from '../config-fields.js';
 import { VisionTowerError } from '../errors.js';
 
 /** A SigLIP vision encoder's hyperparameters (HF SiglipVisionConfig; Granite 4 Vision's tower). */
@@ -45,14 +45,20 @@ function fromHfConfig(json: unknown): SiglipVisionConfig {
   if (!isObject(inner)) throw new VisionTowerError('INVALID_CONFIG', `vision_config: expected an object, found ${JSON.stringify(inner)}.`);
   const modelType = inner.model_type;
   if (modelType !== undefined && modelType !== 'siglip_vision_model' && modelType !== 'siglip2_vision_model') {
-    throw new VisionTowerError('INVALID_CONFIG', `vision_config.model_type: expected 'siglip_vision_model', found ${JSON.stringify(modelType)}.`);
+    throw new VisionTowerError(
+      'INVALID_CONFIG',
+      `vision_config.model_type: expected 'siglip_vision_model', found ${JSON.stringify(modelType)}.`,
+    );
   }
   const vc: Json = { ...DEFAULTS, ...Object.fromEntries(Object.entries(inner).filter(([, v]) => v !== undefined && v !== null)) };
   const where = 'vision_config';
   const hiddenSize = positiveInt(vc, 'hidden_size', where);
   const numAttentionHeads = positiveInt(vc, 'num_attention_heads', where);
   if (hiddenSize % numAttentionHeads !== 0) {
-    throw new VisionTowerError('INCONSISTENT_CONFIG', `${where}: hidden_size ${hiddenSize} is not divisible by num_attention_heads ${numAttentionHeads}.`);
+    throw new VisionTowerError(
+      'INCONSISTENT_CONFIG',
+      `${where}: hidden_size ${hiddenSize} is not divisible by num_attention_heads ${numAttentionHeads}.`,
+    );
   }
   const imageSize = squarePatch(vc, 'image_size', where);
   const patchSize = squarePatch(vc, 'patch_size', where);

@@ -69,7 +69,7 @@ describe('SigLIP tower vs HF transformers 5.17 (test-fixtures/granite-tiny)', ()
     await s.release();
     const d = config.hiddenSize;
     const hs = out.vision_hidden_states!.data as Float32Array;
-    const last = hs.subarray(hs.length - (hs.length / (config.numHiddenLayers + 1)));
+    const last = hs.subarray(hs.length - hs.length / (config.numHiddenLayers + 1));
     const lnW = await tower.float32('post_layernorm.weight');
     const lnB = await tower.float32('post_layernorm.bias');
     const expected = new Float64Array(last.length);
@@ -83,8 +83,13 @@ describe('SigLIP tower vs HF transformers 5.17 (test-fixtures/granite-tiny)', ()
   });
 
   it("expectedSiglipVisionParameters lists the fixture's tensors (q/k/v packed) with their shapes", () => {
-    const want = expectedSiglipVisionParameters(config, { postLayerNorm: true }).map((p) => `${p.name} [${p.shape.join(',')}]`).sort();
-    const have = tower.weights.names().map((n) => `${n} [${tower.weights.get(n).shape.join(',')}]`).sort();
+    const want = expectedSiglipVisionParameters(config, { postLayerNorm: true })
+      .map((p) => `${p.name} [${p.shape.join(',')}]`)
+      .sort();
+    const have = tower.weights
+      .names()
+      .map((n) => `${n} [${tower.weights.get(n).shape.join(',')}]`)
+      .sort();
     expect(want).toEqual(have);
   });
 });

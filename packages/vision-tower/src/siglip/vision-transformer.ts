@@ -1,6 +1,6 @@
-import { Graph, type Value, type Weights, nn } from '@vlmkit/onnx-graph';
-import type { AttentionOp } from '../types.js';
+import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
+import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
 import { siglipVisionEmbeddings } from './embeddings.js';
 import { siglipEncoderLayer } from './encoder-layer.js';
@@ -63,7 +63,13 @@ export function buildSiglipVisionTowerModel(weights: Weights, config: SiglipVisi
   const s = config.imageSize;
   const pixelValues = g.input('pixel_values', 'float32', ['batch', config.numChannels, s, s]);
   const { hiddenStates, pooled } = buildSiglipVisionTower(g, weights, config, { pixelValues }, options);
-  g.output(g.concat(hiddenStates.map((h) => g.unsqueeze(h, [0])), 0), 'vision_hidden_states');
+  g.output(
+    g.concat(
+      hiddenStates.map((h) => g.unsqueeze(h, [0])),
+      0,
+    ),
+    'vision_hidden_states',
+  );
   if (pooled) g.output(pooled, 'vision_post_layernorm');
   return g;
 }

@@ -90,7 +90,9 @@ function erf(x: number): number {
     }
     return Math.sign(x) * (2 / Math.sqrt(Math.PI)) * sum;
   }
-  return Math.sign(x) * (1 - Math.exp(-ax * ax) / (ax * Math.sqrt(Math.PI)) * (1 - 1 / (2 * ax ** 2) + 3 / (4 * ax ** 4) - 15 / (8 * ax ** 6)));
+  return (
+    Math.sign(x) * (1 - (Math.exp(-ax * ax) / (ax * Math.sqrt(Math.PI))) * (1 - 1 / (2 * ax ** 2) + 3 / (4 * ax ** 4) - 15 / (8 * ax ** 6)))
+  );
 }
 
 /** vLLM rot_pos_emb: (h, w) ids reshaped [h/m, m, w/m, m], permuted (0, 2, 1, 3), flattened, repeated t times. */

@@ -1,7 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readFile } from 'node:fs/promises';
-import { type TensorRef, Weights, tensorFromSafetensors } from '@vlmkit/onnx-graph';
+import { type TensorRef, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 
 export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
@@ -33,7 +33,6 @@ export async function loadFixtureTower(checkpoint: string): Promise<FixtureTower
   const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as unknown;
   return { config, weights: Weights.from(refs), float32, close: () => ckpt.close() };
 }
-
 
 /** A case's inputs and expected tensors: floats as float32, integers as plain numbers. */
 export async function loadCase(model: string, name: string): Promise<Map<string, { shape: number[]; data: Float32Array | number[] }>> {

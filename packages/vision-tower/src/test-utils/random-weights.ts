@@ -1,4 +1,4 @@
-import { type TensorRef, Weights, tensorFromArray } from '@vlmkit/onnx-graph';
+import { type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import { f16ToF32, f32ToF16 } from '@vlmkit/safetensors';
 import type { ParameterSpec } from '../types.js';
 import { randn } from './ort.js';

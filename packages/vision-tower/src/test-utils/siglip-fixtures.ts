@@ -1,6 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type TensorRef, type TypedArray, Weights, lazyTensor, normalizeDType, tensorFromSafetensors, typedArrayFor } from '@vlmkit/onnx-graph';
+import {
+  lazyTensor,
+  normalizeDType,
+  type TensorRef,
+  type TypedArray,
+  tensorFromSafetensors,
+  typedArrayFor,
+  Weights,
+} from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { FIXTURES } from './fixtures.js';
 
@@ -31,7 +39,10 @@ export async function loadSiglipFixtureTower(checkpoint: string) {
         `${m[1]}.qkv_proj.${m[2]}`,
         lazyTensor(dtype, shape, async () => {
           const data = await Promise.all(parts.map(async (p) => (await ckpt.read(p.name)).data as TypedArray));
-          const out = typedArrayFor(normalizeDType(dtype), data.reduce((a, d) => a + d.length, 0));
+          const out = typedArrayFor(
+            normalizeDType(dtype),
+            data.reduce((a, d) => a + d.length, 0),
+          );
           let at = 0;
           for (const d of data) {
             (out as Float32Array).set(d as Float32Array, at);
