@@ -1,27 +1,27 @@
 // @vlmkit/moe-decoder: ERNIE-4.5-VL MoE text decoder as an ONNX subgraph with a KV cache.
 
 export { causalPaddingMask } from './attention-mask.js';
-export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from './ernie-config.js';
+export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from './ernie/config.js';
 export {
   buildErnieTextDecoder,
   type ErnieTextDecoderInputs,
   type ErnieTextDecoderOutputs,
-  type KvPair,
-} from './ernie-decoder.js';
-export { buildErnieTextDecoderModel, type ErnieTextDecoderModelOptions } from './ernie-model.js';
-export type { ExpertsImpl, MoeRouting } from './ernie-moe.js';
-export { ernieTextExpectedParameters, type ParameterSpec } from './ernie-parameters.js';
-export { ernieDecodePositions, ernieRotaryTables } from './ernie-rotary.js';
+} from './ernie/model.js';
+export type { ExpertsImpl, MoeRouting } from './ernie/moe.js';
+export { ernieTextExpectedParameters } from './ernie/parameters.js';
+export { ernieDecodePositions, ernieRotaryTables } from './ernie/rotary.js';
+export { buildErnieTextDecoderModel, type ErnieTextDecoderModelOptions } from './ernie/standalone.js';
 export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
-export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite-config.js';
+export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite/config.js';
+export { checkGraniteLevels, graniteDeepstackLevels } from './granite/levels.js';
 export {
   buildGraniteTextDecoder,
   type GraniteTextDecoderInputs,
   type GraniteTextDecoderOptions,
   type GraniteTextDecoderOutputs,
-} from './granite-decoder.js';
-export { checkGraniteLevels, graniteDeepstackLevels } from './granite-levels.js';
-export { buildGraniteTextDecoderModel, type GraniteTextDecoderModelOptions } from './granite-model.js';
-export { graniteTextExpectedParameters } from './granite-parameters.js';
-export { graniteDecodePositions, granitePositionIds, graniteRotaryTables } from './granite-rotary.js';
+} from './granite/model.js';
+export { graniteTextExpectedParameters } from './granite/parameters.js';
+export { graniteDecodePositions, granitePositionIds, graniteRotaryTables } from './granite/rotary.js';
+export { buildGraniteTextDecoderModel, type GraniteTextDecoderModelOptions } from './granite/standalone.js';
+export type { KvPair, ParameterSpec } from './types.js';

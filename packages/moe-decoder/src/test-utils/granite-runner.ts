@@ -1,5 +1,5 @@
 import type ort from 'onnxruntime-node';
-import type { GraniteTextConfig } from '../granite-config.js';
+import type { GraniteTextConfig } from '../granite/config.js';
 import { type Feed, f32, i64, run } from './ort.js';
 
 export interface GraniteStepInput {

@@ -1,6 +1,6 @@
 import { type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
-import type { ErnieTextConfig } from '../ernie-config.js';
-import { ernieTextExpectedParameters } from '../ernie-parameters.js';
+import type { ErnieTextConfig } from '../ernie/config.js';
+import { ernieTextExpectedParameters } from '../ernie/parameters.js';
 import { randn } from './ort.js';
 
 /** A small config that exercises every path: GQA, dense and MoE layers, unequal text/vision experts, shared experts. */

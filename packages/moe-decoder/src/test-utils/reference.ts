@@ -1,4 +1,4 @@
-import type { ErnieTextConfig } from '../ernie-config.js';
+import type { ErnieTextConfig } from '../ernie/config.js';
 
 /**
  * A plain-TypeScript ERNIE text decoder, written from the reference

@@ -1,6 +1,6 @@
 import type ort from 'onnxruntime-node';
-import type { ErnieTextConfig } from '../ernie-config.js';
-import { ernieRotaryTables } from '../ernie-rotary.js';
+import type { ErnieTextConfig } from '../ernie/config.js';
+import { ernieRotaryTables } from '../ernie/rotary.js';
 import { type Feed, f32, i64, run } from './ort.js';
 
 export interface StepInput {

@@ -1,7 +1,7 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
-import type { KvPair } from './ernie-decoder.js';
-import type { GraniteTextConfig } from './granite-config.js';
-import { buildGraniteTextDecoder } from './granite-decoder.js';
+import type { KvPair } from '../types.js';
+import type { GraniteTextConfig } from './config.js';
+import { buildGraniteTextDecoder } from './model.js';
 
 export interface GraniteTextDecoderModelOptions {
   /** Level k -> the LLM layer its features are added before (`graniteDeepstackLevels(config.json)`); [] for a text-only graph. */

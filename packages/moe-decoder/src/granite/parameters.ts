@@ -1,5 +1,5 @@
-import type { ParameterSpec } from './ernie-parameters.js';
-import type { GraniteTextConfig } from './granite-config.js';
+import type { ParameterSpec } from '../types.js';
+import type { GraniteTextConfig } from './config.js';
 
 /**
  * The parameters `buildGraniteTextDecoder` reads, under vLLM GraniteModel's

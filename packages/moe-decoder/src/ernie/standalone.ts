@@ -1,7 +1,8 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
-import type { ErnieTextConfig } from './ernie-config.js';
-import { buildErnieTextDecoder, type KvPair } from './ernie-decoder.js';
-import type { ExpertsImpl } from './ernie-moe.js';
+import type { KvPair } from '../types.js';
+import type { ErnieTextConfig } from './config.js';
+import { buildErnieTextDecoder } from './model.js';
+import type { ExpertsImpl } from './moe.js';
 
 export interface ErnieTextDecoderModelOptions {
   /** How MoE layers run their experts: 'sparse' (default, only the chosen ones) or 'dense' (all, weighted). */

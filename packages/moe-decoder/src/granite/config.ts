@@ -1,4 +1,4 @@
-import { MoeDecoderError } from './errors.js';
+import { MoeDecoderError } from '../errors.js';
 
 /**
  * The dense Granite text decoder of Granite 4 Vision (HF 5.17

@@ -2,12 +2,12 @@ import { join } from 'node:path';
 import { tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { describe, expect, it } from 'vitest';
-import { graniteTextConfigFromHf } from './granite-config.js';
-import { buildGraniteTextDecoderModel } from './granite-model.js';
-import { graniteTextExpectedParameters } from './granite-parameters.js';
-import { FIXTURES, fixtureExists, numbers, readAll, readJson } from './test-utils/fixtures.js';
-import { graniteStep } from './test-utils/granite-runner.js';
-import { maxAbs, maxAbsDiff, sessionFor } from './test-utils/ort.js';
+import { FIXTURES, fixtureExists, numbers, readAll, readJson } from '../test-utils/fixtures.js';
+import { graniteStep } from '../test-utils/granite-runner.js';
+import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
+import { graniteTextConfigFromHf } from './config.js';
+import { graniteTextExpectedParameters } from './parameters.js';
+import { buildGraniteTextDecoderModel } from './standalone.js';
 
 /**
  * attention_bias, mlp_bias and an untied lm_head (paths granite-tiny does not

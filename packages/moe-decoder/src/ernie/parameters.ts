@@ -1,10 +1,5 @@
-import type { ErnieTextConfig } from './ernie-config.js';
-
-/** One parameter a builder reads: its component-local name and shape (PyTorch [out, in] for linears). */
-export interface ParameterSpec {
-  name: string;
-  shape: number[];
-}
+import type { ParameterSpec } from '../types.js';
+import type { ErnieTextConfig } from './config.js';
 
 /**
  * The parameters `buildErnieTextDecoder` reads, under the names of

@@ -1,12 +1,12 @@
 import { Graph, modelBytes, type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
-import { MoeDecoderError } from './errors.js';
-import type { GraniteTextConfig } from './granite-config.js';
-import { buildGraniteTextDecoder } from './granite-decoder.js';
-import { buildGraniteTextDecoderModel } from './granite-model.js';
-import { graniteTextExpectedParameters } from './granite-parameters.js';
-import { graniteStep } from './test-utils/granite-runner.js';
-import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from './test-utils/ort.js';
+import { MoeDecoderError } from '../errors.js';
+import { graniteStep } from '../test-utils/granite-runner.js';
+import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from '../test-utils/ort.js';
+import type { GraniteTextConfig } from './config.js';
+import { buildGraniteTextDecoder } from './model.js';
+import { graniteTextExpectedParameters } from './parameters.js';
+import { buildGraniteTextDecoderModel } from './standalone.js';
 
 const config: GraniteTextConfig = {
   hiddenSize: 32,

@@ -1,5 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import type { GraniteTextConfig } from './granite-config.js';
+import type { GraniteTextConfig } from './config.js';
 
 export interface GraniteAttentionContext {
   /** Rotary tables [B, S, headDim/2] float32 (neox halves; `graniteRotaryTables`). */

@@ -1,5 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import type { GraniteTextConfig } from './granite-config.js';
+import type { GraniteTextConfig } from './config.js';
 
 /**
  * vLLM: GraniteMLP. down_proj(silu(gate) * up) with the packed gate_up_proj

@@ -7,7 +7,7 @@ import { afterAll, expect, it, vi } from 'vitest';
 const here = dirname(fileURLToPath(import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'vlmkit-granite-readme-'));
 // The example file sits in the package (so its bare imports resolve); its outputs go to `tmp`.
-const file = join(here, '..', '.granite-readme-example.tmp.ts');
+const file = join(here, '..', '..', '.granite-readme-example.tmp.ts');
 afterAll(() => {
   rmSync(tmp, { recursive: true, force: true });
   rmSync(file, { force: true });
@@ -15,7 +15,7 @@ afterAll(() => {
 
 /** The ```ts block that follows the "example: granite" marker in README.md. */
 function readmeExample(): string {
-  const m = /<!-- example: granite[^>]*-->\s*```ts\n([\s\S]*?)```/.exec(readFileSync(join(here, '..', 'README.md'), 'utf8'));
+  const m = /<!-- example: granite[^>]*-->\s*```ts\n([\s\S]*?)```/.exec(readFileSync(join(here, '..', '..', 'README.md'), 'utf8'));
   if (!m?.[1]) throw new Error('README.md has no Granite example block');
   return m[1];
 }

@@ -1,6 +1,6 @@
 import { ropeInverseFrequencies } from '@vlmkit/mrope';
 import type { Graph, Value } from '@vlmkit/onnx-graph';
-import type { GraniteTextConfig } from './granite-config.js';
+import type { GraniteTextConfig } from './config.js';
 
 /**
  * The rotary tables [B, S, headDim/2] float32 from `positionIds` [B, S]

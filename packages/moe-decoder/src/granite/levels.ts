@@ -1,4 +1,4 @@
-import { MoeDecoderError } from './errors.js';
+import { MoeDecoderError } from '../errors.js';
 
 /**
  * The deepstack levels of a Granite 4 Vision `config.json`: level k's LLM

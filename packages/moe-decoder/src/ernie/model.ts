@@ -1,17 +1,12 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { causalPaddingMask } from './attention-mask.js';
-import { embedTokens } from './embedding.js';
-import type { ErnieTextConfig } from './ernie-config.js';
-import { ernieDecoderLayer } from './ernie-layer.js';
-import type { ExpertsImpl, MoeRouting } from './ernie-moe.js';
-import { MoeDecoderError } from './errors.js';
-import { lmHead } from './lm-head.js';
-
-/** One layer's KV cache: [B, Hkv, P, headDim] float32. */
-export interface KvPair {
-  key: Value;
-  value: Value;
-}
+import { causalPaddingMask } from '../attention-mask.js';
+import { embedTokens } from '../embedding.js';
+import { MoeDecoderError } from '../errors.js';
+import { lmHead } from '../lm-head.js';
+import type { KvPair } from '../types.js';
+import type { ErnieTextConfig } from './config.js';
+import { ernieDecoderLayer } from './layer.js';
+import type { ExpertsImpl, MoeRouting } from './moe.js';
 
 export interface ErnieTextDecoderInputs {
   /** [B, S] int64 token ids. Give these or `inputsEmbeds`. */

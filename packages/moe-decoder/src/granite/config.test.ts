@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MoeDecoderError } from './errors.js';
-import { graniteTextConfigFromHf } from './granite-config.js';
-import { checkGraniteLevels, graniteDeepstackLevels } from './granite-levels.js';
-import { graniteTextExpectedParameters } from './granite-parameters.js';
-import { graniteDecodePositions, granitePositionIds } from './granite-rotary.js';
-import { fixtureExists, readJson } from './test-utils/fixtures.js';
+import { MoeDecoderError } from '../errors.js';
+import { fixtureExists, readJson } from '../test-utils/fixtures.js';
+import { graniteTextConfigFromHf } from './config.js';
+import { checkGraniteLevels, graniteDeepstackLevels } from './levels.js';
+import { graniteTextExpectedParameters } from './parameters.js';
+import { graniteDecodePositions, granitePositionIds } from './rotary.js';
 
 /** granite-4.0-3b-vision as MODEL_NOTES.md records it: text_config in the hub's granitemoehybrid layout. */
 const hub3b = {

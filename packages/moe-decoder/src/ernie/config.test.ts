@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ernieTextConfigFromHf } from './ernie-config.js';
-import { ernieTextExpectedParameters } from './ernie-parameters.js';
-import { MoeDecoderError } from './errors.js';
-import { fixtureExists, readJson } from './test-utils/fixtures.js';
+import { MoeDecoderError } from '../errors.js';
+import { fixtureExists, readJson } from '../test-utils/fixtures.js';
+import { ernieTextConfigFromHf } from './config.js';
+import { ernieTextExpectedParameters } from './parameters.js';
 
 /** The 28B text config in Baidu's hub layout, as MODEL_NOTES.md records it. */
 const baidu28b = {

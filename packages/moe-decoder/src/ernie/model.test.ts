@@ -1,12 +1,12 @@
 import { Graph, modelBytes } from '@vlmkit/onnx-graph';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildErnieTextDecoder } from './ernie-decoder.js';
-import { buildErnieTextDecoderModel } from './ernie-model.js';
-import { ernieRotaryTables } from './ernie-rotary.js';
-import { MoeDecoderError } from './errors.js';
-import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from './test-utils/ort.js';
-import { randomWeights, tinyConfig } from './test-utils/random-model.js';
-import { type RefInputs, referenceForward } from './test-utils/reference.js';
+import { MoeDecoderError } from '../errors.js';
+import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from '../test-utils/ort.js';
+import { randomWeights, tinyConfig } from '../test-utils/random-model.js';
+import { type RefInputs, referenceForward } from '../test-utils/reference.js';
+import { buildErnieTextDecoder } from './model.js';
+import { ernieRotaryTables } from './rotary.js';
+import { buildErnieTextDecoderModel } from './standalone.js';
 
 const cfg = tinyConfig;
 const { weights, arrays } = randomWeights(cfg);

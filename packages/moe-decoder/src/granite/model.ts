@@ -1,14 +1,14 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { causalPaddingMask } from './attention-mask.js';
-import { embedTokens } from './embedding.js';
-import type { KvPair } from './ernie-decoder.js';
-import { MoeDecoderError } from './errors.js';
-import type { GraniteTextConfig } from './granite-config.js';
-import { addDeepstackFeatures, zeroRows } from './granite-deepstack.js';
-import { graniteDecoderLayer } from './granite-layer.js';
-import { checkGraniteLevels } from './granite-levels.js';
-import { graniteRotaryTables } from './granite-rotary.js';
-import { lmHead } from './lm-head.js';
+import { causalPaddingMask } from '../attention-mask.js';
+import { embedTokens } from '../embedding.js';
+import { MoeDecoderError } from '../errors.js';
+import { lmHead } from '../lm-head.js';
+import type { KvPair } from '../types.js';
+import type { GraniteTextConfig } from './config.js';
+import { addDeepstackFeatures, zeroRows } from './deepstack.js';
+import { graniteDecoderLayer } from './layer.js';
+import { checkGraniteLevels } from './levels.js';
+import { graniteRotaryTables } from './rotary.js';
 
 export interface GraniteTextDecoderInputs {
   /** [B, S] int64 token ids. Give these or `inputsEmbeds`. */

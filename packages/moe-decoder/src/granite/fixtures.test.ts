@@ -4,15 +4,15 @@ import { Checkpoint } from '@vlmkit/safetensors';
 import { mapGranite4Vision } from '@vlmkit/weight-mapper';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GraniteTextConfig, graniteTextConfigFromHf } from './granite-config.js';
-import { graniteDeepstackLevels } from './granite-levels.js';
-import { buildGraniteTextDecoderModel } from './granite-model.js';
-import { graniteTextExpectedParameters } from './granite-parameters.js';
-import { graniteDecodePositions, granitePositionIds } from './granite-rotary.js';
-import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readJson } from './test-utils/fixtures.js';
-import { type GraniteStepInput, graniteStep } from './test-utils/granite-runner.js';
-import { maxAbs, maxAbsDiff, sessionFor } from './test-utils/ort.js';
-import { argmax } from './test-utils/runner.js';
+import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readJson } from '../test-utils/fixtures.js';
+import { type GraniteStepInput, graniteStep } from '../test-utils/granite-runner.js';
+import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
+import { argmax } from '../test-utils/runner.js';
+import { type GraniteTextConfig, graniteTextConfigFromHf } from './config.js';
+import { graniteDeepstackLevels } from './levels.js';
+import { graniteTextExpectedParameters } from './parameters.js';
+import { graniteDecodePositions, granitePositionIds } from './rotary.js';
+import { buildGraniteTextDecoderModel } from './standalone.js';
 
 /**
  * The Granite decoder against HF transformers 5.17 on test-fixtures/granite-tiny

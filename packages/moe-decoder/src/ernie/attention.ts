@@ -1,5 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import type { ErnieTextConfig } from './ernie-config.js';
+import type { ErnieTextConfig } from './config.js';
 
 export interface AttentionContext {
   /** Rotary tables [B, S, headDim/2] (GPT-J interleaved pairs). */

@@ -1,6 +1,6 @@
 import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
-import type { ErnieTextConfig } from './ernie-config.js';
-import { ernieMlp } from './ernie-mlp.js';
+import type { ErnieTextConfig } from './config.js';
+import { ernieMlp } from './mlp.js';
 
 /**
  * vLLM: Ernie4_5_VLMoeMoE (HF: Ernie4_5_VLMoeMoeBlock). Modality-isolated

@@ -4,13 +4,13 @@ import { Checkpoint } from '@vlmkit/safetensors';
 import { mapErnie45VL } from '@vlmkit/weight-mapper';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ErnieTextConfig, ernieTextConfigFromHf } from './ernie-config.js';
-import { buildErnieTextDecoderModel } from './ernie-model.js';
-import { ernieTextExpectedParameters } from './ernie-parameters.js';
-import { ernieDecodePositions } from './ernie-rotary.js';
-import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readAll, readJson } from './test-utils/fixtures.js';
-import { maxAbs, maxAbsDiff, sessionFor } from './test-utils/ort.js';
-import { argmax, type StepInput, step } from './test-utils/runner.js';
+import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readAll, readJson } from '../test-utils/fixtures.js';
+import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
+import { argmax, type StepInput, step } from '../test-utils/runner.js';
+import { type ErnieTextConfig, ernieTextConfigFromHf } from './config.js';
+import { ernieTextExpectedParameters } from './parameters.js';
+import { ernieDecodePositions } from './rotary.js';
+import { buildErnieTextDecoderModel } from './standalone.js';
 
 /**
  * The decoder against HF transformers 5.17 on test-fixtures/ernie-tiny (a

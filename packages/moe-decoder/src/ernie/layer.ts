@@ -1,8 +1,8 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { type AttentionContext, ernieAttention } from './ernie-attention.js';
-import type { ErnieTextConfig } from './ernie-config.js';
-import { ernieMlp } from './ernie-mlp.js';
-import { type ExpertsImpl, ernieMoe, type MoeRouting } from './ernie-moe.js';
+import { type AttentionContext, ernieAttention } from './attention.js';
+import type { ErnieTextConfig } from './config.js';
+import { ernieMlp } from './mlp.js';
+import { type ExpertsImpl, ernieMoe, type MoeRouting } from './moe.js';
 
 /**
  * vLLM: Ernie4_5_VLMoeDecoderLayer. x + attn(norm(x)), then + mlp(norm(.)),

@@ -1,5 +1,5 @@
 import { type CosSinTables, decodePositionIds, ernieTextRotaryCosSin, type IntArray } from '@vlmkit/mrope';
-import type { ErnieTextConfig } from './ernie-config.js';
+import type { ErnieTextConfig } from './config.js';
 
 /**
  * The decoder's `rope_cos` / `rope_sin` inputs [B, S, headDim/2] from 3D

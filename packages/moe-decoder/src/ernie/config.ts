@@ -1,4 +1,4 @@
-import { MoeDecoderError } from './errors.js';
+import { MoeDecoderError } from '../errors.js';
 
 /** Which feed-forward a decoder layer has: a dense SiLU MLP or the modality-isolated MoE. */
 export type ErnieMlpType = 'dense' | 'sparse';

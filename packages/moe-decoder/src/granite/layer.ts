@@ -1,7 +1,7 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { type GraniteAttentionContext, graniteAttention } from './granite-attention.js';
-import type { GraniteTextConfig } from './granite-config.js';
-import { graniteMlp } from './granite-mlp.js';
+import { type GraniteAttentionContext, graniteAttention } from './attention.js';
+import type { GraniteTextConfig } from './config.js';
+import { graniteMlp } from './mlp.js';
 
 /**
  * vLLM: GraniteDecoderLayer. x + m * attn(norm(x)), then + m * mlp(norm(.)),
