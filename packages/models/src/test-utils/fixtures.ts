@@ -15,14 +15,16 @@ export interface FixtureCase {
 /** Every case under test-fixtures/<model>/cases, with its checkpoint directory. */
 export function fixtureCases(model: string): FixtureCase[] {
   const root = join(FIXTURES, model, 'cases');
-  if (!existsSync(root)) return [];
-  return readdirSync(root)
+  if (!existsSync(root)) throw new Error(`test fixtures missing: ${root} (generate them with tools/fixtures/make_fixtures.py)`);
+  const cases = readdirSync(root)
     .sort()
     .map((name) => {
       const dir = join(root, name);
       const json = JSON.parse(readFileSync(join(dir, 'case.json'), 'utf8')) as Record<string, unknown>;
       return { name, dir, checkpoint: join(FIXTURES, String(json.checkpoint)), json };
     });
+  if (cases.length === 0) throw new Error(`test fixtures missing: no cases under ${root}`);
+  return cases;
 }
 
 export { readNamedTensors as readTensors } from '../inputs-file.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MoeDecoderError } from '../errors.js';
-import { fixtureExists, readJson } from '../test-utils/fixtures.js';
+import { readJson } from '../test-utils/fixtures.js';
 import { ernieTextConfigFromHf } from './config.js';
 import { ernieTextExpectedParameters } from './parameters.js';
 
@@ -37,24 +37,21 @@ describe('ernieTextConfigFromHf', () => {
     expect(c.moe).toEqual({ numExperts: [64, 64], topK: 6, intermediateSize: [1536, 512], numSharedExperts: 2, normMin: 1e-12 });
   });
 
-  it.skipIf(!fixtureExists('ernie-tiny', 'config.json'))(
-    "reads HF 5.17's layout (text_config, mrope_section, mlp_layer_types)",
-    async () => {
-      const c = ernieTextConfigFromHf(await readJson('ernie-tiny', 'config.json'));
-      expect(c).toMatchObject({
-        hiddenSize: 64,
-        headDim: 16,
-        numKeyValueHeads: 2,
-        vocabSize: 256,
-        ropeTheta: 500000,
-        freqAllocation: 2,
-        intermediateSize: 128,
-      });
-      expect(c.mlpLayerTypes).toEqual(['dense', 'sparse', 'sparse', 'sparse']);
-      expect(c.moe.numExperts).toEqual([4, 4]);
-      expect(c.moe.intermediateSize).toEqual([64, 32]);
-    },
-  );
+  it("reads HF 5.17's layout (text_config, mrope_section, mlp_layer_types)", async () => {
+    const c = ernieTextConfigFromHf(await readJson('ernie-tiny', 'config.json'));
+    expect(c).toMatchObject({
+      hiddenSize: 64,
+      headDim: 16,
+      numKeyValueHeads: 2,
+      vocabSize: 256,
+      ropeTheta: 500000,
+      freqAllocation: 2,
+      intermediateSize: 128,
+    });
+    expect(c.mlpLayerTypes).toEqual(['dense', 'sparse', 'sparse', 'sparse']);
+    expect(c.moe.numExperts).toEqual([4, 4]);
+    expect(c.moe.intermediateSize).toEqual([64, 32]);
+  });
 
   it('applies moe_layer_interval and the start/end range', () => {
     const c = ernieTextConfigFromHf({

@@ -4,7 +4,7 @@ import { Checkpoint } from '@vlmkit/safetensors';
 import { mapErnie45VL } from '@vlmkit/weight-mapper';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readAll, readJson } from '../test-utils/fixtures.js';
+import { FIXTURES, type FixtureCase, loadCase, numbers, readAll, readJson, requireFixtures } from '../test-utils/fixtures.js';
 import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
 import { argmax, type StepInput, step } from '../test-utils/runner.js';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from './config.js';
@@ -24,7 +24,7 @@ import { buildErnieTextDecoderModel } from './standalone.js';
 const MODEL = 'ernie-tiny';
 const CASES = ['text-only', 'images', 'video', 'video-long-t', 'batch-padded'];
 const REL_TOL = 1e-4;
-const have = fixtureExists(MODEL, 'config.json') && CASES.every((c) => fixtureExists(MODEL, 'cases', c, 'expected.safetensors'));
+requireFixtures([MODEL, 'config.json'], ...CASES.map((c) => [MODEL, 'cases', c, 'expected.safetensors']));
 
 /** The step inputs of a case's prompt (optionally its first `len` tokens), from the reference's inputs and expected tensors. */
 function promptStep(c: FixtureCase, top: Record<string, unknown>, len?: number): StepInput & { realRows: boolean[] } {
@@ -64,7 +64,7 @@ function relErr(got: Float32Array, want: Float32Array, rows: boolean[], width: n
   return maxAbsDiff(got, want, keep) / maxAbs(want, keep);
 }
 
-describe.skipIf(!have)('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny)', () => {
+describe('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny)', () => {
   let cfg: ErnieTextConfig;
   let top: Record<string, unknown>;
   let ckpt: Checkpoint;
@@ -240,11 +240,12 @@ function worstStepError(stepLogits: Float32Array[][], want: Float32Array, V: num
  * also to HF's bf16 run.
  */
 const BF16 = 'ernie-tiny-bf16';
-const haveBf16 =
-  fixtureExists(BF16, 'config.json') &&
-  fixtureExists(MODEL, 'cases', 'bf16', 'expected.safetensors') &&
-  fixtureExists('moe-decoder', 'ernie-tiny-bf16-as-f32', 'expected.safetensors');
-describe.skipIf(!haveBf16)('ERNIE text decoder on a bf16 checkpoint', () => {
+requireFixtures(
+  [BF16, 'config.json'],
+  [MODEL, 'cases', 'bf16', 'expected.safetensors'],
+  ['moe-decoder', 'ernie-tiny-bf16-as-f32', 'expected.safetensors'],
+);
+describe('ERNIE text decoder on a bf16 checkpoint', () => {
   it('bf16: logits and greedy step logits match HF in float32 on the same weights; greedy ids match HF in bf16 too', async () => {
     const top = await readJson(BF16, 'config.json');
     const cfg = ernieTextConfigFromHf(top);

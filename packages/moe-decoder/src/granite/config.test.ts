@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MoeDecoderError } from '../errors.js';
-import { fixtureExists, readJson } from '../test-utils/fixtures.js';
+import { readJson } from '../test-utils/fixtures.js';
 import { graniteTextConfigFromHf } from './config.js';
 import { checkGraniteLevels, graniteDeepstackLevels } from './levels.js';
 import { graniteTextExpectedParameters } from './parameters.js';
@@ -71,24 +71,21 @@ describe('graniteTextConfigFromHf', () => {
     });
   });
 
-  it.skipIf(!fixtureExists('granite-tiny', 'config.json'))(
-    "reads HF 5.17's granite4_vision_text (test-fixtures/granite-tiny)",
-    async () => {
-      const c = graniteTextConfigFromHf(await readJson('granite-tiny', 'config.json'));
-      expect(c).toMatchObject({
-        hiddenSize: 64,
-        numHiddenLayers: 8,
-        headDim: 16,
-        intermediateSize: 128,
-        ropeTheta: 10000,
-        embeddingMultiplier: 2,
-        attentionMultiplier: 0.5,
-        residualMultiplier: 0.7,
-        logitsScaling: 0.75,
-        tieWordEmbeddings: true,
-      });
-    },
-  );
+  it("reads HF 5.17's granite4_vision_text (test-fixtures/granite-tiny)", async () => {
+    const c = graniteTextConfigFromHf(await readJson('granite-tiny', 'config.json'));
+    expect(c).toMatchObject({
+      hiddenSize: 64,
+      numHiddenLayers: 8,
+      headDim: 16,
+      intermediateSize: 128,
+      ropeTheta: 10000,
+      embeddingMultiplier: 2,
+      attentionMultiplier: 0.5,
+      residualMultiplier: 0.7,
+      logitsScaling: 0.75,
+      tieWordEmbeddings: true,
+    });
+  });
 
   it('HF defaults: multipliers 1, rms eps 1e-6, theta 1e4, untied', () => {
     const c = graniteTextConfigFromHf({

@@ -4,7 +4,7 @@ import { Checkpoint } from '@vlmkit/safetensors';
 import { mapGranite4Vision } from '@vlmkit/weight-mapper';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURES, type FixtureCase, fixtureExists, loadCase, numbers, readJson } from '../test-utils/fixtures.js';
+import { FIXTURES, type FixtureCase, loadCase, numbers, readJson, requireFixtures } from '../test-utils/fixtures.js';
 import { type GraniteStepInput, graniteStep } from '../test-utils/granite-runner.js';
 import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
 import { argmax } from '../test-utils/runner.js';
@@ -26,7 +26,7 @@ import { buildGraniteTextDecoderModel } from './standalone.js';
 const MODEL = 'granite-tiny';
 const CASES = ['anyres', 'batch-2'];
 const REL_TOL = 1e-4;
-const have = fixtureExists(MODEL, 'config.json') && CASES.every((c) => fixtureExists(MODEL, 'cases', c, 'expected.safetensors'));
+requireFixtures([MODEL, 'config.json'], ...CASES.map((c) => [MODEL, 'cases', c, 'expected.safetensors']));
 
 /** The prompt step of a case: ids, mask, positions (the case's `position_ids`, else arange as HF forward does), image rows and level features. */
 function promptStep(c: FixtureCase, top: Record<string, unknown>, numLevels: number): GraniteStepInput & { realRows: boolean[] } {
@@ -46,7 +46,7 @@ function relErr(got: Float32Array, want: Float32Array, rows: boolean[], width: n
   return maxAbsDiff(got, want, keep) / maxAbs(want, keep);
 }
 
-describe.skipIf(!have)('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-tiny)', () => {
+describe('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-tiny)', () => {
   let cfg: GraniteTextConfig;
   let top: Record<string, unknown>;
   let levels: number[];

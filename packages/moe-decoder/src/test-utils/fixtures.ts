@@ -7,8 +7,10 @@ import { Checkpoint, type Tensor } from '@vlmkit/safetensors';
 /** test-fixtures/ at the repository root (written by tools/fixtures/make_fixtures.py, HF transformers 5.17). */
 export const FIXTURES = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../test-fixtures');
 
-export function fixtureExists(...parts: string[]): boolean {
-  return existsSync(join(FIXTURES, ...parts));
+/** Throws (so the test file fails, never skips) when a fixture file the tests need is missing. */
+export function requireFixtures(...paths: string[][]): void {
+  const missing = paths.map((p) => join(FIXTURES, ...p)).filter((p) => !existsSync(p));
+  if (missing.length > 0) throw new Error(`test fixtures missing: ${missing.join(', ')} (generate them with tools/fixtures)`);
 }
 
 export async function readJson(...parts: string[]): Promise<Record<string, unknown>> {
