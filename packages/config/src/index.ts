@@ -1,0 +1,2 @@
+export { ConfigError, type ConfigErrorCode, describeValue } from './errors.js';
+export { type AppliedDefault, ConfigObject, type Default, fields, type IntOptions, type NumOptions, type OneOfOptions } from './fields.js';

@@ -1,0 +1,23 @@
+import { expect, it } from 'vitest';
+// The README's example, with its comments turned into assertions.
+import { ConfigError, fields } from './index.js';
+
+it('README example runs and gives the documented values', () => {
+  const json = { text_config: { hidden_size: 2560, moe_k: 0, rms_norm_eps: null } };
+  const text = fields(json, 'ERNIE text config').obj('text_config');
+
+  expect(text.int('hidden_size')).toBe(2560);
+  expect(text.positive('rms_norm_eps', { default: 1e-5, from: 'HF Ernie4_5_VLMoeTextConfig' })).toBe(1e-5);
+  expect(text.defaultsApplied).toEqual([{ field: 'text_config.rms_norm_eps', value: 1e-5, from: 'HF Ernie4_5_VLMoeTextConfig' }]);
+
+  let err: ConfigError | undefined;
+  try {
+    text.int('moe_k', { default: 6, from: 'HF Ernie4_5_VLMoeTextConfig' });
+  } catch (e) {
+    err = e as ConfigError;
+  }
+  expect(err).toBeInstanceOf(ConfigError);
+  expect(err?.code).toBe('INVALID_CONFIG');
+  expect(err?.field).toBe('text_config.moe_k');
+  expect(err?.message).toBe('ERNIE text config: text_config.moe_k must be a positive integer, found 0.');
+});
