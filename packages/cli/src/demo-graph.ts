@@ -23,8 +23,8 @@ export async function runGraphDemo(device: DeviceRequest = 'auto'): Promise<Grap
   });
   const g = new Graph({ name: 'demo' });
   const x = g.input('x', 'float32', ['batch', d]);
-  const h = g.gelu(nn.linear(g, x, weights, 'fc1'));
-  g.output(nn.layerNorm(g, nn.linear(g, h, weights, 'fc2', { bias: false }), weights, 'norm', 1e-5), 'y');
+  const h = g.gelu(nn.linear(g, x, weights, 'fc1', { out: 2 * d }));
+  g.output(nn.layerNorm(g, nn.linear(g, h, weights, 'fc2', { bias: false, out: d }), weights, 'norm', 1e-5), 'y');
   const { bytes, externalData } = await serializeModel(g);
   const t1 = performance.now();
   const session = await createSession(bytes, { device, externalData, name: 'demo' });

@@ -10,10 +10,11 @@ export function embedTokens(
   g: Graph,
   w: Weights,
   inputIds: Value,
-  hiddenSize: number,
+  dims: { vocabSize: number; hiddenSize: number },
   vision?: { embeds: Value; positions: Value },
 ): Value {
-  const table = g.param(w, 'embed_tokens.weight', ['vocab', hiddenSize]);
+  const { vocabSize, hiddenSize } = dims;
+  const table = g.param(w, 'embed_tokens.weight', [vocabSize, hiddenSize]);
   return g.scope('embed_tokens', () => {
     const rows = g.gather(table, inputIds, 0); // [B, S, D]
     const x = rows.dtype === 'float32' ? rows : g.cast(rows, 'float32');

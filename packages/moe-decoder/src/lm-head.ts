@@ -1,5 +1,4 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { MoeDecoderError } from './errors.js';
 
 /**
  * logits = h W^T with W [V, D]: Gemm with transB, so a tied [V, D] table is
@@ -16,10 +15,7 @@ export function lmHead(
 ): Value {
   const { vocabSize: V, hiddenSize: D } = config;
   const name = config.tieWordEmbeddings ? 'embed_tokens.weight' : 'lm_head.weight';
-  const w = nn.paramAs(g, weights, name, h);
-  if (w.shape[0] !== V || w.shape[1] !== D) {
-    throw new MoeDecoderError('BAD_INPUT', `${weights.fullName(name)} has shape [${w.shape.join(', ')}], expected [${V}, ${D}].`);
-  }
+  const w = nn.paramAs(g, weights, name, [V, D], h);
   return g.scope('lm_head', () => {
     const flat = g.gemm(g.reshape(h, [-1, D]), w, undefined, { transB: true });
     const shape = g.concat([g.shapeOf(h, 0, 2), g.ints([V])], 0);

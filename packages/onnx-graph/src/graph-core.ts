@@ -124,19 +124,19 @@ export class GraphCore {
   /**
    * A parameter from `weights` under its local name, embedded as an
    * initializer named after the current scope (`blocks.3.attn.qkv.weight`).
-   * `expectShape` is checked (symbolic entries skipped).
+   * `shape` is the concrete shape the builder expects: checked against the
+   * tensor, and what `recordParameters` records (the component's parameter
+   * list is derived from these reads).
    */
-  param(weights: Weights, localName: string, expectShape?: Shape): Value {
-    const ref = weights.get(localName);
-    if (expectShape !== undefined) {
-      const ok = expectShape.length === ref.shape.length && expectShape.every((d, i) => typeof d === 'string' || d === ref.shape[i]);
-      if (!ok) {
-        throw new GraphError(
-          'PARAMETER_SHAPE',
-          `parameter '${weights.fullName(localName)}' has shape [${ref.shape.join(', ')}], expected [${expectShape.join(', ')}]`,
-          this.scoped(localName),
-        );
-      }
+  param(weights: Weights, localName: string, shape: readonly number[]): Value {
+    const ref = weights.read(localName, shape);
+    const ok = shape.length === ref.shape.length && shape.every((d, i) => d === ref.shape[i]);
+    if (!ok) {
+      throw new GraphError(
+        'PARAMETER_SHAPE',
+        `parameter '${weights.fullName(localName)}' has shape [${ref.shape.join(', ')}], expected [${shape.join(', ')}]`,
+        this.scoped(localName),
+      );
     }
     return this.initializer(this.scoped(localName), ref);
   }

@@ -50,8 +50,8 @@ describe('Graph', () => {
     });
     const g = new Graph();
     const x = g.input('x', 'float32', ['n', d]);
-    const y1 = nn.linear(g, x, weights, 'fc1');
-    const y2 = nn.linear(g, y1, weights, 'fc2', { bias: false });
+    const y1 = nn.linear(g, x, weights, 'fc1', { out: h });
+    const y2 = nn.linear(g, y1, weights, 'fc2', { bias: false, out: d });
     const out = nn.layerNorm(g, y2, weights, 'norm', 1e-5);
     expect(out.shape).toEqual(['n', d]);
     g.output(out, 'y');
@@ -86,7 +86,7 @@ describe('Graph', () => {
     expect(() => g.add(x, i)).toThrow(/Add: operand dtypes differ/);
     const w = Weights.from({ 'fc.weight': tensorFromArray('float32', [4, 5], new Float32Array(20)) });
     expect(() => nn.linear(g, x, w, 'fc', { bias: false, in: 3, out: 4 })).toThrow(/has shape \[4, 5\], expected \[4, 3\]/);
-    expect(() => nn.linear(g, x, w, 'fc2')).toThrow(/missing parameter 'fc2.weight'. Nearest present: 'fc.weight'/);
+    expect(() => nn.linear(g, x, w, 'fc2', { out: 4 })).toThrow(/missing parameter 'fc2.weight'. Nearest present: 'fc.weight'/);
   });
 
   it('infers symbolic shapes through reshape, transpose and concat', () => {
@@ -109,7 +109,7 @@ describe('Graph', () => {
       const w = Weights.from({ 'fc.weight': tensorFromArray('float32', [3, 4], randn(12, 9)) });
       const g = new Graph();
       const x = g.input('x', 'float32', ['b', 4]);
-      g.output(g.softmax(nn.linear(g, x, w, 'fc', { bias: false })), 'y');
+      g.output(g.softmax(nn.linear(g, x, w, 'fc', { bias: false, out: 3 })), 'y');
       return modelBytes(g);
     };
     const [a, b] = [await build(), await build()];

@@ -18,8 +18,9 @@ export {
 export * as nn from './nn.js';
 export type { AttentionOptions, AttentionResult } from './ops-attention.js';
 export type { Operand } from './ops-math.js';
+export { recordComponentParameters, recordParameters } from './parameters.js';
 export { onnx } from './proto.js';
 export { broadcastShapes, type Dim, dimProduct, formatShape, isStatic, type Shape } from './shape.js';
 export { lazyTensor, type TensorRef, tensorByteLength, tensorFromArray, tensorFromFile, tensorFromSafetensors } from './tensor-ref.js';
 export { Value } from './value.js';
-export { editDistance, nearestNames, Weights } from './weights.js';
+export { editDistance, nearestNames, type ParameterSpec, Weights } from './weights.js';

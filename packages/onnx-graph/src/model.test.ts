@@ -37,7 +37,7 @@ describe('saveModel', () => {
     });
     const g = new Graph();
     const x = g.input('x', 'float32', ['n', 32]);
-    g.output(nn.linear(g, x, weights, 'fc'), 'y');
+    g.output(nn.linear(g, x, weights, 'fc', { out: 64 }), 'y');
     const saved = await saveModel(g, join(dir, 'model.onnx'), { externalThreshold: 128 });
     expect(saved.linkedBytes).toBe(w.byteLength);
     expect(saved.copiedBytes).toBe(64 * 4);
@@ -71,7 +71,7 @@ describe('saveModel', () => {
       const g = new Graph();
       const x = g.input('x', 'float32', ['n', 16]);
       const weights = Weights.from({ 'fc.weight': tensorFromFile('float32', [16, 16], join(src, 'w.bin'), 0, w.byteLength) });
-      g.output(nn.linear(g, x, weights, 'fc', { bias: false }), 'y');
+      g.output(nn.linear(g, x, weights, 'fc', { bias: false, out: 16 }), 'y');
       return g;
     };
     const a = await saveModel(build(), join(out, 'a.onnx'), { externalThreshold: 16 });
@@ -105,7 +105,7 @@ describe('saveModel', () => {
       const weights = Weights.from(entries);
       const g = new Graph();
       let h = g.input('x', 'float32', [1, n]);
-      for (let l = 0; l < 3; l++) h = nn.linear(g, h, weights, `layers.${l}`, { bias: false });
+      for (let l = 0; l < 3; l++) h = nn.linear(g, h, weights, `layers.${l}`, { bias: false, out: n });
       g.output(h, 'y');
       const saved = await saveModel(g, join(dir, 'big.onnx'));
       expect(saved.copiedBytes).toBeGreaterThan(2 ** 31);

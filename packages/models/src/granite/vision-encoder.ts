@@ -21,7 +21,7 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
   const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
   const D = config.projector.textHiddenSize;
   // bf16/fp16 checkpoints: the newline row joins float32 features, so it is cast like every weight.
-  const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline'), 'float32'), [1, D]) : undefined;
+  const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), 'float32'), [1, D]) : undefined;
   for (const level of config.levels) {
     const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
     let features: Value | undefined = hiddenStates[index];

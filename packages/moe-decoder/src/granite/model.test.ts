@@ -63,7 +63,7 @@ describe('buildGraniteTextDecoder', () => {
     const inMask = g.input('mask', 'int64', ['b', 's']);
     const inPos = g.input('image_rows', 'int64', ['n']);
     const feats = levels.map((_, k) => g.input(`f${k}`, 'float32', ['n', D]));
-    const embeds = g.scope('caller_embed', () => g.gather(g.param(weights, 'embed_tokens.weight'), inIds, 0));
+    const embeds = g.scope('caller_embed', () => g.gather(g.param(weights, 'embed_tokens.weight', [config.vocabSize, D]), inIds, 0));
     const pos = g.scope('caller_pos', () => g.max(g.sub(g.cumsum(inMask, 1), g.scalar(1, 'int64')), g.scalar(0, 'int64')));
     const out = buildGraniteTextDecoder(
       g,
