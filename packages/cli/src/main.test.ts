@@ -208,9 +208,40 @@ describe('vlmkit usage errors', () => {
     }
   });
 
-  it('graph-demo builds and runs a small graph', async () => {
+  it('graph-demo builds and runs a small graph and prints the numbers a TypeScript reference computes', async () => {
     const c = capture();
     expect(await main(['graph-demo', '--device', 'cpu'], c.out)).toBe(0);
     expect(c.text()).toMatch(/^device: cpu/);
+    const printed = JSON.parse(/output: (\[.*\])/.exec(c.text())![1]!) as number[];
+    const want = graphDemoReference();
+    expect(printed).toHaveLength(8);
+    // Printed with 4 decimals: each equals the reference rounded the same way (within one unit of rounding).
+    printed.forEach((v, i) => {
+      expect(Math.abs(v - want[i]!)).toBeLessThanOrEqual(5e-5 + 1e-6);
+    });
+    expect(new Set(printed).size).toBeGreaterThan(4);
   });
 });
+
+/** The first row of graph-demo's MLP in plain TypeScript: layerNorm(fc2(gelu(fc1(x)))), same weights as demo-graph.ts. */
+function graphDemoReference(): number[] {
+  const d = 8;
+  const ramp = (n: number, scale: number) => Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * scale);
+  const [w1, b1, w2, x] = [ramp(2 * d * d, 0.3), ramp(2 * d, 0.1), ramp(2 * d * d, 0.2), ramp(2 * d, 1).slice(0, d)];
+  // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
+  const erf = (z: number) => {
+    const t = 1 / (1 + 0.3275911 * Math.abs(z));
+    return (
+      Math.sign(z) *
+      (1 - t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * Math.exp(-z * z))
+    );
+  };
+  const h = Array.from({ length: 2 * d }, (_, o) => {
+    const s = x.reduce((a, xi, i) => a + xi * w1[o * d + i]!, b1[o]!);
+    return 0.5 * s * (1 + erf(s / Math.SQRT2));
+  });
+  const y = Array.from({ length: d }, (_, o) => h.reduce((a, hi, i) => a + hi * w2[o * 2 * d + i]!, 0));
+  const mean = y.reduce((a, v) => a + v, 0) / d;
+  const variance = y.reduce((a, v) => a + (v - mean) ** 2, 0) / d;
+  return y.map((v) => (v - mean) / Math.sqrt(variance + 1e-5));
+}
