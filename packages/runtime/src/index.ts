@@ -18,6 +18,8 @@ export type { Feed, ValueInfo } from './feeds.js';
 export type { KvCacheOptions, KvKind } from './kv-cache.js';
 export { KvCache } from './kv-cache.js';
 export type { Logger } from './log.js';
+export type { NodePlacement, PlacedNode, PlacementOptions, ProviderNodes } from './placement.js';
+export { formatPlacement, nodePlacement, opTypeCounts, parseNodePlacements } from './placement.js';
 export { fromSafetensors, toSafetensors } from './safetensors-interop.js';
 export type { ExternalDataBuffer, GraphOptimizationLevel, RunOptions, SessionOptions } from './session.js';
 export { createSession, VlmSession } from './session.js';

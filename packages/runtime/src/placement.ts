@@ -1,0 +1,155 @@
+/**
+ * Which execution provider runs each node. ORT decides when the session is
+ * created and says so only in its verbose log: session_state.cc
+ * `VerifyEachNodeIsAssignedToAnEp` writes a "Node placements" block, either
+ * " All nodes placed on [EP]. Number of nodes: N" or, when the graph is split,
+ * " Node(s) placed on [EP]. Number of nodes: N" followed by one
+ * "  OpType (node name)" line per node (subgraph nodes included). onnxruntime-node
+ * writes that log to the process's own stderr, so `nodePlacement` creates the
+ * session in a child Node process and parses what it printed.
+ */
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import type { Device } from './device.js';
+import { RuntimeError } from './errors.js';
+import type { GraphOptimizationLevel } from './session.js';
+
+export interface PlacedNode {
+  opType: string;
+  name: string;
+}
+
+export interface ProviderNodes {
+  /** ORT's provider name, e.g. 'CUDAExecutionProvider'. */
+  provider: string;
+  count: number;
+  /** The nodes, when ORT lists them (it does only when the graph is split over several providers). */
+  nodes: PlacedNode[];
+}
+
+/** One session's placement: the providers in the order ORT printed them. */
+export interface NodePlacement {
+  providers: ProviderNodes[];
+}
+
+const TAG = 'VerifyEachNodeIsAssignedToAnEp]';
+const HEADER = /^\s*(?:All nodes|Node\(s\)) placed on \[([^\]]+)\]\. Number of nodes: (\d+)\s*$/;
+const NODE = /^ {2}(\S+) \((.*)\)\s*$/;
+
+/** Every "Node placements" block in an ORT verbose log (one per session created). */
+export function parseNodePlacements(log: string): NodePlacement[] {
+  const blocks: NodePlacement[] = [];
+  let current: NodePlacement | undefined;
+  for (const line of log.split('\n')) {
+    const at = line.indexOf(TAG);
+    if (at < 0) continue;
+    // The message follows the tag and one space; node lines keep their own two-space indent.
+    const msg = line.slice(at + TAG.length + 1).replace(/\r$/, '');
+    if (msg.trim() === 'Node placements') {
+      current = { providers: [] };
+      blocks.push(current);
+      continue;
+    }
+    if (current === undefined) continue;
+    const header = HEADER.exec(msg);
+    if (header) {
+      current.providers.push({ provider: header[1]!, count: Number(header[2]), nodes: [] });
+      continue;
+    }
+    const node = NODE.exec(msg);
+    const last = current.providers.at(-1);
+    if (node && last) last.nodes.push({ opType: node[1]!, name: node[2]! });
+  }
+  for (const b of blocks) {
+    for (const p of b.providers) {
+      if (p.nodes.length !== 0 && p.nodes.length !== p.count) {
+        throw new Error(`ORT log: ${p.provider} announces ${p.count} nodes but lists ${p.nodes.length}`);
+      }
+    }
+  }
+  return blocks;
+}
+
+/** How many nodes of each op type, most frequent first. */
+export function opTypeCounts(nodes: readonly PlacedNode[]): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const n of nodes) counts.set(n.opType, (counts.get(n.opType) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+
+/**
+ * One line per provider, e.g.
+ * `CUDAExecutionProvider 530 nodes (MemcpyToHost 2)` and `CPUExecutionProvider 10 nodes: Shape 6, Gather 4`:
+ * the CPU ones by op type, and on other providers the Memcpy nodes ORT inserted (each is a device/host copy).
+ */
+export function formatPlacement(p: NodePlacement): string[] {
+  return p.providers.map(({ provider, count, nodes }) => {
+    const head = `${provider} ${count} node${count === 1 ? '' : 's'}`;
+    if (provider === 'CPUExecutionProvider') {
+      if (nodes.length === 0) return head;
+      return `${head}: ${opTypeCounts(nodes)
+        .map(([op, n]) => `${op} ${n}`)
+        .join(', ')}`;
+    }
+    const copies = opTypeCounts(nodes.filter((n) => n.opType.startsWith('Memcpy')));
+    return copies.length === 0 ? head : `${head} (${copies.map(([op, n]) => `${op} ${n}`).join(', ')})`;
+  });
+}
+
+export interface PlacementOptions {
+  device: Device;
+  graphOptimizationLevel?: GraphOptimizationLevel;
+}
+
+// Runs in the child: create the session with verbose logging, release it, exit.
+const CHILD = `
+const ort = (await import(process.env.VLMKIT_ORT_URL)).default;
+ort.env.logLevel = 'verbose';
+const opts = JSON.parse(process.env.VLMKIT_PLACEMENT_OPTS);
+const s = await ort.InferenceSession.create(process.env.VLMKIT_PLACEMENT_MODEL, opts);
+await s.release();
+`;
+
+/**
+ * Create a session for the `.onnx` file at `model` on `device` in a child
+ * process with ORT's verbose log on, and return where ORT placed its nodes.
+ * The child inherits this process's environment (LD_LIBRARY_PATH for CUDA).
+ */
+export async function nodePlacement(model: string, opts: PlacementOptions): Promise<NodePlacement> {
+  const require = createRequire(import.meta.url);
+  const sessionOptions = {
+    executionProviders: opts.device === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
+    logSeverityLevel: 0,
+    logVerbosityLevel: 0,
+    ...(opts.graphOptimizationLevel === undefined ? {} : { graphOptimizationLevel: opts.graphOptimizationLevel }),
+  };
+  const env = {
+    ...process.env,
+    VLMKIT_ORT_URL: pathToFileURL(require.resolve('onnxruntime-node')).href,
+    VLMKIT_PLACEMENT_MODEL: model,
+    VLMKIT_PLACEMENT_OPTS: JSON.stringify(sessionOptions),
+  };
+  const log = await new Promise<string>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', CHILD],
+      { env, maxBuffer: 1 << 30, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        const all = `${stdout}\n${stderr}`;
+        if (error) {
+          const tail = all.trim().split('\n').slice(-5).join('\n');
+          reject(new RuntimeError('ORT_LOAD_FAILED', `node placement of ${model} on ${opts.device} failed: ${tail}`, { cause: error }));
+        } else resolve(all);
+      },
+    );
+  });
+  const blocks = parseNodePlacements(log);
+  if (blocks.length !== 1) {
+    throw new RuntimeError(
+      'ORT_LOAD_FAILED',
+      `node placement of ${model}: expected one "Node placements" block in ORT's log, found ${blocks.length}`,
+    );
+  }
+  return blocks[0]!;
+}
