@@ -91,21 +91,20 @@ export function buildErnieTextDecoder(
     let h = x0;
     for (let i = 0; i < L; i++) {
       const past = inputs.past?.[i];
+      const step = { hidden: h, cos: inputs.ropeCos, sin: inputs.ropeSin, mask, moeTokenType: inputs.moeTokenType };
       const r = g.scope(`layers.${i}`, () =>
-        ernieDecoderLayer(g, weights.sub(`layers.${i}`), config, i, h, {
-          cos: inputs.ropeCos,
-          sin: inputs.ropeSin,
-          mask,
-          moeTokenType: inputs.moeTokenType,
-          routing: opts.routing ?? false,
-          ...(opts.experts ? { experts: opts.experts } : {}),
-          ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
-        }),
+        ernieDecoderLayer(
+          g,
+          weights.sub(`layers.${i}`),
+          config,
+          { ...step, ...(past !== undefined ? { past } : {}) },
+          { layerIndex: i, routing: opts.routing ?? false, ...(opts.experts ? { experts: opts.experts } : {}) },
+        ),
       );
       h = r.hidden;
       layerOutputs.push(h);
       routing.push(r.routing);
-      if (r.presentKey !== undefined) present.push({ key: r.presentKey, value: r.presentValue! });
+      if (r.present !== undefined) present.push(r.present);
     }
     const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
     const logits = lmHead(g, weights, config, lastHiddenState);

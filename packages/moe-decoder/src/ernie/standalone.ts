@@ -5,7 +5,7 @@ import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
 
 export interface ErnieTextDecoderModelOptions {
-  /** How MoE layers run their experts: 'sparse' (default, only the chosen ones) or 'dense' (all, weighted). */
+  /** How MoE layers run their routed experts: 'sparse' (default, only the chosen ones) or 'all' (every expert, weighted). */
   experts?: ExpertsImpl;
   /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
   outputHiddenStates?: boolean;

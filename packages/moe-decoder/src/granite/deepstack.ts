@@ -6,11 +6,12 @@ import type { Graph, Value } from '@vlmkit/onnx-graph';
  * (ScatterND with reduction 'add' on the flattened [B*S, D] view). HF:
  * `hidden_states.masked_scatter(mask, hidden_states[mask] + features)` before
  * the target layer; vLLM adds a buffer that is zero off the image rows. With
- * N = 0 (decode steps) it is the identity.
+ * N = 0 (decode steps) it is the identity. `level.positions` [N] int64,
+ * `level.features` [N, D].
  */
-export function addDeepstackFeatures(g: Graph, h: Value, positions: Value, features: Value, hiddenSize: number): Value {
+export function addDeepstackFeatures(g: Graph, h: Value, level: { positions: Value; features: Value }, hiddenSize: number): Value {
   const flat = g.reshape(h, [-1, hiddenSize]);
-  const summed = g.scatterND(flat, g.unsqueeze(positions, [1]), features, 'add');
+  const summed = g.scatterND(flat, g.unsqueeze(level.positions, [1]), level.features, 'add');
   return g.reshape(summed, g.shapeOf(h), h.shape);
 }
 

@@ -106,20 +106,15 @@ export function buildGraniteTextDecoder(
     for (let i = 0; i < L; i++) {
       const k = levelAt.get(i);
       if (k !== undefined && deepstack.length > 0)
-        h = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, h, positions!, deepstack[k]!, D));
+        h = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, h, { positions: positions!, features: deepstack[k]! }, D));
       layerInputs.push(h);
       const past = inputs.past?.[i];
       const r = g.scope(`layers.${i}`, () =>
-        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, h, {
-          cos,
-          sin,
-          mask,
-          ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
-        }),
+        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, { hidden: h, cos, sin, mask, ...(past !== undefined ? { past } : {}) }),
       );
       h = r.hidden;
       layerOutputs.push(h);
-      if (r.presentKey !== undefined) present.push({ key: r.presentKey, value: r.presentValue! });
+      if (r.present !== undefined) present.push(r.present);
     }
     const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
     // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).

@@ -1,0 +1,72 @@
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import type { KvPair } from './types.js';
+
+/**
+ * What a decoder's self-attention module is built with (vLLM: the
+ * constructor arguments of Ernie4_5_VLMoeAttention and GraniteAttention).
+ * The sizes are named as in both text configs, so a config spreads in; the
+ * rest is each model's choice, stated in its `attention.ts`.
+ */
+export interface SelfAttentionConfig {
+  hiddenSize: number;
+  numAttentionHeads: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  /** qkv_proj has a bias (vLLM: `qkv_bias` / `attention_bias`). */
+  qkvBias: boolean;
+  /** o_proj has a bias. */
+  oProjBias: boolean;
+  /** Softmax scale (vLLM: `self.scaling`). */
+  scaling: number;
+  /** vLLM `is_neox_style`: true rotates halves (GPT-NeoX), false rotates (even, odd) pairs (GPT-J). */
+  isNeoxStyle: boolean;
+}
+
+/** One decoder step's inputs to a self-attention module. */
+export interface SelfAttentionInputs {
+  /** [B, S, D], already normed (input_layernorm). */
+  hidden: Value;
+  /** Rotary tables [B, S, headDim/2] float32, the same for every layer (laid out for `isNeoxStyle`). */
+  cos: Value;
+  sin: Value;
+  /** bool [B, 1, S, T], true = attend (`causalPaddingMask`). */
+  mask: Value;
+  /** The layer's cache [B, Hkv, P, headDim] (P may be 0); with it `present` [B, Hkv, P+S, headDim] is returned. */
+  past?: KvPair;
+}
+
+export interface SelfAttentionOutputs {
+  /** [B, S, D]. */
+  out: Value;
+  /** Past + current keys and values; only when `past` was given. */
+  present: KvPair | undefined;
+}
+
+/**
+ * Decoder self-attention in vLLM's forward order (Ernie4_5_VLMoeAttention,
+ * GraniteAttention): packed qkv_proj (q rows, then k, then v), split, rotary
+ * on q and k, GQA attention over past + current keys, o_proj. `w` is
+ * relative to the module (`layers.3.self_attn`).
+ */
+export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig, inputs: SelfAttentionInputs): SelfAttentionOutputs {
+  const { hiddenSize: D, numAttentionHeads: hq, numKeyValueHeads: hkv, headDim: hd, isNeoxStyle } = config;
+  const { cos, sin, past } = inputs;
+  const qkv = nn.linear(g, inputs.hidden, w, 'qkv_proj', { bias: config.qkvBias, in: D, out: (hq + 2 * hkv) * hd });
+  const [q0, k0, v] = g.split(qkv, [hq * hd, hkv * hd, hkv * hd], -1);
+  // ONNX RotaryEmbedding's `interleaved` is vLLM's not-neox (GPT-J) layout.
+  const rotary = (x: Value, numHeads: number) =>
+    g.scope('rotary_emb', () => g.rotaryEmbedding(x, cos, sin, { interleaved: !isNeoxStyle, numHeads }));
+  const [q, k] = [rotary(q0!, hq), rotary(k0!, hkv)];
+  const r = g.scope('attn', () =>
+    g.attention(q, k, v!, {
+      qNumHeads: hq,
+      kvNumHeads: hkv,
+      scale: config.scaling,
+      mask: inputs.mask,
+      ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
+    }),
+  );
+  const out = nn.linear(g, r.out, w, 'o_proj', { bias: config.oProjBias, in: hq * hd, out: D });
+  const present = r.presentKey !== undefined ? { key: r.presentKey, value: r.presentValue! } : undefined;
+  return { out, present };
+}
