@@ -1,8 +1,5 @@
-/** A parameter a component reads: its name (relative to the component) and shape. */
-export interface ParameterSpec {
-  name: string;
-  shape: number[];
-}
+/** A parameter a component reads: its name (relative to the component) and shape (onnx-graph's, derived from the builders). */
+export type { ParameterSpec } from '@vlmkit/onnx-graph';
 
 /**
  * Which attention kernel a tower's layers use: ONNX opset-23 `Attention` or
