@@ -14,7 +14,7 @@ export { buildErnieTextDecoderModel, type ErnieTextDecoderModelOptions } from '.
 export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
 export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite/config.js';
-export { checkGraniteLevels, graniteDeepstackLevels } from './granite/levels.js';
+export { checkGraniteLevels, type GraniteDeepstackLevel, graniteDeepstackLevels, graniteDeepstackPlan } from './granite/levels.js';
 export {
   buildGraniteTextDecoder,
   type GraniteTextDecoderInputs,

@@ -1,5 +1,5 @@
+import { ConfigError } from '@vlmkit/config';
 import { describe, expect, it } from 'vitest';
-import { MoeDecoderError } from '../errors.js';
 import { readJson } from '../test-utils/fixtures.js';
 import { ernieTextConfigFromHf } from './config.js';
 import { ernieTextExpectedParameters } from './parameters.js';
@@ -64,40 +64,84 @@ describe('ernieTextConfigFromHf', () => {
     expect(c.mlpLayerTypes).toEqual(['dense', 'dense', 'dense', 'sparse', 'dense', 'sparse']);
   });
 
-  const bad: [string, Record<string, unknown>, string, RegExp][] = [
-    ['missing hidden_size', { ...baidu28b, hidden_size: undefined }, 'INVALID_CONFIG', /'hidden_size' is missing/],
-    ['heads not a multiple of kv heads', { ...baidu28b, num_key_value_heads: 3 }, 'INVALID_CONFIG', /multiple of num_key_value_heads/],
+  // [case, config.json, code, field path, message]
+  const bad: [string, Record<string, unknown>, string, string, RegExp][] = [
+    ['missing hidden_size', { ...baidu28b, hidden_size: undefined }, 'MISSING_CONFIG_FIELD', 'hidden_size', /hidden_size is missing/],
+    [
+      'heads not a multiple of kv heads',
+      { ...baidu28b, num_key_value_heads: 3 },
+      'INCONSISTENT_CONFIG',
+      'num_key_value_heads',
+      /num_key_value_heads \(3\) must divide num_attention_heads \(20\)/,
+    ],
     [
       'mrope_section that does not add up',
-      { ...baidu28b, rope_parameters: { rope_theta: 5e5, mrope_section: [22, 22, 10] } },
-      'INVALID_CONFIG',
-      /mrope_section/,
+      { text_config: { ...baidu28b, rope_parameters: { rope_theta: 5e5, mrope_section: [22, 22, 10] } } },
+      'INCONSISTENT_CONFIG',
+      'text_config.rope_parameters.mrope_section',
+      /mrope_section \[22, 22, 10\] must be \[n, n, t\] with 2n \+ t = head_dim \/ 2 = 64/,
     ],
-    ['odd h/w share', { ...baidu28b, freq_allocation: 21 }, 'INVALID_CONFIG', /freq_allocation 21/],
-    ['moe_k above the experts', { ...baidu28b, moe_k: 65 }, 'INVALID_CONFIG', /moe_k \(65\)/],
-    ['a string where a number goes', { ...baidu28b, rms_norm_eps: '1e-5' }, 'INVALID_CONFIG', /rms_norm_eps/],
-    ['biased projections', { ...baidu28b, use_bias: true }, 'UNSUPPORTED_CONFIG', /use_bias/],
+    ['odd h/w share', { ...baidu28b, freq_allocation: 21 }, 'INCONSISTENT_CONFIG', 'freq_allocation', /freq_allocation 21/],
+    ['moe_k above the experts', { ...baidu28b, moe_k: 65 }, 'INCONSISTENT_CONFIG', 'moe_k', /moe_k \(65\) exceeds the 64 text experts/],
+    [
+      'a string where a number goes',
+      { text_config: { ...baidu28b, rms_norm_eps: '1e-5' } },
+      'INVALID_CONFIG',
+      'text_config.rms_norm_eps',
+      /text_config\.rms_norm_eps must be a positive number, found "1e-5"/,
+    ],
+    ['biased projections', { ...baidu28b, use_bias: true }, 'UNSUPPORTED_CONFIG', 'use_bias', /use_bias true is not supported/],
+    ['another activation', { ...baidu28b, hidden_act: 'gelu' }, 'UNSUPPORTED_CONFIG', 'hidden_act', /hidden_act "gelu" is not supported/],
     [
       'a layer with only text experts',
       { ...baidu28b, moe_layer_end_index: [27, 26] },
       'UNSUPPORTED_CONFIG',
+      'moe_layer_end_index',
       /layer 27 .* only text experts/,
     ],
-    ['mlp_layer_types of the wrong length', { ...baidu28b, mlp_layer_types: ['dense'] }, 'INVALID_CONFIG', /mlp_layer_types/],
+    [
+      'mlp_layer_types of the wrong length',
+      { ...baidu28b, mlp_layer_types: ['dense'] },
+      'INCONSISTENT_CONFIG',
+      'mlp_layer_types',
+      /mlp_layer_types has 1 entries for the 28 layers/,
+    ],
+    [
+      'mlp_layer_types with another type',
+      { ...baidu28b, mlp_layer_types: ['moe'] },
+      'INVALID_CONFIG',
+      'mlp_layer_types',
+      /'dense' or 'sparse'/,
+    ],
+    ['not an object', [] as unknown as Record<string, unknown>, 'INVALID_CONFIG', '', /^ERNIE text config: expected a JSON object/],
   ];
-  for (const [name, json, code, msg] of bad) {
-    it(`refuses ${name} with ${code}`, () => {
+  for (const [name, json, code, field, msg] of bad) {
+    it(`refuses ${name} with ${code}, naming ${field || 'the object'}`, () => {
       let err: unknown;
       try {
         ernieTextConfigFromHf(json);
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(MoeDecoderError);
-      expect((err as MoeDecoderError).code).toBe(code);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).code).toBe(code);
+      expect((err as ConfigError).field).toBe(field);
       expect((err as Error).message).toMatch(msg);
     });
   }
+
+  it('fills absent fields with their cited defaults (HF Ernie4_5_VLMoeTextConfig, vLLM freq_allocation)', () => {
+    const c = ernieTextConfigFromHf({
+      hidden_size: 2560,
+      intermediate_size: 12288,
+      num_hidden_layers: 28,
+      num_attention_heads: 20,
+      vocab_size: 103424,
+    });
+    expect(c).toMatchObject({ numKeyValueHeads: 4, rmsNormEps: 1e-5, ropeTheta: 500000, freqAllocation: 20, tieWordEmbeddings: true });
+    expect(c.moe).toEqual({ numExperts: [64, 64], topK: 6, intermediateSize: [1536, 512], numSharedExperts: 2, normMin: 1e-12 });
+    expect(c.mlpLayerTypes).toEqual(['dense', ...Array(27).fill('sparse')]);
+  });
 });
 
 describe('ernieTextExpectedParameters', () => {

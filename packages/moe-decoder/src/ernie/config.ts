@@ -1,4 +1,4 @@
-import { MoeDecoderError } from '../errors.js';
+import { type ConfigObject, fields } from '@vlmkit/config';
 
 /** Which feed-forward a decoder layer has: a dense SiLU MLP or the modality-isolated MoE. */
 export type ErnieMlpType = 'dense' | 'sparse';
@@ -41,120 +41,89 @@ export interface ErnieTextConfig {
   tieWordEmbeddings: boolean;
 }
 
-type Json = Record<string, unknown>;
-
-function fail(message: string): never {
-  throw new MoeDecoderError('INVALID_CONFIG', `ERNIE text config: ${message}`);
-}
-
-function int(j: Json, key: string, opts: { min?: number; fallback?: number } = {}): number {
-  const v = j[key] ?? opts.fallback;
-  if (v === undefined) fail(`'${key}' is missing; expected an integer.`);
-  if (typeof v !== 'number' || !Number.isInteger(v)) fail(`'${key}' must be an integer, found ${JSON.stringify(v)}.`);
-  if (v < (opts.min ?? 1)) fail(`'${key}' must be at least ${opts.min ?? 1}, found ${v}.`);
-  return v;
-}
-
-function num(j: Json, key: string, fallback?: number): number {
-  const v = j[key] ?? fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) fail(`'${key}' must be a positive number, found ${JSON.stringify(v)}.`);
-  return v;
-}
-
-/** An int or a [text, vision] pair (Baidu writes lists, HF 5.17 one int for both). */
-function pair(j: Json, key: string, fallback?: number | number[]): [number, number] {
-  const v = j[key] ?? fallback;
-  const list = typeof v === 'number' ? [v, v] : v;
-  if (
-    !Array.isArray(list) ||
-    list.length < 1 ||
-    list.length > 2 ||
-    list.some((x) => typeof x !== 'number' || !Number.isInteger(x) || x < 0)
-  ) {
-    fail(`'${key}' must be a non-negative integer or a list [text, vision] of them, found ${JSON.stringify(v)}.`);
-  }
-  return [list[0] as number, (list[1] ?? list[0]) as number];
-}
+/** Where the defaults below come from (transformers 5.17 configuration_ernie4_5_vl_moe.py). */
+const HF = 'HF Ernie4_5_VLMoeTextConfig';
 
 /**
  * Reads an HF `config.json` (the whole VL config with `text_config`, or the
  * text config alone, HF 5.17 or Baidu layout) into an `ErnieTextConfig`.
- * Throws `MoeDecoderError` ('INVALID_CONFIG' or 'UNSUPPORTED_CONFIG') naming the field.
+ * Throws `ConfigError` (from @vlmkit/config) naming the field's path:
+ * INVALID_CONFIG, MISSING_CONFIG_FIELD, INCONSISTENT_CONFIG or UNSUPPORTED_CONFIG.
  */
 export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) fail('expected a JSON object.');
-  const top = json as Json;
-  const tc = top['text_config'];
-  if (tc !== undefined && (typeof tc !== 'object' || tc === null)) fail(`'text_config' must be an object.`);
-  const j: Json = tc === undefined ? top : (tc as Json);
+  const top = fields(json, 'ERNIE text config');
+  const j = top.optionalObj('text_config') ?? top;
 
-  const hiddenSize = int(j, 'hidden_size');
-  const numHiddenLayers = int(j, 'num_hidden_layers');
-  const numAttentionHeads = int(j, 'num_attention_heads');
-  const numKeyValueHeads = int(j, 'num_key_value_heads', { fallback: numAttentionHeads });
+  const hiddenSize = j.int('hidden_size');
+  const numHiddenLayers = j.int('num_hidden_layers');
+  const numAttentionHeads = j.int('num_attention_heads');
+  const numKeyValueHeads = j.int('num_key_value_heads', { default: 4, from: HF });
   if (numAttentionHeads % numKeyValueHeads !== 0) {
-    fail(`num_attention_heads (${numAttentionHeads}) must be a multiple of num_key_value_heads (${numKeyValueHeads}).`);
+    j.fail('INCONSISTENT_CONFIG', 'num_key_value_heads', `(${numKeyValueHeads}) must divide num_attention_heads (${numAttentionHeads}).`);
   }
-  const headDim = j['head_dim'] == null ? hiddenSize / numAttentionHeads : int(j, 'head_dim');
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) fail(`head_dim must be an even integer, found ${headDim}.`);
+  // HF Ernie4_5_VLMoeTextAttention: head_dim or hidden_size // num_attention_heads.
+  const headDim = j.optionalInt('head_dim') ?? hiddenSize / numAttentionHeads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+    j.fail('INCONSISTENT_CONFIG', j.has('head_dim') ? 'head_dim' : 'hidden_size', `gives head_dim ${headDim}; it must be an even integer.`);
+  }
   const half = headDim / 2;
 
-  const act = j['hidden_act'] ?? 'silu';
-  if (act !== 'silu')
-    throw new MoeDecoderError(
-      'UNSUPPORTED_CONFIG',
-      `ERNIE text config: hidden_act '${String(act)}' is not supported; the decoder builds SiLU-gated MLPs.`,
-    );
-  if (j['use_bias'] === true)
-    throw new MoeDecoderError(
-      'UNSUPPORTED_CONFIG',
-      'ERNIE text config: use_bias=true is not supported; ERNIE-4.5-VL checkpoints have no projection biases.',
-    );
+  j.oneOf('hidden_act', ['silu'], { default: 'silu', from: HF, code: 'UNSUPPORTED_CONFIG', why: 'The decoder builds SiLU-gated MLPs.' });
+  if (j.bool('use_bias', { default: false, from: HF })) {
+    j.fail('UNSUPPORTED_CONFIG', 'use_bias', 'true is not supported; ERNIE-4.5-VL checkpoints have no projection biases.');
+  }
 
   // Rotary: HF keeps theta and mrope_section [h, w, t] in rope_parameters; Baidu has rope_theta and freq_allocation.
-  const rp = (j['rope_parameters'] ?? j['rope_scaling'] ?? {}) as Json;
-  const ropeType = rp['rope_type'] ?? rp['type'] ?? 'default';
-  if (ropeType !== 'default')
-    throw new MoeDecoderError(
-      'UNSUPPORTED_CONFIG',
-      `ERNIE text config: rope_type '${String(ropeType)}' is not supported; ERNIE uses 'default'.`,
-    );
-  const ropeTheta = num(rp['rope_theta'] !== undefined ? rp : j, 'rope_theta', 500000);
+  const rp = j.optionalObj('rope_parameters') ?? j.optionalObj('rope_scaling');
+  if (rp !== undefined) {
+    rp.oneOf(rp.has('rope_type') || !rp.has('type') ? 'rope_type' : 'type', ['default'], {
+      default: 'default',
+      from: 'HF rope_parameters',
+      code: 'UNSUPPORTED_CONFIG',
+      why: 'ERNIE uses the default rope.',
+    });
+  }
+  // HF: Ernie4_5_VLMoeTextConfig.default_theta; vLLM: set_default_rope_theta(config, default_theta=500000).
+  const ropeTheta = rp?.optionalPositive('rope_theta') ?? j.positive('rope_theta', { default: 500000, from: `${HF}.default_theta` });
   let freqAllocation: number;
-  if (rp['mrope_section'] !== undefined) {
-    const s = rp['mrope_section'];
-    if (!Array.isArray(s) || s.length !== 3 || s.some((x) => !Number.isInteger(x) || x < 0))
-      fail(`rope_parameters.mrope_section must be three non-negative integers [h, w, t], found ${JSON.stringify(s)}.`);
-    const [h, w, t] = s as number[];
-    if (h !== w || h! + w! + t! !== half)
-      fail(`rope_parameters.mrope_section [${s.join(', ')}] must be [n, n, t] with 2n + t = head_dim / 2 = ${half}.`);
-    freqAllocation = t!;
+  let freqField: [ConfigObject, string];
+  if (rp?.has('mrope_section')) {
+    const [h, w, t] = rp.ints('mrope_section', { length: 3, min: 0 }) as [number, number, number];
+    if (h !== w || h + w + t !== half) {
+      rp.fail('INCONSISTENT_CONFIG', 'mrope_section', `[${h}, ${w}, ${t}] must be [n, n, t] with 2n + t = head_dim / 2 = ${half}.`);
+    }
+    freqAllocation = t;
+    freqField = [rp, 'mrope_section'];
   } else {
-    // HF's default mrope_section is [22, 22, 20]; vLLM's default freq_allocation is 20.
-    freqAllocation = int(j, 'freq_allocation', { min: 0, fallback: 20 });
+    freqAllocation = j.int('freq_allocation', { min: 0, default: 20, from: 'vLLM Ernie4_5_VLMoeDecoderLayer' });
+    freqField = [j, 'freq_allocation'];
   }
   if (freqAllocation > half || (half - freqAllocation) % 2 !== 0) {
-    fail(`freq_allocation ${freqAllocation} must leave an even number of the head_dim / 2 = ${half} frequencies for h and w.`);
+    freqField[0].fail(
+      'INCONSISTENT_CONFIG',
+      freqField[1],
+      `gives freq_allocation ${freqAllocation}, which must leave an even number of the head_dim / 2 = ${half} frequencies for h and w.`,
+    );
   }
 
-  const numExperts = pair(j, 'moe_num_experts', 64);
-  const intermediateSize = pair(j, 'moe_intermediate_size', [1536, 512]);
-  const topK = int(j, 'moe_k', { fallback: 6 });
-  const numSharedExperts = int(j, 'moe_num_shared_experts', { min: 0, fallback: 2 });
-  const normMin = num(j, 'moe_norm_min', 1e-12);
+  const numExperts = j.pair('moe_num_experts', { default: 64, from: HF });
+  const intermediateSize = j.pair('moe_intermediate_size', { default: [1536, 512], from: `${HF}.__post_init__` });
+  const topK = j.int('moe_k', { default: 6, from: HF });
+  const numSharedExperts = j.int('moe_num_shared_experts', { min: 0, default: 2, from: HF });
+  const normMin = j.positive('moe_norm_min', { default: 1e-12, from: HF });
   const mlpLayerTypes = resolveLayerTypes(j, numHiddenLayers);
   if (mlpLayerTypes.includes('sparse')) {
     for (const [m, n] of [
       ['text', numExperts[0]],
       ['vision', numExperts[1]],
     ] as const) {
-      if (n < topK) fail(`moe_k (${topK}) exceeds the ${n} ${m} experts.`);
+      if (n < topK) j.fail('INCONSISTENT_CONFIG', 'moe_k', `(${topK}) exceeds the ${n} ${m} experts of moe_num_experts.`);
     }
-    if (intermediateSize[0] < 1 || intermediateSize[1] < 1)
-      fail(`moe_intermediate_size must be positive, found [${intermediateSize.join(', ')}].`);
+    if (intermediateSize[0] < 1 || intermediateSize[1] < 1) {
+      j.fail('INVALID_CONFIG', 'moe_intermediate_size', `must be positive for MoE layers, found [${intermediateSize.join(', ')}].`);
+    }
   }
-  const tie = j['tie_word_embeddings'] ?? top['tie_word_embeddings'] ?? true;
-  if (typeof tie !== 'boolean') fail(`'tie_word_embeddings' must be a boolean, found ${JSON.stringify(tie)}.`);
+  const tieWordEmbeddings = j.optionalBool('tie_word_embeddings') ?? top.bool('tie_word_embeddings', { default: true, from: HF });
 
   return {
     hiddenSize,
@@ -162,14 +131,14 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
     numAttentionHeads,
     numKeyValueHeads,
     headDim,
-    vocabSize: int(j, 'vocab_size'),
-    rmsNormEps: num(j, 'rms_norm_eps', 1e-5),
+    vocabSize: j.int('vocab_size'),
+    rmsNormEps: j.positive('rms_norm_eps', { default: 1e-5, from: HF }),
     ropeTheta,
     freqAllocation,
-    intermediateSize: int(j, 'intermediate_size'),
+    intermediateSize: j.int('intermediate_size'),
     mlpLayerTypes,
     moe: { numExperts, topK, intermediateSize, numSharedExperts, normMin },
-    tieWordEmbeddings: tie,
+    tieWordEmbeddings,
   };
 }
 
@@ -180,27 +149,29 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
  * modality whose range does not cover i for a dense MLP; no released
  * checkpoint needs that, so it is refused rather than guessed.
  */
-function resolveLayerTypes(j: Json, layers: number): ErnieMlpType[] {
-  const given = j['mlp_layer_types'];
-  if (given !== undefined) {
-    if (!Array.isArray(given) || given.length !== layers || given.some((t) => t !== 'dense' && t !== 'sparse')) {
-      fail(`mlp_layer_types must list 'dense' or 'sparse' for each of the ${layers} layers, found ${JSON.stringify(given)}.`);
+function resolveLayerTypes(j: ConfigObject, layers: number): ErnieMlpType[] {
+  if (j.has('mlp_layer_types')) {
+    const given = j.strings('mlp_layer_types', { values: ['dense', 'sparse'] });
+    if (given.length !== layers) {
+      j.fail('INCONSISTENT_CONFIG', 'mlp_layer_types', `has ${given.length} entries for the ${layers} layers of num_hidden_layers.`);
     }
     return given as ErnieMlpType[];
   }
-  if (j['moe_layer_start_index'] === undefined) return Array.from({ length: layers }, (_, i) => (i === 0 ? 'dense' : 'sparse'));
-  const start = pair(j, 'moe_layer_start_index');
-  const end = pair(j, 'moe_layer_end_index', [layers - 1, layers - 1]);
-  const interval = int(j, 'moe_layer_interval', { fallback: 1 });
+  // HF Ernie4_5_VLMoeTextConfig.__post_init__: layer 0 dense, the rest sparse.
+  if (!j.has('moe_layer_start_index')) return Array.from({ length: layers }, (_, i) => (i === 0 ? 'dense' : 'sparse'));
+  const start = j.pair('moe_layer_start_index');
+  const end = j.pair('moe_layer_end_index', { default: [layers - 1, layers - 1], from: 'vLLM Ernie4_5_VLMoeMoE' });
+  const interval = j.int('moe_layer_interval', { default: 1, from: 'vLLM Ernie4_5_VLMoeDecoderLayer' });
   return Array.from({ length: layers }, (_, i) => {
     const moe = (i + 1) % interval === 0 && i >= Math.min(...start) && i <= Math.max(...end);
     if (!moe) return 'dense';
     const text = i >= start[0] && i <= end[0];
     const vision = i >= start[1] && i <= end[1];
     if (!text || !vision) {
-      throw new MoeDecoderError(
+      j.fail(
         'UNSUPPORTED_CONFIG',
-        `ERNIE text config: layer ${i} is an MoE layer with only ${text ? 'text' : 'vision'} experts (moe_layer_start_index [${start.join(', ')}], end [${end.join(', ')}]); mixed MoE/dense modalities in one layer are not supported.`,
+        'moe_layer_end_index',
+        `[${end.join(', ')}] with moe_layer_start_index [${start.join(', ')}] makes layer ${i} an MoE layer with only ${text ? 'text' : 'vision'} experts; mixed MoE/dense modalities in one layer are not supported.`,
       );
     }
     return 'sparse';

@@ -1,8 +1,9 @@
+import { ConfigError } from '@vlmkit/config';
 import { describe, expect, it } from 'vitest';
 import { MoeDecoderError } from '../errors.js';
 import { readJson } from '../test-utils/fixtures.js';
 import { graniteTextConfigFromHf } from './config.js';
-import { checkGraniteLevels, graniteDeepstackLevels } from './levels.js';
+import { checkGraniteLevels, graniteDeepstackLevels, graniteDeepstackPlan } from './levels.js';
 import { graniteTextExpectedParameters } from './parameters.js';
 import { graniteDecodePositions, granitePositionIds } from './rotary.js';
 
@@ -39,12 +40,13 @@ const hub3b = {
   },
 };
 
+/** The ConfigError's `code field` (fails the test on another error or none). */
 const codeOf = (f: () => unknown): string | undefined => {
   try {
     f();
   } catch (e) {
-    expect(e).toBeInstanceOf(MoeDecoderError);
-    return (e as MoeDecoderError).code;
+    expect(e).toBeInstanceOf(ConfigError);
+    return `${(e as ConfigError).code} ${(e as ConfigError).field}`;
   }
   return undefined;
 };
@@ -111,17 +113,24 @@ describe('graniteTextConfigFromHf', () => {
   it('refuses what it cannot build, with a code and the field', () => {
     const t = hub3b.text_config;
     const withText = (patch: Record<string, unknown>) => () => graniteTextConfigFromHf({ ...hub3b, text_config: { ...t, ...patch } });
-    expect(codeOf(withText({ layer_types: ['mamba', ...Array(39).fill('attention')] }))).toBe('UNSUPPORTED_CONFIG');
-    expect(codeOf(withText({ num_local_experts: 32 }))).toBe('UNSUPPORTED_CONFIG');
-    expect(codeOf(withText({ hidden_act: 'gelu' }))).toBe('UNSUPPORTED_CONFIG');
-    expect(codeOf(withText({ rope_parameters: { rope_type: 'yarn', rope_theta: 1e7 } }))).toBe('UNSUPPORTED_CONFIG');
-    expect(codeOf(withText({ model_type: 'llama' }))).toBe('UNSUPPORTED_CONFIG');
-    expect(codeOf(withText({ num_key_value_heads: 7 }))).toBe('INVALID_CONFIG');
-    expect(codeOf(withText({ layer_types: ['attention'] }))).toBe('INVALID_CONFIG');
-    expect(codeOf(withText({ hidden_size: '2560' }))).toBe('INVALID_CONFIG');
-    expect(codeOf(withText({ logits_scaling: 0 }))).toBe('INVALID_CONFIG');
-    expect(codeOf(() => graniteTextConfigFromHf([]))).toBe('INVALID_CONFIG');
-    expect(() => withText({ vocab_size: undefined })()).toThrow(/'vocab_size' is missing/);
+    expect(codeOf(withText({ layer_types: ['mamba', ...Array(39).fill('attention')] }))).toBe(
+      'UNSUPPORTED_CONFIG text_config.layer_types[0]',
+    );
+    expect(codeOf(withText({ num_local_experts: 32 }))).toBe('UNSUPPORTED_CONFIG text_config.num_local_experts');
+    expect(codeOf(withText({ hidden_act: 'gelu' }))).toBe('UNSUPPORTED_CONFIG text_config.hidden_act');
+    expect(codeOf(withText({ rope_parameters: { rope_type: 'yarn', rope_theta: 1e7 } }))).toBe(
+      'UNSUPPORTED_CONFIG text_config.rope_parameters.rope_type',
+    );
+    expect(codeOf(withText({ model_type: 'llama' }))).toBe('UNSUPPORTED_CONFIG text_config.model_type');
+    expect(codeOf(withText({ num_key_value_heads: 7 }))).toBe('INCONSISTENT_CONFIG text_config.num_key_value_heads');
+    expect(codeOf(withText({ layer_types: ['attention'] }))).toBe('INCONSISTENT_CONFIG text_config.layer_types');
+    expect(codeOf(withText({ hidden_size: '2560' }))).toBe('INVALID_CONFIG text_config.hidden_size');
+    expect(codeOf(withText({ logits_scaling: 0 }))).toBe('INVALID_CONFIG text_config.logits_scaling');
+    expect(codeOf(() => graniteTextConfigFromHf([]))).toBe('INVALID_CONFIG ');
+    expect(codeOf(withText({ vocab_size: undefined }))).toBe('MISSING_CONFIG_FIELD text_config.vocab_size');
+    expect(() => withText({ vocab_size: undefined })()).toThrow(
+      'Granite text config: text_config.vocab_size is missing; expected a positive integer.',
+    );
   });
 
   it('expected parameters: packed qkv_proj / gate_up_proj shapes, biases only when configured', () => {
@@ -141,11 +150,33 @@ describe('deepstack levels and positions', () => {
   it('levels: deepstack_layer_map order, then the spatial target layers; use_spatial_sampling false drops them', () => {
     expect(graniteDeepstackLevels(hub3b)).toEqual([9, 6, 3, 0, 12, 15, 18, 21]);
     expect(graniteDeepstackLevels({ ...hub3b, use_spatial_sampling: false })).toEqual([9, 6, 3, 0]);
-    expect(codeOf(() => graniteDeepstackLevels({ deepstack_layer_map: [[1]] }))).toBe('INVALID_CONFIG');
+    // Absent spatial fields take HF's defaults (Granite4VisionConfig: [12, 15, 18, 21] from vision layer -1).
+    const { use_spatial_sampling: _, spatial_target_layers: __, ...bare } = hub3b;
+    expect(graniteDeepstackLevels(bare)).toEqual([9, 6, 3, 0, 12, 15, 18, 21]);
+    expect(graniteDeepstackPlan(hub3b).slice(3, 5)).toEqual([
+      { kind: 'layerwise', projector: 3, visionLayer: -1, llmLayer: 0 },
+      { kind: 'spatial', projector: 0, visionLayer: -1, llmLayer: 12 },
+    ]);
+    expect(codeOf(() => graniteDeepstackLevels({ deepstack_layer_map: [[1]] }))).toBe('INVALID_CONFIG deepstack_layer_map');
+    expect(codeOf(() => graniteDeepstackLevels({ spatial_target_layers: [1] }))).toBe('MISSING_CONFIG_FIELD deepstack_layer_map');
+    expect(codeOf(() => graniteDeepstackLevels({ ...hub3b, spatial_target_layers: [1, 2, 3, 4, 5] }))).toBe(
+      'INVALID_CONFIG spatial_target_layers',
+    );
+    expect(codeOf(() => graniteDeepstackLevels({ ...hub3b, use_spatial_sampling: 'yes' }))).toBe('INVALID_CONFIG use_spatial_sampling');
+  });
+
+  it('graniteDeepstackPlan with the decoder depth: the same checks as checkGraniteLevels, as config errors naming the field', () => {
+    expect(graniteDeepstackPlan(hub3b, 40)).toHaveLength(8);
+    expect(codeOf(() => graniteDeepstackPlan(hub3b, 20))).toBe('INCONSISTENT_CONFIG spatial_target_layers[3]');
+    expect(() => graniteDeepstackPlan(hub3b, 20)).toThrow(/level 7 targets LLM layer 21; the decoder has layers 0\.\.19/);
+    const twice = { ...hub3b, spatial_target_layers: [12, 15, 9, 21] };
+    expect(codeOf(() => graniteDeepstackPlan(twice, 40))).toBe('INCONSISTENT_CONFIG spatial_target_layers[2]');
+    expect(() => graniteDeepstackPlan(twice, 40)).toThrow(/levels 0 and 6 both target LLM layer 9/);
   });
 
   it('checkGraniteLevels refuses a layer outside the decoder and two levels on one layer', () => {
     expect(() => checkGraniteLevels([9, 6, 3, 0, 12, 15, 18, 21], 40)).not.toThrow();
+    expect(() => checkGraniteLevels([0, 40], 40)).toThrow(MoeDecoderError);
     expect(() => checkGraniteLevels([0, 40], 40)).toThrow(/level 1 targets LLM layer 40/);
     expect(() => checkGraniteLevels([3, 5, 3], 40)).toThrow(/levels 0 and 2 both target LLM layer 3/);
   });
@@ -153,6 +184,8 @@ describe('deepstack levels and positions', () => {
   it('position ids of a left-padded batch (hand derived: cumsum(mask) - 1, 0 on padding) and of the next tokens', () => {
     // row 0: [pad, pad, a, b] -> 0 0 0 1; row 1: [a, b, c, d] -> 0 1 2 3
     expect(Array.from(granitePositionIds([0, 0, 1, 1, 1, 1, 1, 1], 2), Number)).toEqual([0, 0, 0, 1, 0, 1, 2, 3]);
+    // HF generate's fill (masked_fill_(mask == 0, 1)) on padding
+    expect(Array.from(granitePositionIds([0, 0, 1, 1, 1, 1, 1, 1], 2, 1), Number)).toEqual([1, 1, 0, 1, 0, 1, 2, 3]);
     // the next token of each row sits at its real-token count: 2 and 4; two steps ahead: 2 3 / 4 5
     expect(Array.from(graniteDecodePositions([2, 4], 2), Number)).toEqual([2, 3, 4, 5]);
   });

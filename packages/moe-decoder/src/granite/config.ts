@@ -1,4 +1,4 @@
-import { MoeDecoderError } from '../errors.js';
+import { fields } from '@vlmkit/config';
 
 /**
  * The dense Granite text decoder of Granite 4 Vision (HF 5.17
@@ -33,96 +33,84 @@ export interface GraniteTextConfig {
   mlpBias: boolean;
 }
 
-type Json = Record<string, unknown>;
+/** Where the defaults below come from (transformers 5.17 configuration_granite4_vision.py). */
+const HF = 'HF Granite4VisionTextConfig';
 
-const WHAT = 'Granite text config';
-
-function fail(message: string): never {
-  throw new MoeDecoderError('INVALID_CONFIG', `${WHAT}: ${message}`);
-}
-
-function unsupported(message: string): never {
-  throw new MoeDecoderError('UNSUPPORTED_CONFIG', `${WHAT}: ${message}`);
-}
-
-function int(j: Json, key: string, fallback?: number): number {
-  const v = j[key] ?? fallback;
-  if (v === undefined) fail(`'${key}' is missing; expected a positive integer.`);
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) fail(`'${key}' must be a positive integer, found ${JSON.stringify(v)}.`);
-  return v;
-}
-
-function num(j: Json, key: string, fallback: number): number {
-  const v = j[key] ?? fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) fail(`'${key}' must be a positive number, found ${JSON.stringify(v)}.`);
-  return v;
-}
-
-function bool(j: Json, key: string, fallback: boolean): boolean {
-  const v = j[key] ?? fallback;
-  if (typeof v !== 'boolean') fail(`'${key}' must be true or false, found ${JSON.stringify(v)}.`);
-  return v;
-}
-
-const TEXT_MODEL_TYPES = ['granite4_vision_text', 'granitemoehybrid', 'granite'];
+const TEXT_MODEL_TYPES = ['granite4_vision_text', 'granitemoehybrid', 'granite'] as const;
 
 /**
  * Reads a Granite 4 Vision `config.json` (its `text_config`) or a text config
  * alone: HF 5.17's `granite4_vision_text`, the hub's `granitemoehybrid`
  * (every layer attention, no routed experts) or plain `granite`. Defaults
- * are HF's. Throws `MoeDecoderError` ('INVALID_CONFIG' / 'UNSUPPORTED_CONFIG')
- * naming the field.
+ * are HF's. Throws `ConfigError` (from @vlmkit/config) naming the field's
+ * path: INVALID_CONFIG, MISSING_CONFIG_FIELD, INCONSISTENT_CONFIG or UNSUPPORTED_CONFIG.
  *
  * RoPE is always on: HF's Granite4VisionTextModel and vLLM's GraniteModel
  * apply it whatever granitemoehybrid's `position_embedding_type` says.
  */
 export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) fail('expected a JSON object.');
-  const top = json as Json;
-  const tc = top['text_config'];
-  if (tc !== undefined && (typeof tc !== 'object' || tc === null || Array.isArray(tc))) fail(`'text_config' must be an object.`);
-  const j: Json = tc === undefined ? top : (tc as Json);
+  const top = fields(json, 'Granite text config');
+  const j = top.optionalObj('text_config') ?? top;
 
-  const type = j['model_type'] ?? 'granite4_vision_text';
-  if (typeof type !== 'string' || !TEXT_MODEL_TYPES.includes(type)) {
-    unsupported(`model_type ${JSON.stringify(type)} is not a dense Granite decoder; expected one of ${TEXT_MODEL_TYPES.join(', ')}.`);
+  const type = j.oneOf('model_type', TEXT_MODEL_TYPES, {
+    default: 'granite4_vision_text',
+    from: 'HF Granite4VisionConfig.__post_init__',
+    code: 'UNSUPPORTED_CONFIG',
+    why: 'Only dense Granite decoders are built.',
+  });
+  const layerTypesKey = j.has('layer_types') || !j.has('layers_block_type') ? 'layer_types' : 'layers_block_type';
+  const layerTypes = j.has(layerTypesKey) ? j.strings(layerTypesKey) : undefined;
+  const bad = layerTypes?.findIndex((t) => t !== 'attention' && t !== 'full_attention') ?? -1;
+  if (bad >= 0) {
+    j.fail(
+      'UNSUPPORTED_CONFIG',
+      `${layerTypesKey}[${bad}]`,
+      `is ${JSON.stringify(layerTypes![bad])}; only all-attention Granite decoders are built (no mamba layers).`,
+    );
   }
-  const layerTypes = j['layer_types'] ?? j['layers_block_type'];
-  if (layerTypes !== undefined && layerTypes !== null) {
-    if (!Array.isArray(layerTypes)) fail(`'layer_types' must be a list, found ${JSON.stringify(layerTypes)}.`);
-    const bad = layerTypes.findIndex((t) => t !== 'attention' && t !== 'full_attention');
-    if (bad >= 0)
-      unsupported(
-        `layer_types[${bad}] is ${JSON.stringify(layerTypes[bad])}; only all-attention Granite decoders are built (no mamba layers).`,
-      );
+  const experts = j.optionalInt('num_local_experts', { min: 0 }) ?? 0;
+  if (experts > 0 && type === 'granitemoehybrid') {
+    j.fail('UNSUPPORTED_CONFIG', 'num_local_experts', `is ${experts}; only dense Granite decoders are built (no routed experts).`);
   }
-  if (typeof j['num_local_experts'] === 'number' && j['num_local_experts'] > 0 && type === 'granitemoehybrid') {
-    unsupported(`num_local_experts is ${j['num_local_experts']}; only dense Granite decoders are built (no routed experts).`);
-  }
-  const act = j['hidden_act'] ?? 'silu';
-  if (act !== 'silu') unsupported(`hidden_act '${String(act)}' is not supported; the decoder builds SiLU-gated MLPs.`);
+  j.oneOf('hidden_act', ['silu'], { default: 'silu', from: HF, code: 'UNSUPPORTED_CONFIG', why: 'The decoder builds SiLU-gated MLPs.' });
 
-  const hiddenSize = int(j, 'hidden_size');
-  const numHiddenLayers = int(j, 'num_hidden_layers');
-  const numAttentionHeads = int(j, 'num_attention_heads');
-  const numKeyValueHeads = int(j, 'num_key_value_heads', numAttentionHeads);
+  const hiddenSize = j.int('hidden_size');
+  const numHiddenLayers = j.int('num_hidden_layers');
+  const numAttentionHeads = j.int('num_attention_heads');
+  const numKeyValueHeads = j.int('num_key_value_heads', { default: numAttentionHeads, from: `${HF}.__post_init__ (num_attention_heads)` });
   if (numAttentionHeads % numKeyValueHeads !== 0) {
-    fail(`num_attention_heads (${numAttentionHeads}) must be a multiple of num_key_value_heads (${numKeyValueHeads}).`);
+    j.fail('INCONSISTENT_CONFIG', 'num_key_value_heads', `(${numKeyValueHeads}) must divide num_attention_heads (${numAttentionHeads}).`);
   }
-  const headDim = j['head_dim'] == null ? hiddenSize / numAttentionHeads : int(j, 'head_dim');
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0)
-    fail(`head_dim (or hidden_size / num_attention_heads) must be an even integer, found ${headDim}.`);
-  if (Array.isArray(layerTypes) && layerTypes.length !== numHiddenLayers)
-    fail(`'layer_types' has ${layerTypes.length} entries for ${numHiddenLayers} layers.`);
+  // HF GraniteAttention: head_dim or hidden_size // num_attention_heads.
+  const headDim = j.optionalInt('head_dim') ?? hiddenSize / numAttentionHeads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+    j.fail('INCONSISTENT_CONFIG', j.has('head_dim') ? 'head_dim' : 'hidden_size', `gives head_dim ${headDim}; it must be an even integer.`);
+  }
+  if (layerTypes !== undefined && layerTypes.length !== numHiddenLayers) {
+    j.fail(
+      'INCONSISTENT_CONFIG',
+      layerTypesKey,
+      `has ${layerTypes.length} entries for the ${numHiddenLayers} layers of num_hidden_layers.`,
+    );
+  }
 
   // HF 5.17 keeps theta in rope_parameters; older hub files have rope_theta and rope_scaling at the top.
-  const rp = (j['rope_parameters'] ?? j['rope_scaling'] ?? {}) as Json;
-  if (typeof rp !== 'object' || rp === null) fail(`'rope_parameters' must be an object.`);
-  const ropeType = rp['rope_type'] ?? rp['type'] ?? 'default';
-  if (ropeType !== 'default') unsupported(`rope_type '${String(ropeType)}' is not supported; Granite 4 Vision uses 'default'.`);
-  const ropeTheta = num(rp['rope_theta'] !== undefined ? rp : j, 'rope_theta', 10000);
+  const rp = j.optionalObj('rope_parameters') ?? j.optionalObj('rope_scaling');
+  if (rp !== undefined) {
+    rp.oneOf(rp.has('rope_type') || !rp.has('type') ? 'rope_type' : 'type', ['default'], {
+      default: 'default',
+      from: 'HF rope_parameters',
+      code: 'UNSUPPORTED_CONFIG',
+      why: 'Granite 4 Vision uses the default rope.',
+    });
+  }
+  // Granite4VisionTextConfig sets no default_theta: PreTrainedConfig's standardize_rope_params falls back to 10000.
+  const ropeTheta =
+    rp?.optionalPositive('rope_theta') ?? j.positive('rope_theta', { default: 10000, from: 'HF PreTrainedConfig rope default' });
 
-  const intermediateSize = j['shared_intermediate_size'] !== undefined ? int(j, 'shared_intermediate_size') : int(j, 'intermediate_size');
+  // granitemoehybrid: shared_intermediate_size is the size of its (only) shared_mlp.
+  const intermediateSize = j.has('shared_intermediate_size') ? j.int('shared_intermediate_size') : j.int('intermediate_size');
+  const textTie = j.bool('tie_word_embeddings', { default: false, from: HF });
   return {
     hiddenSize,
     numHiddenLayers,
@@ -130,15 +118,16 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
     numKeyValueHeads,
     headDim,
     intermediateSize,
-    vocabSize: int(j, 'vocab_size'),
-    rmsNormEps: num(j, 'rms_norm_eps', 1e-6),
+    vocabSize: j.int('vocab_size'),
+    rmsNormEps: j.positive('rms_norm_eps', { default: 1e-6, from: HF }),
     ropeTheta,
-    embeddingMultiplier: num(j, 'embedding_multiplier', 1),
-    attentionMultiplier: num(j, 'attention_multiplier', 1),
-    residualMultiplier: num(j, 'residual_multiplier', 1),
-    logitsScaling: num(j, 'logits_scaling', 1),
-    tieWordEmbeddings: bool(top, 'tie_word_embeddings', bool(j, 'tie_word_embeddings', false)),
-    attentionBias: bool(j, 'attention_bias', false),
-    mlpBias: bool(j, 'mlp_bias', false),
+    embeddingMultiplier: j.positive('embedding_multiplier', { default: 1, from: HF }),
+    attentionMultiplier: j.positive('attention_multiplier', { default: 1, from: HF }),
+    residualMultiplier: j.positive('residual_multiplier', { default: 1, from: HF }),
+    logitsScaling: j.positive('logits_scaling', { default: 1, from: HF }),
+    // The VL config's own tie_word_embeddings wins over the text config's (HF ties through the top-level config).
+    tieWordEmbeddings: top.optionalBool('tie_word_embeddings') ?? textTie,
+    attentionBias: j.bool('attention_bias', { default: false, from: HF }),
+    mlpBias: j.bool('mlp_bias', { default: false, from: HF }),
   };
 }
