@@ -8,7 +8,5 @@ import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
  */
 export function gatedSiluMlp(g: Graph, w: Weights, x: Value, config: { intermediateSize: number; bias?: boolean }): Value {
   const { intermediateSize: I, bias = false } = config;
-  if (!bias) return nn.gatedMlp(g, x, w, { gateUp: 'gate_up_proj', down: 'down_proj' }, I);
-  const [gate, up] = g.split(nn.linear(g, x, w, 'gate_up_proj', { out: 2 * I }), [I, I], -1);
-  return nn.linear(g, g.mul(g.silu(gate!), up!), w, 'down_proj', { in: I });
+  return nn.gatedMlp(g, x, w, { gateUp: 'gate_up_proj', down: 'down_proj' }, I, { bias });
 }

@@ -73,14 +73,13 @@ export function buildErnieTextDecoder(
     throw new MoeDecoderError('BAD_INPUT', `buildErnieTextDecoder: past has ${inputs.past.length} layers, the config has ${L}.`);
   }
   return g.scope(opts.scope ?? 'decoder', () => {
-    const D = config.hiddenSize;
     const x0 =
       inputs.inputIds !== undefined
         ? embedTokens(
             g,
             weights,
             inputs.inputIds,
-            D,
+            config,
             inputs.visionEmbeds && { embeds: inputs.visionEmbeds, positions: inputs.visionPositions! },
           )
         : inputs.inputsEmbeds!;

@@ -84,7 +84,7 @@ export function buildGraniteTextDecoder(
     const zeros = positions && zeroRows(g, positions, D);
     const inputsEmbeds =
       inputs.inputIds !== undefined
-        ? embedTokens(g, weights, inputs.inputIds, D, zeros && { embeds: zeros, positions: positions! })
+        ? embedTokens(g, weights, inputs.inputIds, config, zeros && { embeds: zeros, positions: positions! })
         : zeros
           ? g.scope('embed_tokens', () =>
               g.reshape(
