@@ -1,0 +1,28 @@
+/** What went wrong, as a stable code callers can branch on. */
+export type ProcessorErrorCode =
+  /** The bytes are not an image sharp can decode (or the file cannot be read). */
+  | 'NOT_AN_IMAGE'
+  /** The image has more pixels than the decode limit allows. */
+  | 'IMAGE_TOO_LARGE'
+  /** An image mode / channel layout the PIL-compatible conversion does not handle. */
+  | 'UNSUPPORTED_IMAGE'
+  /** A size, factor or option that cannot be processed (zero sizes, extreme aspect ratios). */
+  | 'INVALID_SIZE'
+  /** preprocessor_config.json (or another processor file) is missing or has a bad field. */
+  | 'INVALID_PROCESSOR_CONFIG'
+  /** tokenizer.json / tokenizer_config.json / chat template problems. */
+  | 'TOKENIZER_ERROR'
+  /** Prompt and images do not fit together (placeholder counts, missing images). */
+  | 'INVALID_INPUT';
+
+/** Thrown by every @vlmkit/processors function on bad input; `code` is stable, `message` says what to fix. */
+export class ProcessorError extends Error {
+  override readonly name = 'ProcessorError';
+  constructor(
+    readonly code: ProcessorErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,1 @@
+export { ProcessorError, type ProcessorErrorCode } from './errors.js';
