@@ -7,7 +7,8 @@ import type { Graph, Value } from '@vlmkit/onnx-graph';
  * An integer ratio (Granite's 2x2 mean) is a reshape and a ReduceMean; any
  * other ratio multiplies by the constant [t*t, s*s] pooling matrix.
  */
-export function interpolateDownsample(g: Graph, x: Value, side: number, newSide: number, c: number): Value {
+export function interpolateDownsample(g: Graph, x: Value, grid: { side: number; newSide: number; channels: number }): Value {
+  const { side, newSide, channels: c } = grid;
   const b = x.dim(0);
   return g.scope('interpolate_downsample', () => {
     if (side % newSide === 0) {
@@ -54,7 +55,8 @@ export const SPATIAL_OFFSETS: readonly (readonly [number, number])[] = [
  * HF: spatial_offset_downsample (vLLM: SpatialOffsetDownsampler): [B, s*s, C]
  * -> [B, (s/2)^2, C], one corner of every 2x2 block (s even).
  */
-export function spatialOffsetDownsample(g: Graph, x: Value, side: number, offset: 0 | 1 | 2 | 3, c: number): Value {
+export function spatialOffsetDownsample(g: Graph, x: Value, grid: { side: number; offset: 0 | 1 | 2 | 3; channels: number }): Value {
+  const { side, offset, channels: c } = grid;
   const b = x.dim(0);
   const half = side / 2;
   const [oh, ow] = SPATIAL_OFFSETS[offset]!;

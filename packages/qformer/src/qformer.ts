@@ -42,7 +42,7 @@ export function buildBlip2QFormer(
     let hidden = nn.layerNorm(g, inputs.queryEmbeds, weights, 'layernorm', cfg.layerNormEps);
     module(g, weights, 'encoder', (w) => {
       for (let i = 0; i < cfg.numHiddenLayers; i++) {
-        hidden = module(g, w, `layer.${i}`, (lw) => qformerLayer(g, lw, cfg, i, hidden, inputs.encoderHiddenStates));
+        hidden = module(g, w, `layer.${i}`, (lw) => qformerLayer(g, lw, cfg, { index: i, hidden, encoder: inputs.encoderHiddenStates }));
       }
     });
     return { hidden };
@@ -76,7 +76,8 @@ export function buildBlip2QFormerModel(weights: Weights, config: Blip2QFormerCon
  * (no text tokens): attention -> crossattention (when this layer has it) ->
  * feed_forward_chunk_query.
  */
-function qformerLayer(g: Graph, w: Weights, cfg: Blip2QFormerConfig, index: number, hidden: Value, encoder: Value): Value {
+function qformerLayer(g: Graph, w: Weights, cfg: Blip2QFormerConfig, layer: { index: number; hidden: Value; encoder: Value }): Value {
+  const { index, hidden, encoder } = layer;
   let h = module(g, w, 'attention', (aw) => qformerAttention(g, aw, cfg, hidden, undefined));
   if (index % cfg.crossAttentionFrequency === 0) {
     h = module(g, w, 'crossattention', (cw) => qformerAttention(g, cw, cfg, h, encoder));
@@ -87,7 +88,7 @@ function qformerLayer(g: Graph, w: Weights, cfg: Blip2QFormerConfig, index: numb
 /** HF: Blip2QFormerAttention: multi-head attention, then Blip2QFormerSelfOutput (dense, residual, LayerNorm). */
 function qformerAttention(g: Graph, w: Weights, cfg: Blip2QFormerConfig, hidden: Value, encoder: Value | undefined): Value {
   const context = module(g, w, 'attention', (mw) => qformerMultiHeadAttention(g, mw, cfg, hidden, encoder));
-  return module(g, w, 'output', (ow) => selfOutput(g, ow, cfg, context, hidden, cfg.hiddenSize));
+  return module(g, w, 'output', (ow) => selfOutput(g, ow, cfg, { x: context, residual: hidden, inDim: cfg.hiddenSize }));
 }
 
 /**
@@ -107,7 +108,8 @@ function qformerMultiHeadAttention(g: Graph, w: Weights, cfg: Blip2QFormerConfig
 }
 
 /** HF: Blip2QFormerSelfOutput / Blip2QFormerOutput: LayerNorm(dense(x) + residual); the dropout is the identity. */
-function selfOutput(g: Graph, w: Weights, cfg: Blip2QFormerConfig, x: Value, residual: Value, inDim: number): Value {
+function selfOutput(g: Graph, w: Weights, cfg: Blip2QFormerConfig, args: { x: Value; residual: Value; inDim: number }): Value {
+  const { x, residual, inDim } = args;
   const y = nn.linear(g, x, w, 'dense', { in: inDim, out: cfg.hiddenSize });
   return nn.layerNorm(g, g.add(y, residual), w, 'LayerNorm', cfg.layerNormEps);
 }
@@ -117,7 +119,7 @@ function feedForwardChunkQuery(g: Graph, w: Weights, cfg: Blip2QFormerConfig, x:
   const inter = module(g, w, 'intermediate_query', (iw) =>
     activation(g, nn.linear(g, x, iw, 'dense', { in: cfg.hiddenSize, out: cfg.intermediateSize }), cfg),
   );
-  return module(g, w, 'output_query', (ow) => selfOutput(g, ow, cfg, inter, x, cfg.intermediateSize));
+  return module(g, w, 'output_query', (ow) => selfOutput(g, ow, cfg, { x: inter, residual: x, inDim: cfg.intermediateSize }));
 }
 
 /** HF ACT2FN[hidden_act]: "gelu" is the exact erf GELU; gelu_new / gelu_pytorch_tanh the tanh approximation. */

@@ -4,9 +4,10 @@ import { dimProduct } from '@vlmkit/onnx-graph';
 /**
  * HF/vLLM: _windowed_raster / _win. [B, side*side, C] in raster order ->
  * [B*n*n, win*win, C] with n = side/win: each win x win window becomes one
- * batch row (windows in raster order, tile-major), its cells in raster order. `c` = C.
+ * batch row (windows in raster order, tile-major), its cells in raster order.
  */
-export function windowedRaster(g: Graph, x: Value, side: number, win: number, c: number): Value {
+export function windowedRaster(g: Graph, x: Value, grid: { side: number; win: number; channels: number }): Value {
+  const { side, win, channels: c } = grid;
   const n = side / win;
   return g.scope('windowed_raster', () => {
     const grid = g.reshape(x, [-1, n, win, n, win, c], [x.dim(0), n, win, n, win, c]);
@@ -17,9 +18,11 @@ export function windowedRaster(g: Graph, x: Value, side: number, win: number, c:
 
 /**
  * HF/vLLM: _unwindowed_raster / _unwin, the inverse: [B*n*n, win*win, C] ->
- * [B, (n*win)^2, C] in raster order. `batch` is B, for the output's shape; `c` = C.
+ * [B, (n*win)^2, C] in raster order, n = `windowsPerSide`. `batch` is B, for
+ * the output's shape.
  */
-export function unwindowedRaster(g: Graph, xw: Value, n: number, win: number, c: number, batch: Dim): Value {
+export function unwindowedRaster(g: Graph, xw: Value, grid: { windowsPerSide: number; win: number; channels: number; batch: Dim }): Value {
+  const { windowsPerSide: n, win, channels: c, batch } = grid;
   const side = n * win;
   return g.scope('unwindowed_raster', () => {
     const windows = g.reshape(xw, [-1, n, n, win, win, c], [batch, n, n, win, win, c]);

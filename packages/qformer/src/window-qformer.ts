@@ -58,11 +58,13 @@ export function buildWindowQFormerDownsampler(
   const { numWindows: n, downsampledSide } = windowGeometry(cfg);
   return g.scope(options.scope ?? 'window_qformer', () => {
     const x = nn.layerNorm(g, features, weights, 'norm', cfg.normEps);
-    const keyWindows = windowedRaster(g, x, s, w, dv); // [N*n*n, w*w, Dv]
+    const keyWindows = windowedRaster(g, x, { side: s, win: w, channels: dv }); // [N*n*n, w*w, Dv]
     // HF: interpolated_side = int(image_side * Fraction(rate)), which is n*q since w divides s.
     const downsampled =
-      mode === 'area' ? interpolateDownsample(g, x, s, downsampledSide, dv) : spatialOffsetDownsample(g, x, s, mode.offset, dv);
-    const queryWindows = windowedRaster(g, downsampled, downsampledSide, q, dv); // [N*n*n, q*q, Dv]
+      mode === 'area'
+        ? interpolateDownsample(g, x, { side: s, newSide: downsampledSide, channels: dv })
+        : spatialOffsetDownsample(g, x, { side: s, offset: mode.offset, channels: dv });
+    const queryWindows = windowedRaster(g, downsampled, { side: downsampledSide, win: q, channels: dv }); // [N*n*n, q*q, Dv]
     const queryEmbeds = g.add(param(g, weights, 'query', [1, q * q, dv], x), queryWindows);
     const encoderEmbeds = g.add(keyWindows, param(g, weights, 'image_positions', [1, w * w, dv], x));
     const { hidden } = buildBlip2QFormer(
@@ -72,7 +74,7 @@ export function buildWindowQFormerDownsampler(
       { queryEmbeds, encoderHiddenStates: encoderEmbeds },
       { scope: 'qformer' },
     );
-    const out = unwindowedRaster(g, hidden, n, q, dv, features.dim(0)); // [N, (n*q)^2, Dv]
+    const out = unwindowedRaster(g, hidden, { windowsPerSide: n, win: q, channels: dv, batch: features.dim(0) }); // [N, (n*q)^2, Dv]
     return { projected: nn.linear(g, out, weights, 'out_linear', { in: dv, out: cfg.textHiddenSize }) };
   });
 }
