@@ -41,10 +41,11 @@ export function buildErnieResampler(
   checkInputs(inputs, cfg);
   return g.scope(options.scope ?? 'resampler_model', () => {
     let x = spatialConvReshape(g, inputs.visionHidden, cfg);
-    x = visionMlp(g, x, weights, { fc1: 'spatial_linear1', fc2: 'spatial_linear2', norm: 'spatial_norm' }, 1, cfg);
+    x = visionMlp(g, weights, cfg, x, { fc1: 'spatial_linear1', fc2: 'spatial_linear2', norm: 'spatial_norm', frames: 1 });
     if (cfg.useTemporalConv) {
       x = temporalSlicing(g, x, inputs.firstSlice!, inputs.secondSlice!);
-      x = visionMlp(g, x, weights, { fc1: 'temporal_linear1', fc2: 'temporal_linear2', norm: 'temporal_norm' }, cfg.temporalMergeSize, cfg);
+      const frames = cfg.temporalMergeSize;
+      x = visionMlp(g, weights, cfg, x, { fc1: 'temporal_linear1', fc2: 'temporal_linear2', norm: 'temporal_norm', frames });
     }
     x = nn.linear(g, x, weights, 'mlp', { in: cfg.visionHiddenSize * cfg.spatialMergeSize ** 2, out: cfg.textHiddenSize });
     return { embeds: nn.rmsNorm(g, x, weights, 'after_norm', cfg.rmsNormEps) };
@@ -87,20 +88,22 @@ function spatialConvReshape(g: Graph, x: Value, cfg: ErnieResamplerConfig): Valu
 /**
  * HF: Ernie4_5_VLMoeVisionMLP (vLLM: fwd_spatial / fwd_temporal):
  * fc1 -> GELU (exact, erf) -> fc2 -> LayerNorm. The hub stores it as an
- * nn.Sequential (`.0`, `.2`, `.3`); vLLM's names are used here.
+ * nn.Sequential (`.0`, `.2`, `.3`); vLLM's names are used here. `mlp`:
+ * the module names, and how many merged frames' rows come side by side (1
+ * for the spatial MLP).
  */
 function visionMlp(
   g: Graph,
-  x: Value,
   w: Weights,
-  names: { fc1: string; fc2: string; norm: string },
-  frames: number,
   cfg: ErnieResamplerConfig,
+  x: Value,
+  mlp: { fc1: string; fc2: string; norm: string; frames: number },
 ): Value {
+  const { fc1, fc2, norm, frames } = mlp;
   const dim = cfg.visionHiddenSize * cfg.spatialMergeSize ** 2; // vLLM: spatial_dim (temporal_dim = frames * spatial_dim)
-  const h = nn.linear(g, x, w, names.fc1, { in: frames * dim, out: dim });
-  const a = g.scope(`${names.fc1}_gelu`, () => g.gelu(h, 'none'));
-  return nn.layerNorm(g, nn.linear(g, a, w, names.fc2, { in: dim, out: dim }), w, names.norm, cfg.layerNormEps);
+  const h = nn.linear(g, x, w, fc1, { in: frames * dim, out: dim });
+  const a = g.scope(`${fc1}_gelu`, () => g.gelu(h, 'none'));
+  return nn.layerNorm(g, nn.linear(g, a, w, fc2, { in: dim, out: dim }), w, norm, cfg.layerNormEps);
 }
 
 /**
