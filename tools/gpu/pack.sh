@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Packs what tools/gpu/check.sh needs on a GPU machine without network or Node into .gpu-parts/:
+# Node itself, the committed tree (HEAD, built here: other people's uncommitted edits stay out) with its dist/
+# folders and the node_modules it needs at run time, onnxruntime-node's linux/x64 binding with the CUDA EP
+# installed by tools/gpu/install-cuda-ep.mjs, and tools/gpu. One .tar.xz, split into parts small enough to travel
+# with the working tree in one transfer each (PART_MIB, default 40), plus its sha256.
+# usage: tools/gpu/pack.sh [CUDA_EP_TGZ]   (the npm pack of com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9;
+#                                           fetched with npm when not given)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+ep_tgz=${1:-}
+part_mib=${PART_MIB:-40}
+work=$(mktemp -d /tmp/vlmkit-gpu-pack.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+build=$work/build
+stage=$work/stage
+mkdir -p "$build" "$stage/bin"
+
+commit=$(git -C "$repo" rev-parse HEAD)
+echo "building $commit in $build"
+git -C "$repo" archive HEAD | tar x -C "$build"
+ln -s "$repo/node_modules" "$build/node_modules"
+for d in "$repo"/packages/*/node_modules; do
+  p=$(basename "$(dirname "$d")")
+  [ -d "$build/packages/$p" ] && cp -a "$d" "$build/packages/$p/"
+done
+(cd "$build" && npx turbo run build --filter=@vlmkit/cli... --output-logs=errors-only)
+
+echo "staging"
+cp "$(command -v node)" "$stage/bin/node"
+echo "$commit" > "$stage/COMMIT"
+node --version > "$stage/NODE_VERSION"
+cp "$build/package.json" "$stage/"
+mkdir -p "$stage/tools"
+cp -a "$build/tools/gpu" "$stage/tools/"
+for p in "$build"/packages/*/; do
+  name=$(basename "$p")
+  [ -d "$p/dist" ] || continue
+  mkdir -p "$stage/packages/$name"
+  cp -a "$p/package.json" "$p/dist" "$stage/packages/$name/"
+  [ -d "$p/node_modules" ] && cp -a "$p/node_modules" "$stage/packages/$name/"
+done
+mkdir -p "$stage/node_modules/.pnpm"
+node "$build/tools/gpu/deps.mjs" "$build" "$build"/packages/*/ > "$work/deps.txt"
+while read -r entry; do
+  # Copy the entry with its symlinks as they are (relative, inside .pnpm); onnxruntime-node without the
+  # binaries of other platforms (230 MB of darwin/win32/arm64).
+  (cd "$repo" && tar c --exclude='*/bin/napi-v6/darwin' --exclude='*/bin/napi-v6/win32' --exclude='*/bin/napi-v6/linux/arm64' "$entry") |
+    tar x -C "$stage"
+done < "$work/deps.txt"
+ort_bin=$stage/node_modules/.pnpm/onnxruntime-node@1.29.0/node_modules/onnxruntime-node/bin/napi-v6/linux/x64
+node "$repo/tools/gpu/install-cuda-ep.mjs" --dest "$ort_bin" ${ep_tgz:+--from "$ep_tgz"}
+
+echo "checking the stage runs (CPU, here)"
+(cd "$stage" && bin/node -e "import('./packages/models/dist/index.js').then((m) => console.log('models exports', Object.keys(m).length))")
+du -sh "$stage"
+
+out=$repo/.gpu-parts
+rm -rf "$out"
+mkdir -p "$out"
+echo "compressing (xz -6, $(nproc) threads)"
+tar c -C "$stage" . | xz -6 -T"$(nproc)" > "$work/stage.tar.xz"
+(cd "$work" && sha256sum stage.tar.xz) > "$out/stage.tar.xz.sha256"
+split -b "${part_mib}M" -d -a 2 "$work/stage.tar.xz" "$out/stage.tar.xz.part-"
+echo "$commit" > "$out/COMMIT"
+ls -la "$out"
