@@ -24,14 +24,18 @@ export const QWEN_VL_TOKENS: Readonly<Required<QwenRopeIndexConfig>> = Object.fr
   spatialMergeSize: 2,
 });
 
-function qwenSpec(
-  model: string,
-  config: QwenRopeIndexConfig,
-  images: readonly GridThw[],
-  videos: readonly GridThw[],
-  tIndexOf: (videoIndex: number) => (k: number) => number,
-  videoName: (i: number) => string = (i) => `video ${i}`,
-): RopeIndexSpec {
+/** The grids a Qwen rope index walks, and how each video places its frames on the t axis. */
+interface QwenItems {
+  images: readonly GridThw[];
+  videos: readonly GridThw[];
+  /** Video i's frame k -> its t index (default: k). */
+  tIndexOf?: (videoIndex: number) => (k: number) => number;
+  /** Video i's name in error messages (default `video ${i}`). */
+  videoName?: (i: number) => string;
+}
+
+function qwenSpec(model: string, config: QwenRopeIndexConfig, items: QwenItems): RopeIndexSpec {
+  const { images, videos, tIndexOf = () => (k) => k, videoName = (i) => `video ${i}` } = items;
   const sm = config.spatialMergeSize ?? 2;
   const ids = { image: config.imageTokenId, video: config.videoTokenId };
   return {
@@ -59,7 +63,7 @@ function qwenSpec(
 export function qwen2VlRopeIndex(input: RopeIndexInput, config: QwenRopeIndexConfig, options: RopeIndexOptions = {}): MropePositions {
   return computeRopeIndex(
     input,
-    qwenSpec('Qwen2-VL', config, input.imageGridThw ?? [], input.videoGridThw ?? [], () => (k) => k),
+    qwenSpec('Qwen2-VL', config, { images: input.imageGridThw ?? [], videos: input.videoGridThw ?? [] }),
     options,
   );
 }
@@ -105,7 +109,11 @@ export function qwen25VlRopeIndex(
     const f = Math.fround(sec);
     return (k: number) => Math.floor(Math.fround(Math.fround(k * f) * tps));
   };
-  return computeRopeIndex(input, qwenSpec('Qwen2.5-VL', config, input.imageGridThw ?? [], input.videoGridThw ?? [], tIndexOf), options);
+  return computeRopeIndex(
+    input,
+    qwenSpec('Qwen2.5-VL', config, { images: input.imageGridThw ?? [], videos: input.videoGridThw ?? [], tIndexOf }),
+    options,
+  );
 }
 
 /**
@@ -123,13 +131,10 @@ export function qwen3VlRopeIndex(input: RopeIndexInput, config: QwenRopeIndexCon
       names.push(`video ${v} frame ${f}`);
     }
   }
-  const spec = qwenSpec(
-    'Qwen3-VL',
-    config,
-    input.imageGridThw ?? [],
-    frames,
-    () => (k) => k,
-    (i) => names[i] ?? `video frame ${i}`,
-  );
+  const spec = qwenSpec('Qwen3-VL', config, {
+    images: input.imageGridThw ?? [],
+    videos: frames,
+    videoName: (i) => names[i] ?? `video frame ${i}`,
+  });
   return computeRopeIndex(input, spec, options);
 }
