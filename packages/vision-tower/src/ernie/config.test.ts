@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ConfigError } from '@vlmkit/config';
 import { describe, expect, it } from 'vitest';
-import { VisionTowerError } from '../errors.js';
 import { FIXTURES } from '../test-utils/fixtures.js';
 import { ErnieVisionConfig } from './config.js';
 
@@ -63,20 +63,77 @@ describe('ErnieVisionConfig.fromHfConfig', () => {
   });
 
   const vc = hfJson.vision_config as Record<string, unknown>;
-  const bad: [string, unknown, string, RegExp][] = [
-    ['not an object', 42, 'INVALID_CONFIG', /expected config\.json's object/],
-    ['no vision_config', { text_config: {} }, 'INVALID_CONFIG', /no vision_config/],
-    ['depth 0', { vision_config: { ...vc, depth: 0 } }, 'INVALID_CONFIG', /vision_config\.depth: expected a positive integer, found 0/],
-    ['no width', { vision_config: { ...vc, hidden_size: undefined } }, 'INVALID_CONFIG', /hidden_size .* or embed_dim/],
-    ['width mismatch', { vision_config: { ...vc, embed_dim: 64 } }, 'INCONSISTENT_CONFIG', /hidden_size 32 and embed_dim 64/],
-    ['heads do not divide', { vision_config: { ...vc, num_heads: 3 } }, 'INCONSISTENT_CONFIG', /num_heads 3/],
-    ['head size not /4', { vision_config: { ...vc, num_heads: 16 } }, 'INCONSISTENT_CONFIG', /divisible by 4/],
-    ['no mlp width', { vision_config: { ...vc, intermediate_size: undefined } }, 'INVALID_CONFIG', /intermediate_size or mlp_ratio/],
-    ['activation', { vision_config: { ...vc, hidden_act: 'relu6' } }, 'UNSUPPORTED_ACTIVATION', /"relu6" is not supported/],
-    ['non-square patch', { vision_config: { ...vc, patch_size: [14, 16] } }, 'INVALID_CONFIG', /square patches/],
-    ['rope type', { vision_config: { ...vc, rope_parameters: { rope_type: 'yarn' } } }, 'INVALID_CONFIG', /axial/],
+  // [case, config.json, code, field path, message]
+  const bad: [string, unknown, string, string, RegExp][] = [
+    ['not an object', 42, 'INVALID_CONFIG', '', /^ERNIE vision config: expected a JSON object, found 42\./],
+    ['no vision_config', { text_config: {} }, 'MISSING_CONFIG_FIELD', 'vision_config', /vision_config is missing/],
+    [
+      'depth 0',
+      { vision_config: { ...vc, depth: 0 } },
+      'INVALID_CONFIG',
+      'vision_config.depth',
+      /vision_config\.depth must be a positive integer, found 0/,
+    ],
+    [
+      'no width',
+      { vision_config: { ...vc, hidden_size: undefined } },
+      'MISSING_CONFIG_FIELD',
+      'vision_config.hidden_size',
+      /hidden_size .* or embed_dim/,
+    ],
+    [
+      'width mismatch',
+      { vision_config: { ...vc, embed_dim: 64 } },
+      'INCONSISTENT_CONFIG',
+      'vision_config.embed_dim',
+      /embed_dim 64 and hidden_size 32 must be equal/,
+    ],
+    ['heads do not divide', { vision_config: { ...vc, num_heads: 3 } }, 'INCONSISTENT_CONFIG', 'vision_config.num_heads', /num_heads 3/],
+    ['head size not /4', { vision_config: { ...vc, num_heads: 16 } }, 'INCONSISTENT_CONFIG', 'vision_config.num_heads', /divisible by 4/],
+    [
+      'no mlp width',
+      { vision_config: { ...vc, intermediate_size: undefined } },
+      'MISSING_CONFIG_FIELD',
+      'vision_config.intermediate_size',
+      /intermediate_size or mlp_ratio/,
+    ],
+    [
+      'activation',
+      { vision_config: { ...vc, hidden_act: 'relu6' } },
+      'UNSUPPORTED_CONFIG',
+      'vision_config.hidden_act',
+      /"relu6" is not supported/,
+    ],
+    [
+      'non-square patch',
+      { vision_config: { ...vc, patch_size: [14, 16] } },
+      'INVALID_CONFIG',
+      'vision_config.patch_size',
+      /a positive integer or a square \[n, n\], found \[14,16\]/,
+    ],
+    [
+      'rope type',
+      { vision_config: { ...vc, rope_parameters: { rope_type: 'yarn' } } },
+      'UNSUPPORTED_CONFIG',
+      'vision_config.rope_parameters.rope_type',
+      /"yarn" is not supported; expected one of 'axial', 'default'\. Only the axial 2D rotary is built\./,
+    ],
+    [
+      'a string eps at the top (vLLM reads it)',
+      { ...hfJson, rms_norm_eps: '1e-5' },
+      'INVALID_CONFIG',
+      'rms_norm_eps',
+      /rms_norm_eps must be a positive number, found "1e-5"/,
+    ],
+    [
+      'a bare vision_config is named as one',
+      { ...vc, depth: 1.5 },
+      'INVALID_CONFIG',
+      'vision_config.depth',
+      /vision_config\.depth must be a positive integer, found 1\.5/,
+    ],
   ];
-  for (const [what, json, code, msg] of bad) {
+  for (const [what, json, code, field, msg] of bad) {
     it(`rejects ${what} with ${code}`, () => {
       let err: unknown;
       try {
@@ -84,9 +141,26 @@ describe('ErnieVisionConfig.fromHfConfig', () => {
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(VisionTowerError);
-      expect((err as VisionTowerError).code).toBe(code);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).code).toBe(code);
+      expect((err as ConfigError).field).toBe(field);
       expect((err as Error).message).toMatch(msg);
     });
   }
+
+  it("Baidu's mlp_ratio is truncated as vLLM's int(dim * mlp_ratio) does", () => {
+    const c = ErnieVisionConfig.fromHfConfig({ vision_config: { ...baiduJson.vision_config, mlp_ratio: 2.6668 } });
+    expect(c.intermediateSize).toBe(3413); // 1280 * 2.6668 = 3413.504: truncated, not rounded
+  });
+
+  it("absent fields take HF Ernie4_5_VLMoeVisionConfig's defaults (in_channels 3, merge 2, quick_gelu, eps 1e-6) and theta 10000", () => {
+    const { in_channels: _, spatial_merge_size: __, hidden_act: ___, ...rest } = baiduJson.vision_config;
+    expect(ErnieVisionConfig.fromHfConfig({ vision_config: rest }, { reference: 'hf' })).toMatchObject({
+      inChannels: 3,
+      spatialMergeSize: 2,
+      hiddenAct: 'quick_gelu',
+      ropeTheta: 10000,
+      blockNormEps: 1e-6,
+    });
+  });
 });

@@ -1,5 +1,5 @@
-import { checkActivation, type VisionActivation } from '../activation.js';
-import { isObject, type Json, optionalPositiveInt, optionalPositiveNumber, positiveInt, squarePatch } from '../config-fields.js';
+import { type ConfigObject, fields } from '@vlmkit/config';
+import { VISION_ACTIVATIONS, type VisionActivation } from '../activation.js';
 import { VisionTowerError } from '../errors.js';
 
 /**
@@ -45,80 +45,89 @@ export function ernieVisionHeadDim(config: ErnieVisionConfig): number {
   return config.hiddenSize / config.numHeads;
 }
 
+/** Where the defaults below come from (transformers 5.17 configuration_ernie4_5_vl_moe.py). */
+const HF = 'HF Ernie4_5_VLMoeVisionConfig';
+
 /**
  * Reads the vision tower's config from an HF config.json: its `vision_config`
  * in HF 5.17's layout (hidden_size, intermediate_size) or Baidu's hub layout
  * (embed_dim, mlp_ratio). A bare vision_config object is accepted too (then
- * there is no top-level rms_norm_eps, as with HF's layout).
+ * there is no top-level rms_norm_eps, as with HF's layout). Throws
+ * `ConfigError` (from @vlmkit/config) naming the field; `VisionTowerError`
+ * for bad options.
  */
 function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): ErnieVisionConfig {
-  if (!isObject(json)) throw new VisionTowerError('INVALID_CONFIG', `expected config.json's object, found ${JSON.stringify(json)}.`);
+  const top: ConfigObject = fields(json, 'ERNIE vision config');
   const reference = options.reference ?? 'vllm';
   if (reference !== 'vllm' && reference !== 'hf') {
     throw new VisionTowerError('INVALID_CONFIG', `options.reference: expected 'vllm' or 'hf', found ${JSON.stringify(reference)}.`);
   }
-  let vc: Json;
-  let where: string;
-  if (json.vision_config !== undefined) {
-    if (!isObject(json.vision_config)) {
-      throw new VisionTowerError('INVALID_CONFIG', `vision_config: expected an object, found ${JSON.stringify(json.vision_config)}.`);
-    }
-    [vc, where] = [json.vision_config, 'vision_config'];
-  } else if (json.depth !== undefined) {
-    [vc, where] = [json, 'vision_config'];
-  } else {
-    throw new VisionTowerError(
-      'INVALID_CONFIG',
-      'config.json has no vision_config: expected an ERNIE-4.5-VL config (model_type ernie4_5_vl_moe).',
+  let vc: ConfigObject;
+  if (top.has('vision_config')) vc = top.obj('vision_config');
+  else if (top.has('depth')) vc = fields(json, top.config, 'vision_config');
+  else {
+    top.fail(
+      'MISSING_CONFIG_FIELD',
+      'vision_config',
+      'is missing: expected an ERNIE-4.5-VL config (model_type ernie4_5_vl_moe) or a bare vision_config (with depth).',
     );
   }
 
-  const depth = positiveInt(vc, 'depth', where);
-  const hidden = optionalPositiveInt(vc, 'hidden_size', where);
-  const embed = optionalPositiveInt(vc, 'embed_dim', where);
+  const depth = vc.int('depth');
+  const hidden = vc.optionalInt('hidden_size');
+  const embed = vc.optionalInt('embed_dim');
   if (hidden === undefined && embed === undefined) {
-    throw new VisionTowerError('INVALID_CONFIG', `${where}: expected hidden_size (HF layout) or embed_dim (Baidu layout), found neither.`);
+    vc.fail(
+      'MISSING_CONFIG_FIELD',
+      'hidden_size',
+      'is missing; expected hidden_size (HF layout) or embed_dim (Baidu layout), found neither.',
+    );
   }
   if (hidden !== undefined && embed !== undefined && hidden !== embed) {
-    throw new VisionTowerError(
-      'INCONSISTENT_CONFIG',
-      `${where}: hidden_size ${hidden} and embed_dim ${embed} must be equal (vLLM asserts it).`,
-    );
+    vc.fail('INCONSISTENT_CONFIG', 'embed_dim', `${embed} and hidden_size ${hidden} must be equal (vLLM asserts it).`);
   }
   const hiddenSize = (embed ?? hidden)!;
-  const numHeads = vc.num_heads !== undefined ? positiveInt(vc, 'num_heads', where) : positiveInt(vc, 'num_attention_heads', where);
+  const headsKey = vc.has('num_heads') ? 'num_heads' : 'num_attention_heads';
+  const numHeads = vc.int(headsKey);
   const headDim = hiddenSize / numHeads;
   if (!Number.isInteger(headDim) || headDim % 4 !== 0) {
-    throw new VisionTowerError(
+    vc.fail(
       'INCONSISTENT_CONFIG',
-      `${where}: hidden size ${hiddenSize} / num_heads ${numHeads} must be an integer head size divisible by 4 (2D rotary splits it into h and w halves), found ${headDim}.`,
+      headsKey,
+      `${numHeads} must split hidden size ${hiddenSize} into an integer head size divisible by 4 (2D rotary splits it into h and w halves), found ${headDim}.`,
     );
   }
-  let intermediateSize = optionalPositiveInt(vc, 'intermediate_size', where);
-  const mlpRatio = optionalPositiveNumber(vc, 'mlp_ratio', where);
+  let intermediateSize = vc.optionalInt('intermediate_size');
+  const mlpRatio = vc.optionalPositive('mlp_ratio');
   if (intermediateSize === undefined) {
     if (mlpRatio === undefined)
-      throw new VisionTowerError('INVALID_CONFIG', `${where}: expected intermediate_size or mlp_ratio, found neither.`);
-    intermediateSize = Math.trunc(hiddenSize * mlpRatio); // vLLM: int(dim * mlp_ratio)
+      vc.fail('MISSING_CONFIG_FIELD', 'intermediate_size', 'is missing; expected intermediate_size or mlp_ratio, found neither.');
+    // The one rounding for Baidu's layout: vLLM Ernie4_5_VisionBlock's int(dim * mlp_ratio) truncates.
+    intermediateSize = Math.trunc(hiddenSize * mlpRatio);
   }
-  const patchSize = squarePatch(vc, 'patch_size', where);
-  const inChannels = vc.in_channels === undefined ? 3 : positiveInt(vc, 'in_channels', where);
-  const spatialMergeSize = vc.spatial_merge_size === undefined ? 2 : positiveInt(vc, 'spatial_merge_size', where);
-  const hiddenAct = checkActivation(vc.hidden_act ?? 'quick_gelu', where);
-  const rope = isObject(vc.rope_parameters) ? vc.rope_parameters : {};
-  if (rope.rope_type !== undefined && rope.rope_type !== 'axial' && rope.rope_type !== 'default') {
-    throw new VisionTowerError(
-      'INVALID_CONFIG',
-      `${where}.rope_parameters.rope_type: only the axial 2D rotary is supported, found ${JSON.stringify(rope.rope_type)}.`,
-    );
-  }
+  const patchSize = vc.square('patch_size');
+  const inChannels = vc.int('in_channels', { default: 3, from: HF });
+  const spatialMergeSize = vc.int('spatial_merge_size', { default: 2, from: HF });
+  const hiddenAct = vc.oneOf('hidden_act', VISION_ACTIVATIONS, { default: 'quick_gelu', from: HF, code: 'UNSUPPORTED_CONFIG' });
+  const rope = vc.optionalObj('rope_parameters');
+  rope?.oneOf('rope_type', ['axial', 'default'], {
+    default: 'axial',
+    from: HF,
+    code: 'UNSUPPORTED_CONFIG',
+    why: 'Only the axial 2D rotary is built.',
+  });
+  // Both references hard-code the vision rotary base: HF Qwen2_5_VisionRotaryEmbedding(theta=10000.0), vLLM
+  // Ernie4_5_VisionRotaryEmbedding(theta=10000.0); HF 5.17 also writes it into rope_parameters.
   const ropeTheta =
-    optionalPositiveNumber(rope, 'rope_theta', `${where}.rope_parameters`) ?? optionalPositiveNumber(vc, 'rope_theta', where) ?? 10000;
+    rope?.optionalPositive('rope_theta') ?? vc.positive('rope_theta', { default: 10000, from: 'HF/vLLM vision rotary embedding theta' });
 
-  const visionEps = optionalPositiveNumber(vc, 'rms_norm_eps', where) ?? 1e-6;
+  const visionEps = vc.positive('rms_norm_eps', { default: 1e-6, from: HF });
+  // vLLM: Ernie4_5_VLMoeForConditionalGeneration passes getattr(config, "rms_norm_eps", 1e-6) to the blocks.
   // A bare vision_config has no top-level epsilon to read.
-  const topEps = vc !== json ? optionalPositiveNumber(json, 'rms_norm_eps', 'config') : undefined;
-  let [blockNormEps, finalNormEps] = reference === 'hf' ? [visionEps, visionEps] : [topEps ?? 1e-6, 1e-6];
+  const vllmEps =
+    vc.json === top.json ? 1e-6 : top.positive('rms_norm_eps', { default: 1e-6, from: 'vLLM getattr(config, "rms_norm_eps", 1e-6)' });
+  // vLLM's final ln: nn.LayerNorm(hidden_size, eps=1e-6), not configurable.
+  let [blockNormEps, finalNormEps] = reference === 'hf' ? [visionEps, visionEps] : [vllmEps, 1e-6];
   if (options.layerNormEps !== undefined) {
     if (!(options.layerNormEps > 0))
       throw new VisionTowerError('INVALID_CONFIG', `options.layerNormEps: expected a positive number, found ${options.layerNormEps}.`);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ConfigError } from '@vlmkit/config';
 import { Graph, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
@@ -52,42 +53,61 @@ describe('SiglipVisionConfig.fromHfConfig', () => {
   });
 
   const vc = granite.vision_config as Record<string, unknown>;
-  const bad: [string, unknown, string, RegExp][] = [
+  // [case, config.json, code, field path, message]
+  const bad: [string, unknown, string, string, RegExp][] = [
     [
       'another model type',
       { vision_config: { ...vc, model_type: 'clip_vision_model' } },
       'INVALID_CONFIG',
-      /expected 'siglip_vision_model', found "clip_vision_model"/,
+      'vision_config.model_type',
+      /"clip_vision_model" is not supported; expected one of 'siglip_vision_model', 'siglip2_vision_model'/,
     ],
     [
       'heads that do not divide',
       { vision_config: { ...vc, num_attention_heads: 5 } },
       'INCONSISTENT_CONFIG',
-      /not divisible by num_attention_heads 5/,
+      'vision_config.num_attention_heads',
+      /num_attention_heads 5 does not divide hidden_size 32/,
     ],
     [
       'image not a multiple of the patch',
       { vision_config: { ...vc, image_size: 60 } },
       'INCONSISTENT_CONFIG',
+      'vision_config.image_size',
       /image_size 60 is not a multiple of patch_size 8/,
     ],
-    ['an unknown activation', { vision_config: { ...vc, hidden_act: 'swish2' } }, 'UNSUPPORTED_ACTIVATION', /"swish2"/],
+    [
+      'an unknown activation',
+      { vision_config: { ...vc, hidden_act: 'swish2' } },
+      'UNSUPPORTED_CONFIG',
+      'vision_config.hidden_act',
+      /"swish2"/,
+    ],
     [
       'a negative eps',
       { vision_config: { ...vc, layer_norm_eps: -1 } },
       'INVALID_CONFIG',
-      /layer_norm_eps: expected a positive number, found -1/,
+      'vision_config.layer_norm_eps',
+      /layer_norm_eps must be a positive number, found -1/,
     ],
+    [
+      'vision_config not an object',
+      { vision_config: [1] },
+      'INVALID_CONFIG',
+      'vision_config',
+      /vision_config must be a JSON object, found \[1\]/,
+    ],
+    ['a bare config with a string size', { ...vc, hidden_size: '32' }, 'INVALID_CONFIG', 'vision_config.hidden_size', /found "32"/],
   ];
-  for (const [what, json, code, msg] of bad) {
+  for (const [what, json, code, field, msg] of bad) {
     it(`rejects ${what} with ${code}`, () => {
       const call = () => SiglipVisionConfig.fromHfConfig(json);
-      expect(call).toThrow(VisionTowerError);
+      expect(call).toThrow(ConfigError);
       expect(call).toThrow(msg);
       try {
         call();
       } catch (e) {
-        expect((e as VisionTowerError).code).toBe(code);
+        expect([(e as ConfigError).code, (e as ConfigError).field]).toEqual([code, field]);
       }
     });
   }

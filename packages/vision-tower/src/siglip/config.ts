@@ -1,6 +1,5 @@
-import { checkActivation, type VisionActivation } from '../activation.js';
-import { isObject, type Json, positiveInt, positiveNumber, squarePatch } from '../config-fields.js';
-import { VisionTowerError } from '../errors.js';
+import { type ConfigObject, fields } from '@vlmkit/config';
+import { VISION_ACTIVATIONS, type VisionActivation } from '../activation.js';
 
 /** A SigLIP vision encoder's hyperparameters (HF SiglipVisionConfig; Granite 4 Vision's tower). */
 export interface SiglipVisionConfig {
@@ -16,18 +15,8 @@ export interface SiglipVisionConfig {
   layerNormEps: number;
 }
 
-/** HF SiglipVisionConfig's defaults, for fields save_pretrained left out. */
-const DEFAULTS: Json = {
-  hidden_size: 768,
-  intermediate_size: 3072,
-  num_hidden_layers: 12,
-  num_attention_heads: 12,
-  num_channels: 3,
-  image_size: 224,
-  patch_size: 16,
-  hidden_act: 'gelu_pytorch_tanh',
-  layer_norm_eps: 1e-6,
-};
+/** Where the defaults below come from (transformers 5.17 configuration_siglip.py). */
+const HF = 'HF SiglipVisionConfig';
 
 /** Patches per side and in all. */
 export function siglipNumPatches(config: SiglipVisionConfig): number {
@@ -37,44 +26,32 @@ export function siglipNumPatches(config: SiglipVisionConfig): number {
 /**
  * Reads `vision_config` of a config.json that has one (Granite 4 Vision,
  * LLaVA-style models), or a bare SiglipVisionConfig object. Absent fields take
- * HF's defaults, as transformers does.
+ * HF's defaults, as transformers does. Throws `ConfigError` (from @vlmkit/config) naming the field.
  */
 function fromHfConfig(json: unknown): SiglipVisionConfig {
-  if (!isObject(json)) throw new VisionTowerError('INVALID_CONFIG', `expected config.json's object, found ${JSON.stringify(json)}.`);
-  const inner = json.vision_config ?? json;
-  if (!isObject(inner)) throw new VisionTowerError('INVALID_CONFIG', `vision_config: expected an object, found ${JSON.stringify(inner)}.`);
-  const modelType = inner.model_type;
-  if (modelType !== undefined && modelType !== 'siglip_vision_model' && modelType !== 'siglip2_vision_model') {
-    throw new VisionTowerError(
-      'INVALID_CONFIG',
-      `vision_config.model_type: expected 'siglip_vision_model', found ${JSON.stringify(modelType)}.`,
-    );
-  }
-  const vc: Json = { ...DEFAULTS, ...Object.fromEntries(Object.entries(inner).filter(([, v]) => v !== undefined && v !== null)) };
-  const where = 'vision_config';
-  const hiddenSize = positiveInt(vc, 'hidden_size', where);
-  const numAttentionHeads = positiveInt(vc, 'num_attention_heads', where);
+  const top = fields(json, 'SigLIP vision config');
+  const vc: ConfigObject = top.has('vision_config') ? top.obj('vision_config') : fields(json, top.config, 'vision_config');
+  if (vc.has('model_type')) vc.oneOf('model_type', ['siglip_vision_model', 'siglip2_vision_model']);
+  const hiddenSize = vc.int('hidden_size', { default: 768, from: HF });
+  const numAttentionHeads = vc.int('num_attention_heads', { default: 12, from: HF });
   if (hiddenSize % numAttentionHeads !== 0) {
-    throw new VisionTowerError(
-      'INCONSISTENT_CONFIG',
-      `${where}: hidden_size ${hiddenSize} is not divisible by num_attention_heads ${numAttentionHeads}.`,
-    );
+    vc.fail('INCONSISTENT_CONFIG', 'num_attention_heads', `${numAttentionHeads} does not divide hidden_size ${hiddenSize}.`);
   }
-  const imageSize = squarePatch(vc, 'image_size', where);
-  const patchSize = squarePatch(vc, 'patch_size', where);
+  const imageSize = vc.square('image_size', { default: 224, from: HF });
+  const patchSize = vc.square('patch_size', { default: 16, from: HF });
   if (imageSize % patchSize !== 0) {
-    throw new VisionTowerError('INCONSISTENT_CONFIG', `${where}: image_size ${imageSize} is not a multiple of patch_size ${patchSize}.`);
+    vc.fail('INCONSISTENT_CONFIG', 'image_size', `${imageSize} is not a multiple of patch_size ${patchSize}.`);
   }
   return {
     hiddenSize,
-    intermediateSize: positiveInt(vc, 'intermediate_size', where),
-    numHiddenLayers: positiveInt(vc, 'num_hidden_layers', where),
+    intermediateSize: vc.int('intermediate_size', { default: 3072, from: HF }),
+    numHiddenLayers: vc.int('num_hidden_layers', { default: 12, from: HF }),
     numAttentionHeads,
-    numChannels: positiveInt(vc, 'num_channels', where),
+    numChannels: vc.int('num_channels', { default: 3, from: HF }),
     imageSize,
     patchSize,
-    hiddenAct: checkActivation(vc.hidden_act, where),
-    layerNormEps: positiveNumber(vc, 'layer_norm_eps', where),
+    hiddenAct: vc.oneOf('hidden_act', VISION_ACTIVATIONS, { default: 'gelu_pytorch_tanh', from: HF, code: 'UNSUPPORTED_CONFIG' }),
+    layerNormEps: vc.positive('layer_norm_eps', { default: 1e-6, from: HF }),
   };
 }
 
