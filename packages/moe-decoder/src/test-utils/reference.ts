@@ -44,7 +44,8 @@ function get(w: W, name: string): Float32Array {
 }
 
 /** y [n, out] = x [n, in] W^T, W [out, in] at `offset` in `wt`. */
-function linear(x: Float32Array, n: number, inDim: number, wt: Float32Array, outDim: number, offset = 0): Float32Array {
+function linear(x: Float32Array, wt: Float32Array, dims: { n: number; inDim: number; outDim: number; offset?: number }): Float32Array {
+  const { n, inDim, outDim, offset = 0 } = dims;
   const y = new Float32Array(n * outDim);
   for (let r = 0; r < n; r++)
     for (let o = 0; o < outDim; o++) {
@@ -68,12 +69,16 @@ function rmsNorm(x: Float32Array, n: number, d: number, weight: Float32Array, ep
 
 const silu = (v: number) => v / (1 + Math.exp(-v));
 
-/** down(silu(gate) * up) for one token, with gate_up [2I, D] and down [D, I] at the given offsets. */
-function gatedMlp(x: Float32Array, D: number, I: number, gu: Float32Array, down: Float32Array, guOff = 0, downOff = 0): Float32Array {
-  const h = linear(x, 1, D, gu, 2 * I, guOff);
+/** down(silu(gate) * up) for one token [D], with gate_up [2I, D] and down [D, I] at the given offsets in their arrays. */
+function gatedMlp(
+  x: Float32Array,
+  mlp: { gateUp: Float32Array; down: Float32Array; D: number; I: number; gateUpOffset?: number; downOffset?: number },
+): Float32Array {
+  const { D, I } = mlp;
+  const h = linear(x, mlp.gateUp, { n: 1, inDim: D, outDim: 2 * I, offset: mlp.gateUpOffset ?? 0 });
   const a = new Float32Array(I);
   for (let i = 0; i < I; i++) a[i] = silu(h[i]!) * h[I + i]!;
-  return linear(a, 1, I, down, D, downOff);
+  return linear(a, mlp.down, { n: 1, inDim: I, outDim: D, offset: mlp.downOffset ?? 0 });
 }
 
 export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): RefOutputs {
@@ -95,7 +100,7 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
     // --- attention
     const xn = rmsNorm(x, N, D, get(w, `${p}.input_layernorm.weight`), cfg.rmsNormEps);
     const qkvDim = (hq + 2 * hkv) * hd;
-    const qkv = linear(xn, N, D, get(w, `${p}.self_attn.qkv_proj.weight`), qkvDim);
+    const qkv = linear(xn, get(w, `${p}.self_attn.qkv_proj.weight`), { n: N, inDim: D, outDim: qkvDim });
     const rot = (n: number, base: number) => {
       for (let i = 0; i < half; i++) {
         const [c, s] = [inp.cos[n * half + i]!, inp.sin[n * half + i]!];
@@ -142,7 +147,7 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
           }
         }
       }
-    const attn = linear(ctx, N, hq * hd, get(w, `${p}.self_attn.o_proj.weight`), D);
+    const attn = linear(ctx, get(w, `${p}.self_attn.o_proj.weight`), { n: N, inDim: hq * hd, outDim: D });
     const h1 = x.map((v, i) => v + attn[i]!);
     // --- mlp
     const hn = rmsNorm(h1, N, D, get(w, `${p}.post_attention_layernorm.weight`), cfg.rmsNormEps);
@@ -150,13 +155,12 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
     if (cfg.mlpLayerTypes[l] === 'dense') {
       for (let n = 0; n < N; n++)
         mlp.set(
-          gatedMlp(
-            hn.subarray(n * D, (n + 1) * D),
+          gatedMlp(hn.subarray(n * D, (n + 1) * D), {
+            gateUp: get(w, `${p}.mlp.gate_up_proj.weight`),
+            down: get(w, `${p}.mlp.down_proj.weight`),
             D,
-            cfg.intermediateSize,
-            get(w, `${p}.mlp.gate_up_proj.weight`),
-            get(w, `${p}.mlp.down_proj.weight`),
-          ),
+            I: cfg.intermediateSize,
+          }),
           n * D,
         );
     } else {
@@ -166,7 +170,7 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
         const k = inp.moeType[n] !== 0 ? 1 : 0;
         const m = k === 1 ? 'vision' : 'text';
         const [E, I] = [cfg.moe.numExperts[k]!, cfg.moe.intermediateSize[k]!];
-        const logits = linear(xt, 1, D, get(w, `${p}.mlp.${m}_experts_gate.weight`), E);
+        const logits = linear(xt, get(w, `${p}.mlp.${m}_experts_gate.weight`), { n: 1, inDim: D, outDim: E });
         const mx = Math.max(...logits);
         const ex = Array.from(logits, (v) => Math.exp(v - mx));
         const z = ex.reduce((a, c) => a + c, 0);
@@ -181,17 +185,16 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
         const w13 = get(w, `${p}.mlp.${m}_experts.w13_weight`);
         const w2 = get(w, `${p}.mlp.${m}_experts.w2_weight`);
         chosen.forEach((e, c) => {
-          const y = gatedMlp(xt, D, I, w13, w2, e * 2 * I * D, e * D * I);
+          const y = gatedMlp(xt, { gateUp: w13, down: w2, D, I, gateUpOffset: e * 2 * I * D, downOffset: e * D * I });
           for (let i = 0; i < D; i++) mlp[n * D + i] = mlp[n * D + i]! + weights[c]! * y[i]!;
         });
         if (cfg.moe.numSharedExperts > 0) {
-          const y = gatedMlp(
-            xt,
+          const y = gatedMlp(xt, {
+            gateUp: get(w, `${p}.mlp.shared_experts.gate_up_proj.weight`),
+            down: get(w, `${p}.mlp.shared_experts.down_proj.weight`),
             D,
-            cfg.moe.intermediateSize[0] * cfg.moe.numSharedExperts,
-            get(w, `${p}.mlp.shared_experts.gate_up_proj.weight`),
-            get(w, `${p}.mlp.shared_experts.down_proj.weight`),
-          );
+            I: cfg.moe.intermediateSize[0] * cfg.moe.numSharedExperts,
+          });
           for (let i = 0; i < D; i++) mlp[n * D + i] = mlp[n * D + i]! + y[i]!;
         }
       }
@@ -201,6 +204,6 @@ export function referenceForward(cfg: ErnieTextConfig, w: W, inp: RefInputs): Re
     out.layerOutputs.push(x);
   }
   const final = rmsNorm(x, N, D, get(w, 'norm.weight'), cfg.rmsNormEps);
-  out.logits = linear(final, N, D, w.get('lm_head.weight') ?? get(w, 'embed_tokens.weight'), V);
+  out.logits = linear(final, w.get('lm_head.weight') ?? get(w, 'embed_tokens.weight'), { n: N, inDim: D, outDim: V });
   return out;
 }
