@@ -1,100 +1,26 @@
 /**
  * The ERNIE-4.5-VL table against the checkpoints transformers 5.17 wrote
  * (test-fixtures/ernie-tiny, float32, and ernie-tiny-bf16, bf16 with float32
- * routers and e_score_correction_bias). Expected names and shapes are
+ * routers and e_score_correction_bias). The components' parameter lists are
+ * spelled out in test-utils (this package may not depend on the components;
+ * @vlmkit/models tests the real, derived lists against the same fixtures):
  * docs/parameter-names.md with the tiny config's sizes substituted
  * (D 64, V 256, 4 q / 2 kv heads of 16, I 128, Et = Ev = 4, It 64, Iv 32,
  * 1 shared expert, layer 0 dense and 1..3 MoE; Dv 32, mlp 128, patch 14).
  * Values of every computed parameter are compared bit for bit with slices
  * of the source tensors read straight from the file.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mapErnie45VL } from './ernie45-vl.js';
-import { ernie45VlConfigFromHf } from './ernie45-vl-config.js';
 import { MappingError } from './errors.js';
 import { refBytes, tempDir } from './test-utils/temp.js';
+import { ernieTinyComponents, ernieTinyShapes as expectedShapes } from './test-utils/tiny-components.js';
 
 const fixtures = fileURLToPath(new URL('../../../test-fixtures/', import.meta.url));
-const configOf = (name: string) => JSON.parse(readFileSync(join(fixtures, name, 'config.json'), 'utf8')) as Record<string, unknown>;
-
-/** docs/parameter-names.md for the tiny config, spelled out. */
-function expectedShapes(): Record<'vision' | 'resampler' | 'decoder', Record<string, number[]>> {
-  const vision: Record<string, number[]> = { 'patch_embed.proj.weight': [32, 3 * 14 * 14], 'ln.weight': [32], 'ln.bias': [32] };
-  for (const b of [0, 1]) {
-    for (const n of ['norm1', 'norm2']) Object.assign(vision, { [`blocks.${b}.${n}.weight`]: [32], [`blocks.${b}.${n}.bias`]: [32] });
-    Object.assign(vision, {
-      [`blocks.${b}.attn.qkv.weight`]: [96, 32],
-      [`blocks.${b}.attn.qkv.bias`]: [96],
-      [`blocks.${b}.attn.proj.weight`]: [32, 32],
-      [`blocks.${b}.attn.proj.bias`]: [32],
-      [`blocks.${b}.mlp.fc1.weight`]: [128, 32],
-      [`blocks.${b}.mlp.fc1.bias`]: [128],
-      [`blocks.${b}.mlp.fc2.weight`]: [32, 128],
-      [`blocks.${b}.mlp.fc2.bias`]: [32],
-    });
-  }
-  const resampler: Record<string, number[]> = {
-    'spatial_linear1.weight': [128, 128],
-    'spatial_linear1.bias': [128],
-    'spatial_linear2.weight': [128, 128],
-    'spatial_linear2.bias': [128],
-    'spatial_norm.weight': [128],
-    'spatial_norm.bias': [128],
-    'temporal_linear1.weight': [128, 256],
-    'temporal_linear1.bias': [128],
-    'temporal_linear2.weight': [128, 128],
-    'temporal_linear2.bias': [128],
-    'temporal_norm.weight': [128],
-    'temporal_norm.bias': [128],
-    'mlp.weight': [64, 128],
-    'mlp.bias': [64],
-    'after_norm.weight': [64],
-  };
-  const decoder: Record<string, number[]> = { 'embed_tokens.weight': [256, 64], 'norm.weight': [64], 'lm_head.weight': [256, 64] };
-  for (const i of [0, 1, 2, 3]) {
-    const L = `layers.${i}.`;
-    Object.assign(decoder, {
-      [`${L}input_layernorm.weight`]: [64],
-      [`${L}post_attention_layernorm.weight`]: [64],
-      [`${L}self_attn.qkv_proj.weight`]: [(4 + 2 * 2) * 16, 64],
-      [`${L}self_attn.o_proj.weight`]: [64, 64],
-    });
-    if (i === 0) {
-      Object.assign(decoder, { [`${L}mlp.gate_up_proj.weight`]: [256, 64], [`${L}mlp.down_proj.weight`]: [64, 128] });
-      continue;
-    }
-    Object.assign(decoder, {
-      [`${L}mlp.text_experts_gate.weight`]: [4, 64],
-      [`${L}mlp.vision_experts_gate.weight`]: [4, 64],
-      [`${L}mlp.text_experts.e_score_correction_bias`]: [4],
-      [`${L}mlp.vision_experts.e_score_correction_bias`]: [4],
-      [`${L}mlp.text_experts.w13_weight`]: [4, 128, 64],
-      [`${L}mlp.text_experts.w2_weight`]: [4, 64, 64],
-      [`${L}mlp.vision_experts.w13_weight`]: [4, 64, 64],
-      [`${L}mlp.vision_experts.w2_weight`]: [4, 64, 32],
-      [`${L}mlp.shared_experts.gate_up_proj.weight`]: [128, 64],
-      [`${L}mlp.shared_experts.down_proj.weight`]: [64, 64],
-    });
-    for (const [m, I] of [
-      ['text', 64],
-      ['vision', 32],
-    ] as const) {
-      for (const e of [0, 1, 2, 3]) {
-        Object.assign(decoder, {
-          [`${L}mlp.${m}_experts.${e}.gate_proj.weight`]: [I, 64],
-          [`${L}mlp.${m}_experts.${e}.up_proj.weight`]: [I, 64],
-          [`${L}mlp.${m}_experts.${e}.down_proj.weight`]: [64, I],
-        });
-      }
-    }
-  }
-  return { vision, resampler, decoder };
-}
 
 const bytesOf = (t: Tensor) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
 const cat = (...parts: Uint8Array[]) => {
@@ -135,7 +61,7 @@ for (const [fixture, weightDType] of [
     let mapped: Awaited<ReturnType<typeof mapErnie45VL>>;
     beforeAll(async () => {
       ckpt = await Checkpoint.open(join(fixtures, fixture));
-      mapped = await mapErnie45VL(ckpt, configOf(fixture), { strict: true });
+      mapped = await mapErnie45VL(ckpt, ernieTinyComponents(), { strict: true });
       return () => ckpt.close();
     });
 
@@ -163,11 +89,11 @@ for (const [fixture, weightDType] of [
       expect([...r.consumed].sort()).toEqual(ckpt.names().sort());
     });
 
-    it('references unchanged tensors in place and ties lm_head to embed_tokens', () => {
+    it('references unchanged tensors in place; a tied head is not mapped (the decoder reads embed_tokens)', () => {
       const embed = mapped.decoder.get('embed_tokens.weight');
       const info = ckpt.info('model.embed_tokens.weight');
       expect(embed).toMatchObject({ kind: 'file', path: info.file, byteOffset: info.byteOffset, byteLength: info.byteLength });
-      expect(mapped.decoder.get('lm_head.weight')).toEqual(embed);
+      expect(mapped.decoder.has('lm_head.weight')).toBe(false);
       expect(mapped.vision.get('blocks.1.attn.qkv.weight')).toMatchObject({
         kind: 'file',
         byteOffset: ckpt.info('model.vision_model.blocks.1.attn.qkv.weight').byteOffset,
@@ -248,7 +174,7 @@ for (const [fixture, weightDType] of [
 describe('mapErnie45VL: bf16 stays bf16', () => {
   it('stacked bf16 experts are the checkpoint Uint16 bits, not a float conversion', async () => {
     const ckpt = await Checkpoint.open(join(fixtures, 'ernie-tiny-bf16'));
-    const { decoder } = await mapErnie45VL(ckpt, configOf('ernie-tiny-bf16'));
+    const { decoder } = await mapErnie45VL(ckpt, ernieTinyComponents());
     const ref = decoder.get('layers.2.mlp.vision_experts.w2_weight');
     expect(ref.kind === 'lazy' && ref.dtype).toBe('bfloat16');
     const data = ref.kind === 'lazy' ? await ref.load() : undefined;
@@ -281,7 +207,7 @@ describe('mapErnie45VL errors and other layouts', () => {
       delete t['model.layers.2.mlp.experts.6.up_proj.weight'];
       return t;
     });
-    const err = await mapErnie45VL(ckpt, configOf('ernie-tiny')).catch((e: unknown) => e);
+    const err = await mapErnie45VL(ckpt, ernieTinyComponents()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MappingError);
     const e = err as MappingError;
     expect(e.code).toBe('MISSING_TENSOR');
@@ -304,11 +230,11 @@ describe('mapErnie45VL errors and other layouts', () => {
 
   it('a shape that disagrees with config.json is SHAPE_MISMATCH naming the file and tensor', async () => {
     const ckpt = await Checkpoint.open(join(fixtures, 'ernie-tiny'));
-    const config = configOf('ernie-tiny');
-    const err = (await mapErnie45VL(ckpt, {
-      ...config,
-      text_config: { ...(config['text_config'] as object), intermediate_size: 96 },
-    }).catch((e: unknown) => e)) as MappingError;
+    // The lists of a decoder built from a config with intermediate_size 96: layer 0's dense MLP.
+    const shapes = expectedShapes();
+    shapes.decoder['layers.0.mlp.gate_up_proj.weight'] = [192, 64];
+    shapes.decoder['layers.0.mlp.down_proj.weight'] = [64, 96];
+    const err = (await mapErnie45VL(ckpt, ernieTinyComponents(shapes)).catch((e: unknown) => e)) as MappingError;
     expect(err).toBeInstanceOf(MappingError);
     expect(err.code).toBe('SHAPE_MISMATCH');
     expect(err.message).toContain(
@@ -328,39 +254,7 @@ describe('mapErnie45VL errors and other layouts', () => {
       out['lm_head.weight'] = t['model.embed_tokens.weight']!;
       return out;
     });
-    // Baidu's flat config (the 28B's keys), sized like the tiny model.
-    const baidu = {
-      hidden_size: 64,
-      intermediate_size: 128,
-      num_hidden_layers: 4,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 16,
-      vocab_size: 256,
-      tie_word_embeddings: true,
-      use_bias: false,
-      moe_num_experts: [4, 4],
-      moe_intermediate_size: [64, 32],
-      moe_num_shared_experts: 1,
-      moe_layer_start_index: 1,
-      moe_layer_end_index: [3, 3],
-      moe_layer_interval: 1,
-      moe_k: 2,
-      pixel_hidden_size: 32,
-      spatial_conv_size: 2,
-      temporal_conv_size: 2,
-      vision_config: {
-        depth: 2,
-        embed_dim: 32,
-        hidden_size: 32,
-        mlp_ratio: 4,
-        num_heads: 2,
-        patch_size: 14,
-        in_channels: 3,
-        spatial_merge_size: 2,
-      },
-    };
-    const mapped = await mapErnie45VL(ckpt, baidu, { strict: true });
+    const mapped = await mapErnie45VL(ckpt, ernieTinyComponents(), { strict: true });
     expect([...mapped.report.ignored].sort()).toEqual([
       'lm_head.weight',
       'model.mtp_block.0.input_layernorm.weight',
@@ -368,92 +262,23 @@ describe('mapErnie45VL errors and other layouts', () => {
     ]);
     expect(mapped.report.unmapped).toEqual([]);
     expect(mapped.vision.names()).toEqual(Object.keys(expectedShapes().vision).sort());
-    expect(mapped.decoder.get('lm_head.weight').kind === 'file' && mapped.decoder.get('lm_head.weight')).toMatchObject({
-      byteOffset: ckpt.info('model.embed_tokens.weight').byteOffset,
-    });
+    expect(mapped.decoder.has('lm_head.weight')).toBe(false);
     await ckpt.close();
   });
 
   it('an untied config takes lm_head.weight and requires it', async () => {
-    const config = { ...configOf('ernie-tiny'), tie_word_embeddings: false };
+    // An untied decoder lists lm_head.weight.
+    const shapes = expectedShapes();
+    shapes.decoder['lm_head.weight'] = [256, 64];
+    const untied = ernieTinyComponents(shapes, false);
     const tiny = await Checkpoint.open(join(fixtures, 'ernie-tiny'));
-    const err = (await mapErnie45VL(tiny, config).catch((e: unknown) => e)) as MappingError;
+    const err = (await mapErnie45VL(tiny, untied).catch((e: unknown) => e)) as MappingError;
     expect(err.code).toBe('MISSING_TENSOR');
     expect(err.message).toContain("decoder parameter 'lm_head.weight' needs 'lm_head.weight'");
     await tiny.close();
     const ckpt = await checkpointOf('untied', (t) => ({ ...t, 'lm_head.weight': t['model.embed_tokens.weight']! }));
-    const { decoder } = await mapErnie45VL(ckpt, config, { strict: true });
+    const { decoder } = await mapErnie45VL(ckpt, untied, { strict: true });
     expect(decoder.get('lm_head.weight')).toMatchObject({ kind: 'file', byteOffset: ckpt.info('lm_head.weight').byteOffset });
     await ckpt.close();
-  });
-});
-
-describe('ernie45VlConfigFromHf', () => {
-  it('reads the HF 5.17 config of the fixture', () => {
-    const c = ernie45VlConfigFromHf(configOf('ernie-tiny'));
-    expect(c.text).toMatchObject({
-      layers: 4,
-      hidden: 64,
-      heads: 4,
-      kvHeads: 2,
-      headDim: 16,
-      experts: [4, 4],
-      moeIntermediate: [64, 32],
-      sharedExperts: 1,
-      tieWordEmbeddings: true,
-    });
-    expect(c.text.mlp.map((m) => m.kind)).toEqual(['dense', 'moe', 'moe', 'moe']);
-    expect(c.vision).toEqual({ depth: 2, hidden: 32, intermediate: 128, patchSize: 14, inChannels: 3, spatialMerge: 2, temporalMerge: 2 });
-  });
-
-  it("reads Baidu's 28B layer ranges as vLLM does (layer 0 dense, 1..27 MoE with both modalities)", () => {
-    const c = ernie45VlConfigFromHf({
-      hidden_size: 2560,
-      intermediate_size: 12288,
-      num_hidden_layers: 28,
-      num_attention_heads: 20,
-      num_key_value_heads: 4,
-      vocab_size: 103424,
-      moe_num_experts: [64, 64],
-      moe_intermediate_size: [1536, 512],
-      moe_num_shared_experts: 2,
-      moe_layer_start_index: [1, 1],
-      moe_layer_end_index: [29, 28],
-      moe_layer_interval: 1,
-      pixel_hidden_size: 1280,
-      spatial_conv_size: 2,
-      temporal_conv_size: 2,
-      vision_config: { depth: 32, embed_dim: 1280, hidden_size: 1280, mlp_ratio: 4, num_heads: 16, patch_size: 14, in_channels: 3 },
-    });
-    expect(c.text.headDim).toBe(128);
-    expect(c.text.mlp[0]).toEqual({ kind: 'dense' });
-    expect(c.text.mlp.slice(1).every((m) => m.kind === 'moe' && m.text && m.vision)).toBe(true);
-    expect(c.vision.intermediate).toBe(5120);
-    // Text experts only from layer 2: layer 1 is MoE with vision experts alone.
-    const partial = ernie45VlConfigFromHf({
-      hidden_size: 8,
-      intermediate_size: 16,
-      num_hidden_layers: 3,
-      num_attention_heads: 2,
-      vocab_size: 10,
-      moe_num_experts: 2,
-      moe_intermediate_size: 4,
-      moe_layer_start_index: [2, 1],
-      moe_layer_interval: 1,
-      vision_config: { depth: 1, embed_dim: 4, mlp_ratio: 2 },
-    });
-    expect(partial.text.mlp).toEqual([
-      { kind: 'dense' },
-      { kind: 'moe', text: false, vision: true },
-      { kind: 'moe', text: true, vision: true },
-    ]);
-  });
-
-  it('refuses a bad config with CONFIG_INVALID and says which key', () => {
-    const config = configOf('ernie-tiny');
-    const bad = { ...config, text_config: { ...(config['text_config'] as object), mlp_layer_types: ['dense', 'sparse'] } };
-    expect(() => ernie45VlConfigFromHf(bad)).toThrow(/text_config\.mlp_layer_types must list 'dense' or 'sparse' for each of the 4 layers/);
-    expect(() => ernie45VlConfigFromHf({ vision_config: {} })).toThrow(MappingError);
-    expect(() => ernie45VlConfigFromHf(null)).toThrow(/expected config.json to be an object/);
   });
 });

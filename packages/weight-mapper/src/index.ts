@@ -1,8 +1,19 @@
-export { type Ernie45VlComponent, ernie45VlMapping, mapErnie45VL } from './ernie45-vl.js';
-export { type Ernie45VlMapperConfig, type ErnieMlpKind, ernie45VlConfigFromHf } from './ernie45-vl-config.js';
+export { type ComponentParameters, type ComponentWithConfig, withSources } from './components.js';
+export {
+  type Ernie45VlComponent,
+  type Ernie45VlComponents,
+  type ErnieTextMapperConfig,
+  ernie45VlMapping,
+  mapErnie45VL,
+} from './ernie45-vl.js';
 export { MAPPING_ERROR_CODES, MappingError, type MappingErrorCode } from './errors.js';
-export { type Granite4VisionComponent, granite4VisionMapping, mapGranite4Vision } from './granite4-vision.js';
-export { type Granite4VisionMapperConfig, granite4VisionConfigFromHf } from './granite4-vision-config.js';
+export {
+  type Granite4VisionComponent,
+  type Granite4VisionComponents,
+  type GraniteTextMapperConfig,
+  granite4VisionMapping,
+  mapGranite4Vision,
+} from './granite4-vision.js';
 export { type LoraAdapter, loraOverlay, readLoraAdapter } from './lora.js';
 export type { TensorOverlay } from './mapping.js';
 export { type MapOptions, type Mapped, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';

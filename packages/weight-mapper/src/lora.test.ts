@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Checkpoint, SafetensorsFile, writeSafetensors } from '@vlmkit/safetensors';
@@ -7,6 +7,7 @@ import { MappingError } from './errors.js';
 import { mapGranite4Vision } from './granite4-vision.js';
 import { loraOverlay, readLoraAdapter } from './lora.js';
 import { refBytes, tempDir } from './test-utils/temp.js';
+import { graniteTinyComponents } from './test-utils/tiny-components.js';
 
 const fixtures = fileURLToPath(new URL('../../../test-fixtures/', import.meta.url));
 const base = join(fixtures, 'granite-tiny');
@@ -28,10 +29,9 @@ describe('LoRA merge (PEFT adapter, W + alpha/r * B A)', () => {
 
   it('merged tensors are lazy, exact W + 2 B A in float32, and flow through packing (qkv_proj rows)', async () => {
     const ckpt = await Checkpoint.open(base);
-    const json = JSON.parse(await readFile(join(base, 'config.json'), 'utf8'));
     const adapter = await readLoraAdapter(adapterDir, ckpt.names());
-    const plain = await mapGranite4Vision(ckpt, json);
-    const merged = await mapGranite4Vision(ckpt, json, { overlay: loraOverlay(adapter) });
+    const plain = await mapGranite4Vision(ckpt, graniteTinyComponents());
+    const merged = await mapGranite4Vision(ckpt, graniteTinyComponents(), { overlay: loraOverlay(adapter) });
     // Vision weights are not targets: still referenced in place.
     const vName = plain.vision.names().find((n) => n.endsWith('fc1.weight'))!;
     expect(merged.vision.get(vName).kind).toBe('file');

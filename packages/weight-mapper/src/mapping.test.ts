@@ -165,7 +165,7 @@ describe('mapCheckpoint on a synthetic two-shard checkpoint', () => {
     const enc = mapCheckpoint(ckpt, table()).components.enc!;
     const g = new Graph();
     const x = g.input('x', 'float32', [1, 3]);
-    g.output(nn.linear(g, x, enc, 'qkv', { bias: false }), 'y');
+    g.output(nn.linear(g, x, enc, 'qkv', { bias: false, out: 4 }), 'y');
     const path = join(dir, 'model.onnx');
     await saveModel(g, path, { externalThreshold: 0 });
     const session = await ort.InferenceSession.create(path, { executionProviders: ['cpu'], logSeverityLevel: 3 });
