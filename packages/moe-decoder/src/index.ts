@@ -5,6 +5,7 @@ export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from '
 export {
   buildErnieTextDecoder,
   type ErnieTextDecoderInputs,
+  type ErnieTextDecoderOptions,
   type ErnieTextDecoderOutputs,
 } from './ernie/model.js';
 export type { ExpertsImpl, MoeRouting } from './ernie/moe.js';

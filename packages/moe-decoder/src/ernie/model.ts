@@ -6,7 +6,7 @@ import { lmHead } from '../lm-head.js';
 import type { KvPair } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { ernieDecoderLayer } from './layer.js';
-import type { ExpertsImpl, MoeRouting } from './moe.js';
+import type { ErnieMoeOptions, MoeRouting } from './moe.js';
 
 export interface ErnieTextDecoderInputs {
   /** [B, S] int64 token ids. Give these or `inputsEmbeds`. */
@@ -26,6 +26,12 @@ export interface ErnieTextDecoderInputs {
   ropeSin: Value;
   /** One KV pair per layer, [B, Hkv, P, headDim] (P may be 0). Without it no present values are returned. */
   past?: readonly KvPair[];
+}
+
+/** `experts` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
+export interface ErnieTextDecoderOptions extends ErnieMoeOptions {
+  /** Scope of the decoder's nodes and initializers (default 'decoder'). */
+  scope?: string;
 }
 
 export interface ErnieTextDecoderOutputs {
@@ -57,7 +63,7 @@ export function buildErnieTextDecoder(
   weights: Weights,
   config: ErnieTextConfig,
   inputs: ErnieTextDecoderInputs,
-  opts: { scope?: string; routing?: boolean; experts?: ExpertsImpl } = {},
+  options: ErnieTextDecoderOptions = {},
 ): ErnieTextDecoderOutputs {
   const L = config.numHiddenLayers;
   if ((inputs.inputIds === undefined) === (inputs.inputsEmbeds === undefined)) {
@@ -72,7 +78,7 @@ export function buildErnieTextDecoder(
   if (inputs.past !== undefined && inputs.past.length !== L) {
     throw new MoeDecoderError('BAD_INPUT', `buildErnieTextDecoder: past has ${inputs.past.length} layers, the config has ${L}.`);
   }
-  return g.scope(opts.scope ?? 'decoder', () => {
+  return g.scope(options.scope ?? 'decoder', () => {
     const x0 =
       inputs.inputIds !== undefined
         ? embedTokens(
@@ -97,7 +103,7 @@ export function buildErnieTextDecoder(
           weights.sub(`layers.${i}`),
           config,
           { ...step, ...(past !== undefined ? { past } : {}) },
-          { layerIndex: i, routing: opts.routing ?? false, ...(opts.experts ? { experts: opts.experts } : {}) },
+          { layerIndex: i, routing: options.routing ?? false, ...(options.experts ? { experts: options.experts } : {}) },
         ),
       );
       h = r.hidden;
