@@ -1,4 +1,4 @@
-import { ResamplerError } from './errors.js';
+import { ConfigError, type ConfigObject, fields } from '@vlmkit/config';
 
 /**
  * What the ERNIE-4.5-VL resampler needs to know. Dimensions in the
@@ -21,10 +21,12 @@ export interface ErnieResamplerConfig {
   readonly rmsNormEps: number;
 }
 
-/** Defaults the references apply when a field is absent (HF 5.17 config classes; vLLM's hard-coded 1e-6). */
-const DEFAULTS = { spatialMergeSize: 2, temporalMergeSize: 2, useTemporalConv: true, layerNormEps: 1e-6, rmsNormEps: 1e-5 } as const;
-
-type Json = Record<string, unknown>;
+/** Where the defaults below come from. */
+const HF_VISION = 'HF Ernie4_5_VLMoeVisionConfig';
+const HF_TEXT = 'HF Ernie4_5_VLMoeTextConfig';
+const BAIDU = "Baidu Ernie4_5_VLMoEConfig (the hub's configuration_ernie_45t_vl.py)";
+/** vLLM VariableResolutionResamplerModel: nn.LayerNorm(self.spatial_dim, eps=1e-6), not configurable. */
+const VLLM_LAYER_NORM_EPS = 1e-6;
 
 /**
  * Reads the resampler's config from a checkpoint's config.json, in either
@@ -33,122 +35,86 @@ type Json = Record<string, unknown>;
  * - Baidu's original (flat `hidden_size`, `pixel_hidden_size`,
  *   `spatial_conv_size`, `temporal_conv_size`, `use_temporal_conv`), which vLLM reads.
  * Hidden sizes are required; merge sizes and eps take the references' defaults.
- * Throws `ResamplerError` (MISSING_CONFIG_FIELD, INVALID_CONFIG, UNSUPPORTED_CONFIG).
+ * Throws `ConfigError` (from @vlmkit/config) naming the field: MISSING_CONFIG_FIELD,
+ * INVALID_CONFIG, INCONSISTENT_CONFIG, UNSUPPORTED_CONFIG.
  */
 export function fromHfConfig(json: unknown): ErnieResamplerConfig {
-  if (!isObject(json)) throw new ResamplerError('MISSING_CONFIG_FIELD', `config.json must be a JSON object, got ${describe(json)}`);
-  const vision = json['vision_config'];
-  if (vision !== undefined && !isObject(vision)) {
-    throw new ResamplerError('INVALID_CONFIG', `config.json: vision_config must be an object, got ${describe(vision)}`);
-  }
-  const v: Json = vision ?? {};
+  const top: ConfigObject = fields(json, 'ERNIE resampler config');
+  const v: ConfigObject | undefined = top.optionalObj('vision_config');
   let config: ErnieResamplerConfig;
-  if (json['text_config'] !== undefined) {
-    const text = json['text_config'];
-    if (!isObject(text)) throw new ResamplerError('INVALID_CONFIG', `config.json: text_config must be an object, got ${describe(text)}`);
-    if (vision === undefined)
-      throw new ResamplerError('MISSING_CONFIG_FIELD', 'config.json has text_config but no vision_config (HF layout needs both)');
+  if (top.has('text_config')) {
+    const text = top.obj('text_config');
+    if (v === undefined) top.fail('MISSING_CONFIG_FIELD', 'vision_config', 'is missing; the HF layout has text_config and vision_config.');
     // HF: Ernie4_5_VLMoeVariableResolutionResamplerModel.__init__
     config = {
-      visionHiddenSize: int(v, 'hidden_size', 'vision_config.'),
-      textHiddenSize: int(text, 'hidden_size', 'text_config.'),
-      spatialMergeSize: int(v, 'spatial_merge_size', 'vision_config.', DEFAULTS.spatialMergeSize),
-      temporalMergeSize: int(v, 'temporal_merge_size', 'vision_config.', DEFAULTS.temporalMergeSize),
-      useTemporalConv: true,
-      layerNormEps: eps(v, 'rms_norm_eps', 'vision_config.', DEFAULTS.layerNormEps),
-      rmsNormEps: eps(text, 'rms_norm_eps', 'text_config.', DEFAULTS.rmsNormEps),
+      visionHiddenSize: v.int('hidden_size'),
+      textHiddenSize: text.int('hidden_size'),
+      spatialMergeSize: v.int('spatial_merge_size', { default: 2, from: HF_VISION }),
+      temporalMergeSize: v.int('temporal_merge_size', { default: 2, from: HF_VISION }),
+      useTemporalConv: true, // HF 5.17 always runs temporal slicing + temporal_linear
+      layerNormEps: v.positive('rms_norm_eps', { default: 1e-6, from: HF_VISION }),
+      rmsNormEps: text.positive('rms_norm_eps', { default: 1e-5, from: HF_TEXT }),
     };
-  } else if (json['pixel_hidden_size'] !== undefined || json['spatial_conv_size'] !== undefined) {
+  } else if (top.has('pixel_hidden_size') || top.has('spatial_conv_size')) {
     // vLLM: VariableResolutionResamplerModel(config.pixel_hidden_size, config.hidden_size, spatial_conv_size, temporal_conv_size)
-    const visionHidden =
-      json['pixel_hidden_size'] !== undefined ? int(json, 'pixel_hidden_size', '') : int(v, 'hidden_size', 'vision_config.');
-    if (v['hidden_size'] !== undefined && int(v, 'hidden_size', 'vision_config.') !== visionHidden) {
-      throw new ResamplerError(
-        'INVALID_CONFIG',
-        `config.json: pixel_hidden_size ${visionHidden} differs from vision_config.hidden_size ${String(v['hidden_size'])}; the resampler's input is the tower's output`,
+    const visionHidden = top.has('pixel_hidden_size') ? top.int('pixel_hidden_size') : v?.int('hidden_size');
+    if (visionHidden === undefined)
+      top.fail('MISSING_CONFIG_FIELD', 'pixel_hidden_size', 'is missing, and so is vision_config.hidden_size.');
+    const towerHidden = v?.optionalInt('hidden_size');
+    if (towerHidden !== undefined && towerHidden !== visionHidden) {
+      top.fail(
+        'INCONSISTENT_CONFIG',
+        'pixel_hidden_size',
+        `${visionHidden} differs from vision_config.hidden_size ${towerHidden}; the resampler's input is the tower's output.`,
       );
     }
     config = {
       visionHiddenSize: visionHidden,
-      textHiddenSize: int(json, 'hidden_size', ''),
-      spatialMergeSize: int(json, 'spatial_conv_size', '', DEFAULTS.spatialMergeSize),
-      temporalMergeSize: int(json, 'temporal_conv_size', '', DEFAULTS.temporalMergeSize),
-      useTemporalConv: bool(json, 'use_temporal_conv', DEFAULTS.useTemporalConv),
-      layerNormEps: DEFAULTS.layerNormEps, // vLLM: nn.LayerNorm(self.spatial_dim, eps=1e-6)
-      rmsNormEps: eps(json, 'rms_norm_eps', '', 1e-6), // vLLM: getattr(config, "rms_norm_eps", 1e-6)
+      textHiddenSize: top.int('hidden_size'),
+      spatialMergeSize: top.int('spatial_conv_size', { default: 2, from: BAIDU }),
+      temporalMergeSize: top.int('temporal_conv_size', { default: 2, from: BAIDU }),
+      useTemporalConv: top.bool('use_temporal_conv', { default: true, from: BAIDU }),
+      layerNormEps: VLLM_LAYER_NORM_EPS,
+      rmsNormEps: top.positive('rms_norm_eps', { default: 1e-6, from: 'vLLM getattr(config, "rms_norm_eps", 1e-6)' }),
     };
   } else {
-    throw new ResamplerError(
+    top.fail(
       'MISSING_CONFIG_FIELD',
-      'config.json is neither the HF layout (text_config + vision_config) nor the Baidu layout (pixel_hidden_size, spatial_conv_size): is this an ERNIE-4.5-VL checkpoint?',
+      'text_config',
+      'is missing, and so are pixel_hidden_size and spatial_conv_size: config.json is neither the HF layout (text_config + vision_config) nor the Baidu layout (pixel_hidden_size, spatial_conv_size). Is this an ERNIE-4.5-VL checkpoint?',
     );
   }
   return validateResamplerConfig(config);
 }
 
+const WHAT = 'resampler config';
+
 /**
  * Checks a config built by hand (or by `fromHfConfig`) and returns it.
  * The builders call it too, so a bad config fails before any node is added.
+ * Throws `ConfigError` naming the `ErnieResamplerConfig` key.
  */
 export function validateResamplerConfig(config: ErnieResamplerConfig): ErnieResamplerConfig {
   for (const key of ['visionHiddenSize', 'textHiddenSize', 'spatialMergeSize', 'temporalMergeSize'] as const) {
     const x = config[key];
-    if (!Number.isInteger(x) || x < 1)
-      throw new ResamplerError('INVALID_CONFIG', `resampler config: ${key} must be a positive integer, got ${String(x)}`);
+    if (!Number.isInteger(x) || x < 1) throw new ConfigError('INVALID_CONFIG', key, WHAT, `must be a positive integer, got ${String(x)}.`);
   }
   for (const key of ['layerNormEps', 'rmsNormEps'] as const) {
     const x = config[key];
     if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0)
-      throw new ResamplerError('INVALID_CONFIG', `resampler config: ${key} must be a positive number, got ${String(x)}`);
+      throw new ConfigError('INVALID_CONFIG', key, WHAT, `must be a positive number, got ${String(x)}.`);
   }
   if (typeof config.useTemporalConv !== 'boolean') {
-    throw new ResamplerError(
-      'INVALID_CONFIG',
-      `resampler config: useTemporalConv must be a boolean, got ${String(config.useTemporalConv)}`,
-    );
+    throw new ConfigError('INVALID_CONFIG', 'useTemporalConv', WHAT, `must be a boolean, got ${String(config.useTemporalConv)}.`);
   }
   // HF _temporal_slicing: "hard-coded for temporal_merge_size == 2"; vLLM steps frames by 2 as well.
   if (config.useTemporalConv && config.temporalMergeSize !== 2) {
-    throw new ResamplerError(
+    throw new ConfigError(
       'UNSUPPORTED_CONFIG',
-      `resampler config: temporalMergeSize ${config.temporalMergeSize} is not supported; the references pair frames (even, odd) and only handle 2`,
+      'temporalMergeSize',
+      WHAT,
+      `${config.temporalMergeSize} is not supported; the references pair frames (even, odd) and only handle 2.`,
     );
   }
   return config;
-}
-
-function isObject(x: unknown): x is Json {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-
-function describe(x: unknown): string {
-  return x === null ? 'null' : Array.isArray(x) ? 'an array' : `${typeof x} ${JSON.stringify(x)}`;
-}
-
-function int(o: Json, key: string, path: string, fallback?: number): number {
-  const x = o[key];
-  if (x === undefined || x === null) {
-    if (fallback !== undefined) return fallback;
-    throw new ResamplerError('MISSING_CONFIG_FIELD', `config.json: ${path}${key} is missing (the resampler needs it)`);
-  }
-  if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) {
-    throw new ResamplerError('INVALID_CONFIG', `config.json: ${path}${key} must be a positive integer, got ${describe(x)}`);
-  }
-  return x;
-}
-
-function eps(o: Json, key: string, path: string, fallback: number): number {
-  const x = o[key];
-  if (x === undefined || x === null) return fallback;
-  if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0) {
-    throw new ResamplerError('INVALID_CONFIG', `config.json: ${path}${key} must be a positive number, got ${describe(x)}`);
-  }
-  return x;
-}
-
-function bool(o: Json, key: string, fallback: boolean): boolean {
-  const x = o[key];
-  if (x === undefined || x === null) return fallback;
-  if (typeof x !== 'boolean') throw new ResamplerError('INVALID_CONFIG', `config.json: ${key} must be true or false, got ${describe(x)}`);
-  return x;
 }
