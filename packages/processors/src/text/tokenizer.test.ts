@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { ProcessorError } from '../errors.js';
+import { byteLevelTokenizerJson, sentencePieceTokenizerJson } from './test-utils/tiny-tokenizers.js';
+import { parseTokenizerConfig, Tokenizer } from './tokenizer.js';
+
+describe('parseTokenizerConfig', () => {
+  it('collects named, *_token and extra_special_tokens dict tokens as HF special_tokens_map does', () => {
+    const cfg = parseTokenizerConfig({
+      bos_token: '<s>',
+      eos_token: { __type: 'AddedToken', content: '</s>', lstrip: false },
+      pad_token: null,
+      image_token: '<image>',
+      extra_special_tokens: { image_start_token: '<|IMAGE_START|>' },
+      model_max_length: 128,
+      chat_template: [{ name: 'default', template: 'x' }],
+      add_bos_token: false,
+    });
+    expect(cfg.specialTokens).toEqual({
+      bos_token: '<s>',
+      eos_token: '</s>',
+      image_token: '<image>',
+      image_start_token: '<|IMAGE_START|>',
+    });
+    expect(cfg.extraSpecialTokens).toEqual([]);
+    expect(cfg.chatTemplate).toEqual({ default: 'x' });
+    expect(cfg.addBosToken).toBe(false);
+    expect(cfg.addEosToken).toBeUndefined();
+  });
+
+  it('keeps a list of extra special tokens apart from the named ones', () => {
+    const cfg = parseTokenizerConfig({ additional_special_tokens: ['<a>', { content: '<b>' }] });
+    expect(cfg.extraSpecialTokens).toEqual(['<a>', '<b>']);
+    expect(cfg.specialTokens).toEqual({});
+  });
+});
+
+describe('Tokenizer', () => {
+  it("adds special tokens through tokenizer.json's post-processor unless told not to", async () => {
+    const tok = Tokenizer.fromJSON(byteLevelTokenizerJson(), { bos_token: '<s>' });
+    const ids = await tok.encode('hi');
+    expect(ids[0]).toBe(1);
+    expect(await tok.encode('hi', { addSpecialTokens: false })).toEqual(ids.slice(1));
+    expect(await tok.decode(ids)).toBe('<s>hi');
+    expect(await tok.decode(ids, { skipSpecialTokens: true })).toBe('hi');
+  });
+
+  it('rebuilds the post-processor from add_bos_token / add_eos_token as HF update_post_processor', async () => {
+    const json = byteLevelTokenizerJson();
+    const plain = await Tokenizer.fromJSON(json, {}).encode('hi', { addSpecialTokens: false });
+    const noBos = Tokenizer.fromJSON(json, { bos_token: '<s>', eos_token: '</s>', add_bos_token: false });
+    expect(await noBos.encode('hi')).toEqual(plain);
+    const both = Tokenizer.fromJSON(json, { bos_token: '<s>', eos_token: '</s>', add_bos_token: true, add_eos_token: true });
+    expect(await both.encode('hi')).toEqual([1, ...plain, 2]);
+    // tokenizer.json without a post-processor: HF builds one with the (default false) flags.
+    const sp = Tokenizer.fromJSON(sentencePieceTokenizerJson(), { bos_token: '<s>' });
+    expect(await sp.encode('hi')).toEqual(await sp.encode('hi', { addSpecialTokens: false }));
+  });
+
+  it('treats special tokens as single tokens and adds the ones the vocabulary lacks', async () => {
+    const tok = Tokenizer.fromJSON(byteLevelTokenizerJson(), { bos_token: '<s>', video_token: '<video>' });
+    expect(tok.specialTokenId('bos_token')).toBe(1);
+    expect(tok.tokenToId('<image>')).toBe(3);
+    const videoId = tok.specialTokenId('video_token');
+    expect(videoId).toBe(tok.size - 1);
+    expect(await tok.encode('a<image><video>b', { addSpecialTokens: false })).toEqual([tok.tokenToId('a'), 3, videoId, tok.tokenToId('b')]);
+    expect(tok.idToToken(3)).toBe('<image>');
+  });
+
+  it('decodes bigint ids (BigInt64Array from a model) like numbers', async () => {
+    const tok = Tokenizer.fromJSON(byteLevelTokenizerJson());
+    const ids = await tok.encode('héllo', { addSpecialTokens: false });
+    expect(await tok.decode(BigInt64Array.from(ids, BigInt))).toBe('héllo');
+  });
+
+  it('rejects a tokenizer.json that does not load, with a ProcessorError', () => {
+    expect(() => Tokenizer.fromJSON('{"model": 1}')).toThrow(ProcessorError);
+  });
+});
