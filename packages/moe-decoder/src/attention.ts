@@ -24,7 +24,7 @@ export interface SelfAttentionConfig {
 
 /** One decoder step's inputs to a self-attention module. */
 export interface SelfAttentionInputs {
-  /** [B, S, D], already normed (input_layernorm). */
+  /** [B, S, D]: the module's input (a decoder layer takes its own input here and passes input_layernorm's output on). */
   hidden: Value;
   /** Rotary tables [B, S, headDim/2] float32, the same for every layer (laid out for `isNeoxStyle`). */
   cos: Value;
