@@ -3,14 +3,30 @@
  * CPU), host tensors and their conversions, and a KV cache for decoder loops.
  */
 
-export type { CudaBinaries, Device, DeviceChoice, DeviceFacts, DeviceRequest, GpuProbe } from './device.js';
+export type {
+  CudaBinaries,
+  Device,
+  DeviceChoice,
+  DeviceFacts,
+  DeviceRequest,
+  ElfDynamic,
+  GpuProbe,
+  LibraryLookup,
+  MissingLibrary,
+} from './device.js';
 export {
+  CUDA_EP_DLOPENED,
+  CUDA_LIBRARY_ROLES,
   CUDA_PROVIDER_FILES,
   chooseDevice,
   cudaInstallHint,
   findCudaBinaries,
+  findLibrary,
+  missingCudaLibraries,
   ortBindingDir,
   probeNvidiaGpu,
+  readElfDynamic,
+  systemLibraryLookup,
 } from './device.js';
 export type { RuntimeErrorCode } from './errors.js';
 export { nodeNameFromOrtMessage, RuntimeError } from './errors.js';
