@@ -1,5 +1,5 @@
+import { ConfigError } from '@vlmkit/config';
 import { describe, expect, it } from 'vitest';
-import { QFormerError } from './errors.js';
 import { BLIP2_QFORMER_DEFAULTS, qformerFromHfConfig, validateQFormerConfig } from './qformer-config.js';
 import { GRANITE_TINY, readJson } from './test-utils/fixtures.js';
 import { derivedQFormer, fromHfConfig, parseDownsampleRate, validateWindowQFormerConfig, windowGeometry } from './window-config.js';
@@ -7,11 +7,12 @@ import { derivedQFormer, fromHfConfig, parseDownsampleRate, validateWindowQForme
 // A config.json whose top-level values the tests spread (sub-configs).
 type Json = Record<string, Record<string, unknown>>;
 
+/** `CODE field: message` of the ConfigError `fn` throws (another error fails the test). */
 function code(fn: () => unknown): string {
   try {
     fn();
   } catch (err) {
-    if (err instanceof QFormerError) return `${err.code}: ${err.message}`;
+    if (err instanceof ConfigError) return `${err.code} ${err.field}: ${err.message}`;
     throw err;
   }
   return 'no error';
@@ -73,7 +74,7 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
     expect(fromHfConfig(big, { reference: 'vllm' }).qformer).toEqual(derivedQFormer(128));
     expect(fromHfConfig(big, { reference: 'vllm' }).qformer.numAttentionHeads).toBe(2); // 128 / 64
     expect(code(() => fromHfConfig(granite(), { reference: 'vllm' }))).toMatch(
-      /^INVALID_CONFIG: .*numAttentionHeads must be a positive integer, got 0/,
+      /^INVALID_CONFIG numAttentionHeads: Q-Former config: numAttentionHeads must be a positive integer, got 0/,
     );
   });
 
@@ -87,44 +88,60 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
   });
 
   const bad: [string, (c: Json) => unknown, RegExp][] = [
-    ['not an object', () => 'granite', /^MISSING_CONFIG_FIELD: config.json must be a JSON object/],
-    ['no downsample_rate', (c) => ({ ...c, downsample_rate: undefined }), /^MISSING_CONFIG_FIELD: config.json: downsample_rate is missing/],
-    ['rate not q/w', (c) => ({ ...c, downsample_rate: '0.5' }), /^INVALID_CONFIG: .*"q\/w"/],
-    ['rate zero', (c) => ({ ...c, downsample_rate: '0/4' }), /^INVALID_CONFIG: .*"q\/w"/],
-    ['rate above 1', (c) => ({ ...c, downsample_rate: '4/2' }), /^INVALID_CONFIG: .*query side 4 is larger than the key window side 2/],
+    ['not an object', () => 'granite', /^INVALID_CONFIG : Granite 4 Vision projector config: expected a JSON object, found "granite"/],
+    [
+      'no downsample_rate',
+      (c) => ({ ...c, downsample_rate: undefined }),
+      /^MISSING_CONFIG_FIELD downsample_rate: .*downsample_rate is missing/,
+    ],
+    ['rate not q/w', (c) => ({ ...c, downsample_rate: '0.5' }), /^INVALID_CONFIG downsample_rate: .*"q\/w".*found "0\.5"/],
+    ['rate zero', (c) => ({ ...c, downsample_rate: '0/4' }), /^INVALID_CONFIG downsample_rate: .*"q\/w"/],
+    [
+      'rate above 1',
+      (c) => ({ ...c, downsample_rate: '4/2' }),
+      /^INCONSISTENT_CONFIG querySide: .*querySide 4 is larger than the key window side 2/,
+    ],
     [
       'side not a multiple of w',
       (c) => ({ ...c, downsample_rate: '1/3' }),
-      /^INVALID_CONFIG: .*image side 8 \(patches\) is not a multiple of the key window side 3/,
+      /^INCONSISTENT_CONFIG windowSide: .*windowSide 3 \(the key window side of downsample_rate 1\/3\) does not divide the image side 8/,
     ],
-    ['no text hidden size', (c) => ({ ...c, text_config: {} }), /^MISSING_CONFIG_FIELD: config.json: text_config.hidden_size is missing/],
-    ['text_config not an object', (c) => ({ ...c, text_config: [64] }), /^INVALID_CONFIG: config.json: text_config must be an object/],
+    [
+      'no text hidden size',
+      (c) => ({ ...c, text_config: {} }),
+      /^MISSING_CONFIG_FIELD text_config.hidden_size: .*text_config.hidden_size is missing/,
+    ],
+    ['text_config not an object', (c) => ({ ...c, text_config: [64] }), /^INVALID_CONFIG text_config: .*text_config must be a JSON object/],
     [
       'qformer width != vision width',
       (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_size: 64 } }),
-      /^INVALID_CONFIG: .*must both equal the vision hidden size 32/,
+      /^INCONSISTENT_CONFIG qformer: .*must both equal the vision hidden size 32/,
     ],
     [
       'heads do not divide',
       (c) => ({ ...c, qformer_config: { ...c['qformer_config'], num_attention_heads: 3 } }),
-      /^INVALID_CONFIG: .*hiddenSize 32 is not a multiple of numAttentionHeads 3/,
+      /^INCONSISTENT_CONFIG hiddenSize: .*hiddenSize 32 is not a multiple of numAttentionHeads 3/,
     ],
     [
       'unknown activation',
       (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_act: 'mish' } }),
-      /^UNSUPPORTED_CONFIG: config.json: qformer_config.hidden_act "mish"/,
+      /^UNSUPPORTED_CONFIG qformer_config.hidden_act: .*qformer_config.hidden_act "mish" is not supported/,
     ],
     [
       'eps not positive',
       (c) => ({ ...c, qformer_config: { ...c['qformer_config'], layer_norm_eps: 0 } }),
-      /^INVALID_CONFIG: config.json: qformer_config.layer_norm_eps must be a positive number/,
+      /^INVALID_CONFIG qformer_config.layer_norm_eps: .*qformer_config.layer_norm_eps must be a positive number/,
     ],
     [
       'patch size a string',
       (c) => ({ ...c, vision_config: { ...c['vision_config'], patch_size: '8' } }),
-      /^INVALID_CONFIG: config.json: vision_config.patch_size must be a positive integer, got string "8"/,
+      /^INVALID_CONFIG vision_config.patch_size: .*vision_config.patch_size must be a positive integer, found "8"/,
     ],
-    ['unknown vision tower', (c) => ({ ...c, vision_config: { model_type: 'vit' } }), /^UNSUPPORTED_CONFIG: .*"vit"/],
+    [
+      'unknown vision tower',
+      (c) => ({ ...c, vision_config: { model_type: 'vit' } }),
+      /^UNSUPPORTED_CONFIG vision_config.model_type: .*"vit"/,
+    ],
   ];
   for (const [label, edit, want] of bad) {
     it(`rejects: ${label}`, () => {
@@ -140,7 +157,7 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
   it('validateWindowQFormerConfig rejects a hand-built config with a fractional side', () => {
     const c = fromHfConfig(granite());
     expect(code(() => validateWindowQFormerConfig({ ...c, imageSide: 7.5 }))).toMatch(
-      /^INVALID_CONFIG: window Q-Former config: imageSide must be a positive integer/,
+      /^INVALID_CONFIG imageSide: window Q-Former config: imageSide must be a positive integer/,
     );
   });
 });
@@ -161,14 +178,16 @@ describe('qformerFromHfConfig', () => {
 
   it('rejects what is not a Q-Former config', () => {
     expect(code(() => qformerFromHfConfig({ model_type: 'llama' }))).toMatch(
-      /^MISSING_CONFIG_FIELD: config.json has model_type string "llama" and no qformer_config/,
+      /^MISSING_CONFIG_FIELD qformer_config: Q-Former config: qformer_config is missing and model_type is "llama"/,
     );
     expect(code(() => qformerFromHfConfig({ qformer_config: 3 }))).toMatch(
-      /^INVALID_CONFIG: config.json: qformer_config must be an object/,
+      /^INVALID_CONFIG qformer_config: Q-Former config: qformer_config must be a JSON object/,
     );
     expect(code(() => qformerFromHfConfig({ use_qformer_text_input: 'yes' }))).toMatch(
-      /^INVALID_CONFIG: config.json: use_qformer_text_input must be true or false/,
+      /^INVALID_CONFIG use_qformer_text_input: .*use_qformer_text_input must be true or false/,
     );
-    expect(code(() => validateQFormerConfig({ ...BLIP2_QFORMER_DEFAULTS, hiddenAct: 'tanh' as never }))).toMatch(/^UNSUPPORTED_CONFIG/);
+    expect(code(() => validateQFormerConfig({ ...BLIP2_QFORMER_DEFAULTS, hiddenAct: 'tanh' as never }))).toMatch(
+      /^UNSUPPORTED_CONFIG hiddenAct: /,
+    );
   });
 });

@@ -1,5 +1,4 @@
-import { QFormerError } from './errors.js';
-import { bool, describe, int, isObject, type Json, positive, str } from './json.js';
+import { ConfigError, type ConfigObject, fields } from '@vlmkit/config';
 
 /** Activations a Q-Former feed-forward may use (HF ACT2FN names). */
 export type QFormerActivation = 'gelu' | 'gelu_new' | 'gelu_pytorch_tanh' | 'quick_gelu' | 'relu' | 'silu';
@@ -29,7 +28,7 @@ export interface Blip2QFormerConfig {
   readonly encoderHiddenSize: number;
 }
 
-/** HF 5.17 Blip2QFormerConfig defaults for absent fields. */
+/** HF 5.17 Blip2QFormerConfig defaults for absent fields (transformers configuration_blip_2.py). */
 export const BLIP2_QFORMER_DEFAULTS: Blip2QFormerConfig = {
   hiddenSize: 768,
   numHiddenLayers: 12,
@@ -41,56 +40,54 @@ export const BLIP2_QFORMER_DEFAULTS: Blip2QFormerConfig = {
   encoderHiddenSize: 1408,
 };
 
+const HF = 'HF Blip2QFormerConfig';
+
 /**
  * Reads a Q-Former config from JSON: a Blip2QFormerConfig itself
  * (model_type blip_2_qformer) or a parent config holding one under
  * `qformer_config` (BLIP-2, InstructBLIP, Granite 4 Vision). Absent fields
  * take HF 5.17's Blip2QFormerConfig defaults. `use_qformer_text_input` may be
  * true: the text path's parameters exist then but only the query path is built.
- * Throws `QFormerError` (MISSING_CONFIG_FIELD, INVALID_CONFIG, UNSUPPORTED_CONFIG).
+ * Throws `ConfigError` (from @vlmkit/config) naming the field: MISSING_CONFIG_FIELD,
+ * INVALID_CONFIG, INCONSISTENT_CONFIG, UNSUPPORTED_CONFIG.
  */
 export function qformerFromHfConfig(json: unknown): Blip2QFormerConfig {
-  if (!isObject(json)) throw new QFormerError('MISSING_CONFIG_FIELD', `config.json must be a JSON object, got ${describe(json)}`);
-  if (json['qformer_config'] !== undefined && json['qformer_config'] !== null) {
-    const q = json['qformer_config'];
-    if (!isObject(q)) throw new QFormerError('INVALID_CONFIG', `config.json: qformer_config must be an object, got ${describe(q)}`);
-    return parseQFormer(q, 'qformer_config.');
-  }
-  const type = json['model_type'];
+  const top = fields(json, 'Q-Former config');
+  const q = top.optionalObj('qformer_config');
+  if (q !== undefined) return parseQFormer(q);
+  const type = top.optionalStr('model_type');
   if (type !== undefined && type !== 'blip_2_qformer') {
-    throw new QFormerError(
+    top.fail(
       'MISSING_CONFIG_FIELD',
-      `config.json has model_type ${describe(type)} and no qformer_config: pass a Blip2QFormerConfig (model_type "blip_2_qformer") or a config that holds one`,
+      'qformer_config',
+      `is missing and model_type is "${type}": pass a Blip2QFormerConfig (model_type "blip_2_qformer") or a config that holds one.`,
     );
   }
-  return parseQFormer(json, '');
+  return parseQFormer(top);
 }
 
-/** A Blip2QFormerConfig JSON object (at `path` inside config.json) -> config, validated. */
-export function parseQFormer(q: Json, path: string, defaults: Blip2QFormerConfig = BLIP2_QFORMER_DEFAULTS): Blip2QFormerConfig {
-  const act = str(q, 'hidden_act', path, defaults.hiddenAct);
-  if (!(ACTIVATIONS as readonly string[]).includes(act)) {
-    throw new QFormerError(
-      'UNSUPPORTED_CONFIG',
-      `config.json: ${path}hidden_act "${act}" is not supported; use one of ${ACTIVATIONS.join(', ')}`,
-    );
-  }
-  bool(q, 'use_qformer_text_input', path, false); // type-checked only: the text path is not built
+/** A Blip2QFormerConfig JSON object -> config, validated; absent fields take HF Blip2QFormerConfig's defaults. */
+export function parseQFormer(q: ConfigObject): Blip2QFormerConfig {
+  const d = BLIP2_QFORMER_DEFAULTS;
+  q.optionalBool('use_qformer_text_input'); // type-checked only: the text path is not built
   return validateQFormerConfig({
-    hiddenSize: int(q, 'hidden_size', path, defaults.hiddenSize),
-    numHiddenLayers: int(q, 'num_hidden_layers', path, defaults.numHiddenLayers),
-    numAttentionHeads: int(q, 'num_attention_heads', path, defaults.numAttentionHeads),
-    intermediateSize: int(q, 'intermediate_size', path, defaults.intermediateSize),
-    hiddenAct: act as QFormerActivation,
-    layerNormEps: positive(q, 'layer_norm_eps', path, defaults.layerNormEps),
-    crossAttentionFrequency: int(q, 'cross_attention_frequency', path, defaults.crossAttentionFrequency),
-    encoderHiddenSize: int(q, 'encoder_hidden_size', path, defaults.encoderHiddenSize),
+    hiddenSize: q.int('hidden_size', { default: d.hiddenSize, from: HF }),
+    numHiddenLayers: q.int('num_hidden_layers', { default: d.numHiddenLayers, from: HF }),
+    numAttentionHeads: q.int('num_attention_heads', { default: d.numAttentionHeads, from: HF }),
+    intermediateSize: q.int('intermediate_size', { default: d.intermediateSize, from: HF }),
+    hiddenAct: q.oneOf('hidden_act', ACTIVATIONS, { default: d.hiddenAct, from: HF, code: 'UNSUPPORTED_CONFIG' }),
+    layerNormEps: q.positive('layer_norm_eps', { default: d.layerNormEps, from: HF }),
+    crossAttentionFrequency: q.int('cross_attention_frequency', { default: d.crossAttentionFrequency, from: HF }),
+    encoderHiddenSize: q.int('encoder_hidden_size', { default: d.encoderHiddenSize, from: HF }),
   });
 }
+
+const WHAT = 'Q-Former config';
 
 /**
  * Checks a config built by hand (or by `qformerFromHfConfig`) and returns it.
  * The builders call it too, so a bad config fails before any node is added.
+ * Throws `ConfigError` naming the `Blip2QFormerConfig` key.
  */
 export function validateQFormerConfig(config: Blip2QFormerConfig): Blip2QFormerConfig {
   for (const key of [
@@ -102,23 +99,26 @@ export function validateQFormerConfig(config: Blip2QFormerConfig): Blip2QFormerC
     'encoderHiddenSize',
   ] as const) {
     const x = config[key];
-    if (!Number.isInteger(x) || x < 1)
-      throw new QFormerError('INVALID_CONFIG', `Q-Former config: ${key} must be a positive integer, got ${String(x)}`);
+    if (!Number.isInteger(x) || x < 1) throw new ConfigError('INVALID_CONFIG', key, WHAT, `must be a positive integer, got ${String(x)}.`);
   }
   if (typeof config.layerNormEps !== 'number' || !Number.isFinite(config.layerNormEps) || config.layerNormEps <= 0) {
-    throw new QFormerError('INVALID_CONFIG', `Q-Former config: layerNormEps must be a positive number, got ${String(config.layerNormEps)}`);
+    throw new ConfigError('INVALID_CONFIG', 'layerNormEps', WHAT, `must be a positive number, got ${String(config.layerNormEps)}.`);
   }
   if (!ACTIVATIONS.includes(config.hiddenAct)) {
-    throw new QFormerError(
+    throw new ConfigError(
       'UNSUPPORTED_CONFIG',
-      `Q-Former config: hiddenAct "${String(config.hiddenAct)}" is not one of ${ACTIVATIONS.join(', ')}`,
+      'hiddenAct',
+      WHAT,
+      `"${String(config.hiddenAct)}" is not one of ${ACTIVATIONS.join(', ')}.`,
     );
   }
   // HF Blip2QFormerMultiHeadAttention.__init__ raises the same.
   if (config.hiddenSize % config.numAttentionHeads !== 0) {
-    throw new QFormerError(
-      'INVALID_CONFIG',
-      `Q-Former config: hiddenSize ${config.hiddenSize} is not a multiple of numAttentionHeads ${config.numAttentionHeads}`,
+    throw new ConfigError(
+      'INCONSISTENT_CONFIG',
+      'hiddenSize',
+      WHAT,
+      `${config.hiddenSize} is not a multiple of numAttentionHeads ${config.numAttentionHeads}.`,
     );
   }
   return config;

@@ -1,5 +1,4 @@
-import { QFormerError } from './errors.js';
-import { describe, int, isObject, type Json, section } from './json.js';
+import { ConfigError, type ConfigObject, fields } from '@vlmkit/config';
 import { BLIP2_QFORMER_DEFAULTS, type Blip2QFormerConfig, parseQFormer, validateQFormerConfig } from './qformer-config.js';
 
 /**
@@ -33,61 +32,61 @@ export interface FromHfConfigOptions {
   readonly reference?: 'hf' | 'vllm';
 }
 
-/** HF 5.17 defaults of the vision sub-config by model_type (Granite4VisionConfig defaults a dict without one to CLIP). */
-const VISION_DEFAULTS: Record<string, { hidden: number; image: number; patch: number }> = {
-  siglip_vision_model: { hidden: 768, image: 224, patch: 16 },
-  clip_vision_model: { hidden: 768, image: 224, patch: 32 },
-};
+/**
+ * HF 5.17 defaults of the vision sub-config by model_type (HF SiglipVisionConfig, CLIPVisionConfig);
+ * Granite4VisionConfig.__post_init__ makes a vision_config dict without model_type a CLIP one.
+ */
+const VISION_DEFAULTS = {
+  siglip_vision_model: { hidden: 768, image: 224, patch: 16, from: 'HF SiglipVisionConfig' },
+  clip_vision_model: { hidden: 768, image: 224, patch: 32, from: 'HF CLIPVisionConfig' },
+} as const;
+
+const WHAT = 'Granite 4 Vision projector config';
 
 /**
  * Reads the downsampler's config from a Granite 4 Vision config.json
  * (HF 5.17 Granite4VisionConfig; vLLM reads the same file).
  * `downsample_rate` ("q/w") and `text_config.hidden_size` are required; the
  * vision fields take the vision model type's defaults.
- * Throws `QFormerError` (MISSING_CONFIG_FIELD, INVALID_CONFIG, UNSUPPORTED_CONFIG).
+ * Throws `ConfigError` (from @vlmkit/config) naming the field: MISSING_CONFIG_FIELD,
+ * INVALID_CONFIG, INCONSISTENT_CONFIG, UNSUPPORTED_CONFIG.
  */
 export function fromHfConfig(json: unknown, options: FromHfConfigOptions = {}): WindowQFormerConfig {
-  if (!isObject(json)) throw new QFormerError('MISSING_CONFIG_FIELD', `config.json must be a JSON object, got ${describe(json)}`);
-  const vision = section(json, 'vision_config', '');
-  const text = section(json, 'text_config', '');
-  const visionType = typeof vision['model_type'] === 'string' ? vision['model_type'] : 'clip_vision_model';
+  const top = fields(json, WHAT);
+  // An absent sub-config reads as an empty one, so its fields are named (text_config.hidden_size is missing).
+  const vision = top.optionalObj('vision_config') ?? fields({}, WHAT, 'vision_config');
+  const text = top.optionalObj('text_config') ?? fields({}, WHAT, 'text_config');
+  const visionType = vision.oneOf('model_type', ['siglip_vision_model', 'clip_vision_model'], {
+    default: 'clip_vision_model',
+    from: 'HF Granite4VisionConfig.__post_init__',
+    code: 'UNSUPPORTED_CONFIG',
+    why: 'Granite 4 Vision uses siglip_vision_model.',
+  });
   const vd = VISION_DEFAULTS[visionType];
-  if (vd === undefined) {
-    throw new QFormerError(
-      'UNSUPPORTED_CONFIG',
-      `config.json: vision_config.model_type "${visionType}" is not supported (Granite 4 Vision uses siglip_vision_model)`,
-    );
-  }
-  const dv = int(vision, 'hidden_size', 'vision_config.', vd.hidden);
-  const imageSize = int(vision, 'image_size', 'vision_config.', vd.image);
-  const patchSize = int(vision, 'patch_size', 'vision_config.', vd.patch);
+  const dv = vision.int('hidden_size', { default: vd.hidden, from: vd.from });
+  const imageSize = vision.int('image_size', { default: vd.image, from: vd.from });
+  const patchSize = vision.int('patch_size', { default: vd.patch, from: vd.from });
   // HF/vLLM: image_side = image_size // patch_size (SigLIP's conv drops a remainder).
   const imageSide = Math.floor(imageSize / patchSize);
-  const [querySide, windowSide] = parseDownsampleRate(json['downsample_rate']);
-  const derived = derivedQFormer(dv);
-  const qf = json['qformer_config'];
-  let qformer: Blip2QFormerConfig;
-  if (options.reference === 'vllm' || qf === undefined || qf === null) {
-    qformer = validateQFormerConfig(derived);
-  } else {
-    if (!isObject(qf)) throw new QFormerError('INVALID_CONFIG', `config.json: qformer_config must be an object, got ${describe(qf)}`);
-    qformer = parseQFormer(qf as Json, 'qformer_config.');
-  }
+  const [querySide, windowSide] = readDownsampleRate(top);
+  const qf = top.optionalObj('qformer_config');
+  const qformer = options.reference === 'vllm' || qf === undefined ? validateQFormerConfig(derivedQFormer(dv)) : parseQFormer(qf);
   return validateWindowQFormerConfig({
     visionHiddenSize: dv,
-    textHiddenSize: int(text, 'hidden_size', 'text_config.'),
+    textHiddenSize: text.int('hidden_size'),
     imageSide,
     querySide,
     windowSide,
-    normEps: 1e-6,
+    normEps: 1e-6, // HF and vLLM: nn.LayerNorm(vision_hidden_size, eps=1e-6), not configurable
     qformer,
   });
 }
 
 /**
- * HF Granite4VisionConfig's qformer_config when absent, and what vLLM's
- * WindowQFormerDownsampler always builds: 1 layer, Dv/64 heads,
- * intermediate 3072, cross-attention every layer, encoder width Dv.
+ * HF Granite4VisionConfig.__post_init__'s qformer_config when absent, and what vLLM's
+ * WindowQFormerDownsampler always builds: 1 layer, Dv/64 heads, intermediate
+ * 3072, cross-attention every layer, encoder width Dv; the rest HF
+ * Blip2QFormerConfig's defaults (GELU, LayerNorm eps 1e-12).
  */
 export function derivedQFormer(visionHiddenSize: number): Blip2QFormerConfig {
   return {
@@ -101,54 +100,64 @@ export function derivedQFormer(visionHiddenSize: number): Blip2QFormerConfig {
   };
 }
 
-/** "q/w" -> [q, w], as HF/vLLM split it (not reduced: "4/8" is q 4, w 8). */
+/** `downsample_rate` of a config.json: "q/w" -> [q, w], as HF/vLLM split it (not reduced: "4/8" is q 4, w 8). */
 export function parseDownsampleRate(rate: unknown): [number, number] {
-  if (rate === undefined || rate === null) {
-    throw new QFormerError('MISSING_CONFIG_FIELD', 'config.json: downsample_rate is missing (Granite 4 Vision configs set it, e.g. "4/8")');
-  }
+  return readDownsampleRate(fields({ downsample_rate: rate }, WHAT));
+}
+
+function readDownsampleRate(c: ConfigObject): [number, number] {
+  const expected = '"q/w" with positive integers (e.g. "4/8")';
+  if (!c.has('downsample_rate'))
+    c.fail('MISSING_CONFIG_FIELD', 'downsample_rate', `is missing; Granite 4 Vision configs set it to ${expected}.`);
+  const rate = c.raw('downsample_rate');
   const m = typeof rate === 'string' ? /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(rate) : null;
   if (m === null || Number(m[1]) < 1 || Number(m[2]) < 1) {
-    throw new QFormerError(
-      'INVALID_CONFIG',
-      `config.json: downsample_rate must be "q/w" with positive integers (e.g. "4/8"), got ${describe(rate)}`,
-    );
+    c.fail('INVALID_CONFIG', 'downsample_rate', `must be ${expected}, found ${JSON.stringify(rate)}.`);
   }
   return [Number(m[1]), Number(m[2])];
 }
 
+const WINDOW = 'window Q-Former config';
+
 /**
  * Checks a config built by hand (or by `fromHfConfig`) and returns it. The
  * builders call it too. Mode-specific limits (a spatial offset needs q/w = 1/2)
- * are checked by the builder.
+ * are checked by the builder. Throws `ConfigError` naming the `WindowQFormerConfig` key.
  */
 export function validateWindowQFormerConfig(config: WindowQFormerConfig): WindowQFormerConfig {
   for (const key of ['visionHiddenSize', 'textHiddenSize', 'imageSide', 'querySide', 'windowSide'] as const) {
     const x = config[key];
     if (!Number.isInteger(x) || x < 1)
-      throw new QFormerError('INVALID_CONFIG', `window Q-Former config: ${key} must be a positive integer, got ${String(x)}`);
+      throw new ConfigError('INVALID_CONFIG', key, WINDOW, `must be a positive integer, got ${String(x)}.`);
   }
   if (typeof config.normEps !== 'number' || !Number.isFinite(config.normEps) || config.normEps <= 0) {
-    throw new QFormerError('INVALID_CONFIG', `window Q-Former config: normEps must be a positive number, got ${String(config.normEps)}`);
+    throw new ConfigError('INVALID_CONFIG', 'normEps', WINDOW, `must be a positive number, got ${String(config.normEps)}.`);
   }
   const qf = validateQFormerConfig(config.qformer);
   const { visionHiddenSize: dv, imageSide: s, querySide: q, windowSide: w } = config;
   // HF/vLLM _windowed_raster views [B, s, s, C] as [B, s/w, w, s/w, w, C].
   if (s % w !== 0) {
-    throw new QFormerError(
-      'INVALID_CONFIG',
-      `window Q-Former config: image side ${s} (patches) is not a multiple of the key window side ${w} (downsample_rate ${q}/${w})`,
+    throw new ConfigError(
+      'INCONSISTENT_CONFIG',
+      'windowSide',
+      WINDOW,
+      `${w} (the key window side of downsample_rate ${q}/${w}) does not divide the image side ${s} (patches).`,
     );
   }
   if (q > w)
-    throw new QFormerError(
-      'INVALID_CONFIG',
-      `window Q-Former config: query side ${q} is larger than the key window side ${w}: downsample_rate must be at most 1`,
+    throw new ConfigError(
+      'INCONSISTENT_CONFIG',
+      'querySide',
+      WINDOW,
+      `${q} is larger than the key window side ${w}: downsample_rate must be at most 1.`,
     );
   // query (Dv) is added to the query embeds, image_positions (Dv) to the encoder states.
   if (qf.hiddenSize !== dv || qf.encoderHiddenSize !== dv) {
-    throw new QFormerError(
-      'INVALID_CONFIG',
-      `window Q-Former config: the Q-Former's hiddenSize (${qf.hiddenSize}) and encoderHiddenSize (${qf.encoderHiddenSize}) must both equal the vision hidden size ${dv}`,
+    throw new ConfigError(
+      'INCONSISTENT_CONFIG',
+      'qformer',
+      WINDOW,
+      `hiddenSize (${qf.hiddenSize}) and encoderHiddenSize (${qf.encoderHiddenSize}) must both equal the vision hidden size ${dv}.`,
     );
   }
   return config;
