@@ -7,8 +7,5 @@ export interface KvPair {
   value: Value;
 }
 
-/** One parameter a builder reads: its component-local name and shape (PyTorch [out, in] for linears). */
-export interface ParameterSpec {
-  name: string;
-  shape: number[];
-}
+/** One parameter a builder reads: its component-local name and shape (PyTorch [out, in] for linears); onnx-graph's, derived from the builders. */
+export type { ParameterSpec } from '@vlmkit/onnx-graph';

@@ -145,18 +145,30 @@ describe('ernieTextConfigFromHf', () => {
 });
 
 describe('ernieTextExpectedParameters', () => {
+  // The list is a dry run of the decoder, so it holds what the chosen expert path reads (per-expert
+  // tensors for 'sparse', the stacked ones for 'all', never both) and, tied, no lm_head.weight.
   it('lists the docs/parameter-names.md names with their shapes (28B: counts and a few shapes)', () => {
-    const params = ernieTextExpectedParameters(ernieTextConfigFromHf(baidu28b));
+    const config = ernieTextConfigFromHf(baidu28b);
+    const params = ernieTextExpectedParameters(config);
     const byName = new Map(params.map((p) => [p.name, p.shape]));
     expect(byName.get('layers.0.self_attn.qkv_proj.weight')).toEqual([(20 + 8) * 128, 2560]);
     expect(byName.get('layers.0.mlp.gate_up_proj.weight')).toEqual([2 * 12288, 2560]);
-    expect(byName.get('layers.1.mlp.text_experts.w13_weight')).toEqual([64, 3072, 2560]);
-    expect(byName.get('layers.1.mlp.vision_experts.w2_weight')).toEqual([64, 2560, 512]);
     expect(byName.get('layers.27.mlp.shared_experts.gate_up_proj.weight')).toEqual([2 * 3072, 2560]);
     expect(byName.get('layers.5.mlp.vision_experts_gate.weight')).toEqual([64, 2560]);
-    expect(byName.get('lm_head.weight')).toEqual([103424, 2560]);
     expect(byName.get('layers.1.mlp.vision_experts.63.down_proj.weight')).toEqual([2560, 512]);
-    // embed + norm + lm_head, 4 per layer, dense layer 2, MoE layers 4 per modality + 2 shared + 3 per expert.
-    expect(params.length).toBe(3 + 28 * 4 + 2 + 27 * (10 + 3 * (64 + 64)));
+    expect(byName.has('layers.1.mlp.text_experts.w13_weight')).toBe(false);
+    expect(byName.has('lm_head.weight')).toBe(false); // tied: the head reads embed_tokens.weight
+    // embed + norm, 4 per layer, dense layer 2, MoE layers 2 per modality + 2 shared + 3 per expert.
+    expect(params.length).toBe(2 + 28 * 4 + 2 + 27 * (6 + 3 * (64 + 64)));
+
+    const all = new Map(ernieTextExpectedParameters(config, { experts: 'all' }).map((p) => [p.name, p.shape]));
+    expect(all.get('layers.1.mlp.text_experts.w13_weight')).toEqual([64, 3072, 2560]);
+    expect(all.get('layers.1.mlp.vision_experts.w2_weight')).toEqual([64, 2560, 512]);
+    expect(all.has('layers.1.mlp.vision_experts.63.down_proj.weight')).toBe(false);
+    // embed + norm, 4 per layer, dense layer 2, MoE layers 4 per modality + 2 shared.
+    expect(all.size).toBe(2 + 28 * 4 + 2 + 27 * 10);
+
+    const untied = new Map(ernieTextExpectedParameters({ ...config, tieWordEmbeddings: false }).map((p) => [p.name, p.shape]));
+    expect(untied.get('lm_head.weight')).toEqual([103424, 2560]);
   });
 });

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import type { Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { mapErnie45VL } from '@vlmkit/weight-mapper';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, type FixtureCase, loadCase, numbers, readAll, readJson, requireFixtures } from '../test-utils/fixtures.js';
+import { mapErnieDecoder } from '../test-utils/map-decoder.js';
 import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
 import { argmax, type StepInput, step } from '../test-utils/runner.js';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from './config.js';
@@ -77,7 +77,7 @@ describe('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny)'
     cfg = ernieTextConfigFromHf(top);
     ckpt = await Checkpoint.open(join(FIXTURES, MODEL));
     const t0 = performance.now();
-    const { decoder, report } = await mapErnie45VL(ckpt, top);
+    const { decoder, report } = await mapErnieDecoder(ckpt, cfg);
     expect(report.missing).toEqual([]);
     decoderWeights = decoder;
     session = await sessionFor(buildErnieTextDecoderModel(decoder, cfg, { outputHiddenStates: true, outputRouting: true }));
@@ -251,7 +251,7 @@ describe('ERNIE text decoder on a bf16 checkpoint', () => {
     const cfg = ernieTextConfigFromHf(top);
     const ckpt = await Checkpoint.open(join(FIXTURES, BF16));
     try {
-      const weights = (await mapErnie45VL(ckpt, top)).decoder;
+      const weights = (await mapErnieDecoder(ckpt, cfg)).decoder;
       expect(weights.get('layers.1.self_attn.qkv_proj.weight').dtype).toBe('bfloat16');
       expect(weights.get('layers.1.mlp.text_experts_gate.weight').dtype).toBe('float32');
       const session = await sessionFor(buildErnieTextDecoderModel(weights, cfg));

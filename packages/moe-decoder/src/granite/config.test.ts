@@ -136,12 +136,16 @@ describe('graniteTextConfigFromHf', () => {
   it('expected parameters: packed qkv_proj / gate_up_proj shapes, biases only when configured', () => {
     const c = graniteTextConfigFromHf(hub3b);
     const p = new Map(graniteTextExpectedParameters(c).map((x) => [x.name, x.shape]));
-    expect(p.size).toBe(1 + 40 * 6 + 2);
+    // A dry run of the decoder: tied, the head reads embed_tokens.weight, so no lm_head.weight is listed.
+    expect(p.size).toBe(1 + 40 * 6 + 1);
     expect(p.get('layers.39.self_attn.qkv_proj.weight')).toEqual([(40 + 16) * 64, 2560]);
     expect(p.get('layers.0.mlp.gate_up_proj.weight')).toEqual([2 * 8192, 2560]);
-    expect(p.get('lm_head.weight')).toEqual([100353, 2560]);
+    expect(p.has('lm_head.weight')).toBe(false);
+    expect(graniteTextExpectedParameters({ ...c, tieWordEmbeddings: false }).find((x) => x.name === 'lm_head.weight')?.shape).toEqual([
+      100353, 2560,
+    ]);
     const biased = graniteTextExpectedParameters({ ...c, attentionBias: true, mlpBias: true });
-    expect(biased.length).toBe(1 + 40 * 10 + 2);
+    expect(biased.length).toBe(1 + 40 * 10 + 1);
     expect(biased.find((x) => x.name === 'layers.0.self_attn.qkv_proj.bias')?.shape).toEqual([(40 + 16) * 64]);
   });
 });

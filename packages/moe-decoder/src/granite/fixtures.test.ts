@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import type { Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { mapGranite4Vision } from '@vlmkit/weight-mapper';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, type FixtureCase, loadCase, numbers, readJson, requireFixtures } from '../test-utils/fixtures.js';
 import { type GraniteStepInput, graniteStep } from '../test-utils/granite-runner.js';
+import { mapGraniteDecoder } from '../test-utils/map-decoder.js';
 import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
 import { argmax } from '../test-utils/runner.js';
 import { type GraniteTextConfig, graniteTextConfigFromHf } from './config.js';
@@ -61,7 +61,7 @@ describe('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-ti
     levels = graniteDeepstackLevels(top);
     ckpt = await Checkpoint.open(join(FIXTURES, MODEL));
     const t0 = performance.now();
-    const { decoder, report } = await mapGranite4Vision(ckpt, top);
+    const { decoder, report } = await mapGraniteDecoder(ckpt, cfg);
     expect(report.missing).toEqual([]);
     decoderWeights = decoder;
     session = await sessionFor(buildGraniteTextDecoderModel(decoder, cfg, { levels, outputHiddenStates: true }));

@@ -31,7 +31,8 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
   const refs = new Map<string, TensorRef>();
   let k = seed * 1000;
   const perExpert = /_experts\.\d+\./;
-  for (const p of ernieTextExpectedParameters(config)) {
+  // The stacked experts ('all'), per-expert views of them added below; the order of the random draws is the lists'.
+  for (const p of ernieTextExpectedParameters(config, { experts: 'all' })) {
     if (p.name === 'lm_head.weight' && config.tieWordEmbeddings) continue;
     if (perExpert.test(p.name)) continue; // views of the stacked tensors, below
     const n = p.shape.reduce((a, b) => a * b, 1);
@@ -49,7 +50,11 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
     const m = /^(.*_experts)\.w13_weight$/.exec(name);
     if (!m) continue;
     const w2 = arrays.get(`${m[1]}.w2_weight`)!;
-    const [E, twoI, D] = ernieTextExpectedParameters(config).find((p) => p.name === name)!.shape as [number, number, number];
+    const [E, twoI, D] = ernieTextExpectedParameters(config, { experts: 'all' }).find((p) => p.name === name)!.shape as [
+      number,
+      number,
+      number,
+    ];
     const I = twoI / 2;
     for (let e = 0; e < E; e++) {
       const at = (k: string, shape: number[], data: Float32Array) => refs.set(`${m[1]}.${e}.${k}`, tensorFromArray('float32', shape, data));
