@@ -133,6 +133,8 @@ for (const { m } of loaded.values()) await m.release();
 for (const d of scratch) rmSync(d, { recursive: true, force: true });
 const failed = rows.filter((r) => !(r.devVsCpu < TOLERANCE) || !r.idsEqual);
 if (failed.length > 0) {
-  console.log(`\n${failed.length} case(s) outside ${TOLERANCE} or with different ids: ${failed.map((r) => `${r.model}/${r.case}`).join(', ')}`);
+  console.log(
+    `\n${failed.length} case(s) outside ${TOLERANCE} or with different ids: ${failed.map((r) => `${r.model}/${r.case}`).join(', ')}`,
+  );
   process.exitCode = 1;
 }

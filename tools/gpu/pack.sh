@@ -4,8 +4,11 @@
 # folders and the node_modules it needs at run time, onnxruntime-node's linux/x64 binding with the CUDA EP
 # installed by tools/gpu/install-cuda-ep.mjs, and tools/gpu. One .tar.xz, split into parts small enough to travel
 # with the working tree in one transfer each (PART_MIB, default 40), plus its sha256.
-# usage: tools/gpu/pack.sh [CUDA_EP_TGZ]   (the npm pack of com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9;
-#                                           fetched with npm when not given)
+# usage: [REF=commit] [OVERLAY="path..."] tools/gpu/pack.sh [CUDA_EP_TGZ]
+#   CUDA_EP_TGZ: the npm pack of com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9 (fetched with npm when not given)
+#   REF: the commit to build (default HEAD; pick one that builds when others' commits are half-way)
+#   OVERLAY: paths taken from HEAD over REF before building (e.g. a fix the check needs); tools/gpu always comes
+#            from the working tree. STAGE_INFO in the stage records all three.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 ep_tgz=${1:-}
@@ -16,9 +19,10 @@ build=$work/build
 stage=$work/stage
 mkdir -p "$build" "$stage/bin"
 
-commit=$(git -C "$repo" rev-parse HEAD)
+commit=$(git -C "$repo" rev-parse "${REF:-HEAD}")
 echo "building $commit in $build"
-git -C "$repo" archive HEAD | tar x -C "$build"
+git -C "$repo" archive "$commit" | tar x -C "$build"
+for p in ${OVERLAY:-}; do git -C "$repo" show "HEAD:$p" > "$build/$p"; done
 ln -s "$repo/node_modules" "$build/node_modules"
 for d in "$repo"/packages/*/node_modules; do
   p=$(basename "$(dirname "$d")")
@@ -29,10 +33,11 @@ done
 echo "staging"
 cp "$(command -v node)" "$stage/bin/node"
 echo "$commit" > "$stage/COMMIT"
+echo "commit $commit${OVERLAY:+ + from $(git -C "$repo" rev-parse --short HEAD): $OVERLAY}; tools/gpu from the working tree" > "$stage/STAGE_INFO"
 node --version > "$stage/NODE_VERSION"
 cp "$build/package.json" "$stage/"
 mkdir -p "$stage/tools"
-cp -a "$build/tools/gpu" "$stage/tools/"
+cp -a "$repo/tools/gpu" "$stage/tools/"
 for p in "$build"/packages/*/; do
   name=$(basename "$p")
   [ -d "$p/dist" ] || continue
@@ -41,7 +46,7 @@ for p in "$build"/packages/*/; do
   [ -d "$p/node_modules" ] && cp -a "$p/node_modules" "$stage/packages/$name/"
 done
 mkdir -p "$stage/node_modules/.pnpm"
-node "$build/tools/gpu/deps.mjs" "$build" "$build"/packages/*/ > "$work/deps.txt"
+node "$repo/tools/gpu/deps.mjs" "$build" "$build"/packages/*/ > "$work/deps.txt"
 while read -r entry; do
   # Copy the entry with its symlinks as they are (relative, inside .pnpm); onnxruntime-node without the
   # binaries of other platforms (230 MB of darwin/win32/arm64).
@@ -59,7 +64,7 @@ out=$repo/.gpu-parts
 rm -rf "$out"
 mkdir -p "$out"
 echo "compressing (xz -6, $(nproc) threads)"
-tar c -C "$stage" . | xz -6 -T"$(nproc)" > "$work/stage.tar.xz"
+tar c -C "$stage" bin COMMIT STAGE_INFO NODE_VERSION package.json tools packages node_modules | xz -6 -T"$(nproc)" > "$work/stage.tar.xz"
 (cd "$work" && sha256sum stage.tar.xz) > "$out/stage.tar.xz.sha256"
 split -b "${part_mib}M" -d -a 2 "$work/stage.tar.xz" "$out/stage.tar.xz.part-"
 echo "$commit" > "$out/COMMIT"

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The device check, on a machine with an NVIDIA GPU, CUDA 13 libraries in Python's nvidia-* packages, no network
+# and no Node (tools/gpu/README.md). Run from the repository root (its test-fixtures/ are used).
+#
+#   tools/gpu/check.sh add-part FILE.. keep one part of tools/gpu/pack.sh's output in $VLMKIT_GPU_DIR/parts
+#                                      (one per transfer) and say what is there
+#   tools/gpu/check.sh run [PARTS_DIR] reassemble and verify the parts (default: $VLMKIT_GPU_DIR/parts), unpack,
+#                                      run the fixture cases on CUDA and on CPU, print the table, nvidia-smi
+#   tools/gpu/check.sh env             only show the GPU and the CUDA libraries the loader will find
+#
+# Logs and the JSON results go to $OUT when set (the device tool's folder that comes back), else $VLMKIT_GPU_DIR.
+set -uo pipefail
+dir=${VLMKIT_GPU_DIR:-/tmp/vlmkit-gpu}
+out=${OUT:-$dir}
+device=${VLMKIT_GPU_DEVICE:-cuda} # cpu: the dry run of the whole path on a machine without a GPU
+mkdir -p "$dir/parts" "$out"
+
+cuda_env() {
+  # The CUDA 13 runtime, cuBLAS, cuRAND and cuDNN from pip's nvidia-* packages, and the driver's folder.
+  local libs
+  libs=$(python3 -c 'import nvidia, glob, os; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + "/**/lib*.so*", recursive=True)})))' 2>/dev/null)
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do [ -d "$d" ] && libs=$libs:$d; done
+  export LD_LIBRARY_PATH=${libs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
+show_env() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>&1
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcudnn.so.9 libcuda.so.1; do
+    found=$(for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/$lib" ] && echo "$d/$lib" && break; done)
+    [ -z "$found" ] && found=$(ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l { print $NF; exit }')
+    echo "  $lib: ${found:-NOT FOUND}"
+  done
+}
+
+case "${1:-}" in
+  add-part)
+    shift
+    [ $# -gt 0 ] || { echo "usage: check.sh add-part FILE..."; exit 2; }
+    cp "$@" "$dir/parts/" || exit 1
+    ls -la "$dir/parts"
+    ;;
+  env)
+    cuda_env
+    show_env
+    ;;
+  run)
+    parts=${2:-$dir/parts}
+    cuda_env
+    {
+      echo "== $(date -u +%FT%TZ) $(hostname)"
+      show_env
+      echo "== reassembling $(ls "$parts"/stage.tar.xz.part-* | wc -l) parts"
+      cat "$parts"/stage.tar.xz.part-* > "$dir/stage.tar.xz" || exit 1
+      (cd "$dir" && sha256sum -c "$parts/stage.tar.xz.sha256") || exit 1
+      rm -rf "$dir/stage" && mkdir -p "$dir/stage"
+      if command -v xz > /dev/null; then
+        xz -dc "$dir/stage.tar.xz" | tar x -C "$dir/stage" || exit 1
+      else
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$dir/stage.tar.xz" |
+          tar x -C "$dir/stage" || exit 1
+      fi
+      rm -f "$dir/stage.tar.xz"
+      stage=$dir/stage
+      echo "== stage: $(cat "$stage/STAGE_INFO"), node $("$stage/bin/node" --version)"
+      ep=$stage/node_modules/.pnpm/onnxruntime-node@1.29.0/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime_providers_cuda.so
+      echo "== ldd $(basename "$ep") (missing ones):"
+      ldd "$ep" | grep -i 'not found' || echo "  none"
+      echo "== fixture cases, $device vs cpu"
+      timeout 420 "$stage/bin/node" "$stage/tools/gpu/fixture-check.mjs" --device "$device" --fixtures "$PWD/test-fixtures" --out "$out/fixture-check.json"
+      echo "fixture-check exit $?"
+      echo "== nvidia-smi"
+      nvidia-smi
+    } 2>&1 | tee "$out/check.log"
+    ;;
+  *)
+    sed -n 2,13p "$0"
+    exit 2
+    ;;
+esac
