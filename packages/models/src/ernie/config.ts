@@ -19,7 +19,11 @@ export interface Ernie45VLConfig {
   readonly reference: ErnieReference;
 }
 
-/** Reads config.json (HF 5.17 layout with text_config/vision_config, or the hub's flat Baidu layout). */
+/**
+ * Reads config.json (HF 5.17 layout with text_config/vision_config, or the hub's flat Baidu layout):
+ * each component's part through its own reader, so a bad field throws `ConfigError` (from
+ * @vlmkit/config) naming its path.
+ */
 export function ernie45VLConfig(json: Record<string, unknown>, reference: ErnieReference = 'vllm'): Ernie45VLConfig {
   return {
     vision: ErnieVisionConfig.fromHfConfig(json, { reference }),

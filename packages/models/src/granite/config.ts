@@ -1,23 +1,19 @@
+import { type ConfigObject, fields } from '@vlmkit/config';
+import { type GraniteDeepstackLevel, type GraniteTextConfig, graniteDeepstackPlan, graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
 import { type WindowQFormerConfig, fromHfConfig as windowFromHf } from '@vlmkit/qformer';
 import { SiglipVisionConfig } from '@vlmkit/vision-tower';
-import { ModelError } from '../errors.js';
 import type { Size } from './anyres.js';
 
-/** One injected feature level: which vision hidden state, which projector, which LLM layer. */
-export interface GraniteLevel {
+/** One injected feature level (moe-decoder's `graniteDeepstackPlan`) and its index k among the levels. */
+export interface GraniteLevel extends GraniteDeepstackLevel {
   k: number;
-  kind: 'layerwise' | 'spatial';
-  /** Projector index within its kind (spatial: the 2x2 offset TL, TR, BL, BR). */
-  projector: number;
-  /** Index into the SigLIP hidden states [embeddings, layer 1, ...]; negative counts from the end. */
-  visionLayer: number;
-  /** The decoder layer before which the level is added. */
-  llmLayer: number;
 }
 
 export interface Granite4VisionConfig {
   readonly vision: SiglipVisionConfig;
   readonly projector: WindowQFormerConfig;
+  /** The decoder's config (`graniteTextConfigFromHf`); the levels are checked against its depth. */
+  readonly text: GraniteTextConfig;
   readonly pinpoints: readonly Size[];
   readonly imageTokenId: number;
   readonly selectStrategy: 'full' | 'default';
@@ -27,49 +23,35 @@ export interface Granite4VisionConfig {
   readonly raw: Record<string, unknown>;
 }
 
-function intPairs(v: unknown, name: string): [number, number][] {
-  if (!Array.isArray(v) || !v.every((p) => Array.isArray(p) && p.length === 2 && p.every(Number.isInteger))) {
-    throw new ModelError('BAD_CONFIG', `config.json: ${name} must be a list of [int, int] pairs, got ${JSON.stringify(v)}`);
-  }
-  return v as [number, number][];
-}
-
-/** Reads a Granite 4 Vision config.json (HF 5.17 layout; the hub's is the same shape). */
+/**
+ * Reads a Granite 4 Vision config.json (HF 5.17 layout; the hub's is the same
+ * shape): each component's part through its own reader, the deepstack levels
+ * through moe-decoder's `graniteDeepstackPlan` (checked against the decoder
+ * depth), the rest here. Throws `ConfigError` (from @vlmkit/config) naming the field.
+ */
 export function granite4VisionConfig(json: Record<string, unknown>): Granite4VisionConfig {
-  const vision = SiglipVisionConfig.fromHfConfig(json.vision_config ?? {});
+  const c: ConfigObject = fields(json, 'Granite 4 Vision config');
+  // HF Granite4VisionConfig.__post_init__: no vision_config -> SiglipVisionConfig() with its defaults.
+  const vision = SiglipVisionConfig.fromHfConfig(c.has('vision_config') ? json : { vision_config: {} });
   const projector = windowFromHf(json);
-  const deepstack = intPairs(json.deepstack_layer_map, 'deepstack_layer_map');
-  const spatialTargets = (json.spatial_target_layers ?? []) as number[];
-  const useSpatial = json.use_spatial_sampling !== false;
-  const spatialLayer = Number(json.spatial_vision_layer ?? -1);
-  const levels: GraniteLevel[] = deepstack.map(([visionLayer, llmLayer], k) => ({
-    k,
-    kind: 'layerwise',
-    projector: k,
-    visionLayer,
-    llmLayer,
-  }));
-  if (useSpatial) {
-    spatialTargets.forEach((llmLayer, i) => {
-      levels.push({ k: levels.length, kind: 'spatial', projector: i, visionLayer: spatialLayer, llmLayer });
-    });
-  }
-  const strategy = json.vision_feature_select_strategy ?? 'default';
-  if (strategy !== 'full' && strategy !== 'default') {
-    throw new ModelError(
-      'BAD_CONFIG',
-      `config.json: vision_feature_select_strategy must be 'full' or 'default', got ${JSON.stringify(strategy)}`,
-    );
-  }
-  const imageTokenId = json.image_token_index ?? json.image_token_id;
-  if (!Number.isInteger(imageTokenId)) throw new ModelError('BAD_CONFIG', 'config.json has no image_token_index / image_token_id');
+  const text = graniteTextConfigFromHf(json);
+  const levels = graniteDeepstackPlan(json, text.numHiddenLayers).map((l, k) => ({ k, ...l }));
   return {
     vision,
     projector,
-    pinpoints: intPairs(json.image_grid_pinpoints, 'image_grid_pinpoints'),
-    imageTokenId: imageTokenId as number,
-    selectStrategy: strategy,
-    imageNewline: json.use_image_newline_parameter !== false,
+    text,
+    // HF's default pinpoints are LLaVA-NeXT's 336-px grid, not Granite's: required.
+    pinpoints: c.intPairs('image_grid_pinpoints', { min: 1 }),
+    // HF Granite4VisionConfig's default (32000, LLaVA's) is not Granite's: required.
+    imageTokenId: c.has('image_token_index') ? c.int('image_token_index', { min: 0 }) : c.int('image_token_id', { min: 0 }),
+    selectStrategy: c.oneOf('vision_feature_select_strategy', ['default', 'full'], {
+      default: 'default',
+      from: 'HF Granite4VisionConfig (vLLM: full)',
+    }),
+    imageNewline: c.bool('use_image_newline_parameter', {
+      default: true,
+      from: 'HF Granite4VisionModel (LlavaNext: image_newline always present)',
+    }),
     levels,
     raw: json,
   };
