@@ -1,12 +1,20 @@
 import { Template } from '@huggingface/jinja';
 import { ProcessorError } from '../errors.js';
 
-/** A content part of a message, as HF processors take them: text, or a media slot the template turns into a placeholder. */
-export type ContentPart =
-  | { type: 'text'; text: string }
-  | { type: 'image'; [key: string]: unknown }
-  | { type: 'video'; [key: string]: unknown }
-  | { type: string; [key: string]: unknown };
+/**
+ * A content part of a message, as HF processors take them: `{ type: 'text', text }`, or a media slot
+ * (`{ type: 'image' }`, `{ type: 'video' }`) the template turns into a placeholder; `image` / `url` /
+ * `path` name the media when the processor should load it.
+ */
+export interface ContentPart {
+  type: 'text' | 'image' | 'video' | (string & {});
+  text?: string;
+  image?: unknown;
+  url?: unknown;
+  path?: unknown;
+  video?: unknown;
+  [key: string]: unknown;
+}
 
 /** A chat message: `content` is a string or a list of parts (`{ type: 'image' }`, `{ type: 'text', text }`). */
 export interface ChatMessage {

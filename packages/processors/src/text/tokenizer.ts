@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer as RustTokenizer } from 'tokenizers';
-import { ProcessorError } from '../errors.js';
+import { ProcessorError, type ProcessorErrorCode } from '../errors.js';
 import { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './detokenizer.js';
 
 /** HF's named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES). */
@@ -83,12 +83,12 @@ export function parseTokenizerConfig(raw: Record<string, unknown>): TokenizerCon
   return cfg;
 }
 
-export interface EncodeOptions {
+export interface TokenizerEncodeOptions {
   /** Add the special tokens the tokenizer's post-processor adds (BOS, ...). Default true, as HF's `tokenizer(text)`. */
   addSpecialTokens?: boolean;
 }
 
-export interface DecodeOptions {
+export interface TokenizerDecodeOptions {
   /** Drop special tokens (BOS, EOS, image placeholders, ...). Default false, as HF's `decode`. */
   skipSpecialTokens?: boolean;
 }
@@ -187,7 +187,7 @@ export class Tokenizer {
   }
 
   /** Text to ids, as HF's `tokenizer(text)["input_ids"]` (no padding, no truncation). */
-  async encode(text: string, options: EncodeOptions = {}): Promise<number[]> {
+  async encode(text: string, options: TokenizerEncodeOptions = {}): Promise<number[]> {
     const add = options.addSpecialTokens ?? true;
     if (this.#template === undefined) {
       return (await this.backend.encode(text, null, { addSpecialTokens: add })).getIds();
@@ -197,7 +197,7 @@ export class Tokenizer {
   }
 
   /** Ids to text, as HF's `tokenizer.decode(ids, skip_special_tokens)`. */
-  async decode(ids: readonly number[] | ArrayLike<number | bigint>, options: DecodeOptions = {}): Promise<string> {
+  async decode(ids: readonly number[] | ArrayLike<number | bigint>, options: TokenizerDecodeOptions = {}): Promise<string> {
     const list = Array.from(ids as ArrayLike<number | bigint>, Number);
     const text = await this.backend.decode(list, options.skipSpecialTokens ?? false);
     return this.#cleanUp ? cleanUpTokenization(text) : text;
@@ -224,8 +224,8 @@ function cleanUpTokenization(text: string): string {
     .replaceAll(" 're", "'re");
 }
 
-/** A JSON object file, or `{}` when the file does not exist. */
-export async function readJsonIfPresent(path: string): Promise<Record<string, unknown>> {
+/** A JSON object file, or `{}` when the file does not exist; a file that is not a JSON object throws `code`. */
+export async function readJsonIfPresent(path: string, code: ProcessorErrorCode = 'TOKENIZER_ERROR'): Promise<Record<string, unknown>> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -238,6 +238,6 @@ export async function readJsonIfPresent(path: string): Promise<Record<string, un
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
     return v as Record<string, unknown>;
   } catch (e) {
-    throw new ProcessorError('TOKENIZER_ERROR', `${path} is not a JSON object: ${(e as Error).message}`, { cause: e });
+    throw new ProcessorError(code, `${path} is not a JSON object: ${(e as Error).message}`, { cause: e });
   }
 }
