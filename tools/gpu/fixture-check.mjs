@@ -1,7 +1,7 @@
 // The fixture cases of both tiny models on DEVICE (cuda) and on CPU, in one process: max relative logits
 // difference DEVICE vs CPU per case (goal < 1e-4 in float32), each against HF's expected logits, greedy ids,
 // and where ORT placed the nodes of every built graph (tools/gpu/README.md).
-// usage: node tools/gpu/fixture-check.mjs [--device cuda|cpu] [--fixtures DIR] [--out FILE.json]
+// usage: node tools/gpu/fixture-check.mjs [--device cuda|cpu] [--fixtures DIR] [--out FILE.json] [--no-placement]
 // `--device cpu` is the dry run: the same path with CPU on both sides (differences 0). Needs `pnpm build`.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,9 +11,13 @@ import { loadPretrained, readNamedTensors } from '../../packages/models/dist/ind
 import { formatPlacement, nodePlacement } from '../../packages/runtime/dist/index.js';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const args = { device: 'cuda', fixtures: join(root, 'test-fixtures'), out: undefined };
+const args = { device: 'cuda', fixtures: join(root, 'test-fixtures'), out: undefined, placement: true };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
+  if (a === '--no-placement') {
+    args.placement = false;
+    continue;
+  }
   const v = process.argv[++i];
   if (a === '--device') args.device = v;
   else if (a === '--fixtures') args.fixtures = resolve(v);
@@ -113,7 +117,7 @@ const lines = [
 const placements = [];
 const seen = new Set();
 for (const [key, { cacheDir, graphs }] of loaded) {
-  if (!key.endsWith(`|${D}`)) continue;
+  if (!args.placement || !key.endsWith(`|${D}`)) continue;
   for (const g of graphs) {
     const kind = g.replace(/-[0-9a-f]+\.onnx$/, '');
     if (seen.has(kind)) continue;
@@ -122,8 +126,10 @@ for (const [key, { cacheDir, graphs }] of loaded) {
     placements.push({ graph: kind, file: g, placement: p, lines: formatPlacement(p) });
   }
 }
-lines.push('', `| graph | nodes per provider (ORT placement on ${D}) |`, '| --- | --- |');
-for (const p of placements) lines.push(`| ${p.graph} | ${p.lines.join('; ')} |`);
+if (args.placement) {
+  lines.push('', `| graph | nodes per provider (ORT placement on ${D}) |`, '| --- | --- |');
+  for (const p of placements) lines.push(`| ${p.graph} | ${p.lines.join('; ')} |`);
+}
 
 console.log(`device reasons:\n${[...reasons].map((r) => `  ${r}`).join('\n')}\n`);
 console.log(lines.join('\n'));
