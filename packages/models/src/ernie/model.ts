@@ -4,7 +4,6 @@ import { buildErnieTextDecoderModel, ernieDecodePositions, ernieRotaryTables } f
 import type { GridThw } from '@vlmkit/mrope';
 import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { mapErnie45VL } from '@vlmkit/weight-mapper';
 import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
@@ -12,6 +11,7 @@ import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
 import { analyzePrompt, type ErniePrompt } from './prompt.js';
 import { buildErnieVisionEncoder, visionEncoderFeeds } from './vision-encoder.js';
+import { loadErnieWeights } from './weights.js';
 
 /** HF forward kwargs, by their HF names. */
 export interface ErnieInputs {
@@ -70,7 +70,7 @@ export class Ernie45VL {
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = ernie45VLConfig(json, options.reference ?? 'vllm');
     const ckpt = await Checkpoint.open(root);
-    const mapped = await mapErnie45VL(ckpt, json);
+    const mapped = await loadErnieWeights(ckpt, config);
     const t1 = performance.now();
     const vision = await cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options);
     const decoder = await cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options);

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { buildGraniteTextDecoderModel, type GraniteTextConfig, graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
 import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { loraOverlay, mapGranite4Vision, readLoraAdapter } from '@vlmkit/weight-mapper';
+import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
@@ -11,6 +11,7 @@ import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
 import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
+import { loadGraniteWeights } from './weights.js';
 
 /** HF forward kwargs, by their HF names. */
 export interface GraniteInputs {
@@ -60,7 +61,7 @@ export class Granite4Vision {
     const text = graniteTextConfigFromHf(json);
     const ckpt = await Checkpoint.open(root);
     const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
-    const mapped = await mapGranite4Vision(ckpt, json, adapter ? { overlay: loraOverlay(adapter) } : {});
+    const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
     const t1 = performance.now();
     const vision = await cachedSession(
       buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config),

@@ -1,14 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
 import { modelBytes } from '@vlmkit/onnx-graph';
 import { createSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { mapGranite4Vision } from '@vlmkit/weight-mapper';
 import { describe, expect, it } from 'vitest';
 import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
 import type { Size } from './anyres.js';
 import { granite4VisionConfig } from './config.js';
 import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
+import { loadGraniteWeights } from './weights.js';
 
 describe.each(
   fixtureCases('granite-tiny').filter((c) => c.json.adapter === undefined),
@@ -17,7 +18,7 @@ describe.each(
     const json = JSON.parse(await readFile(join(c.checkpoint, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = granite4VisionConfig(json);
     const ckpt = await Checkpoint.open(c.checkpoint);
-    const mapped = await mapGranite4Vision(ckpt, json);
+    const mapped = await loadGraniteWeights(ckpt, config, graniteTextConfigFromHf(json));
     const g = buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config);
     const session = await createSession(await modelBytes(g), { device: 'cpu' });
     const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
