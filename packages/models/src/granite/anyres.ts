@@ -1,31 +1,10 @@
-import { ModelError } from '../errors.js';
+import { selectBestResolution } from '@vlmkit/processors';
 
 /** [height, width]. */
 export type Size = readonly [number, number];
 
-/**
- * The pinpoint resolution an image is resized into: the one that keeps the
- * most of the image's pixels, then wastes the least (HF
- * image_processing_utils.select_best_resolution; LLaVA-NeXt's rule).
- */
-export function selectBestResolution(original: Size, pinpoints: readonly Size[]): Size {
-  const [oh, ow] = original;
-  let best: Size | undefined;
-  let maxEffective = 0;
-  let minWasted = Number.POSITIVE_INFINITY;
-  for (const [h, w] of pinpoints) {
-    const scale = Math.min(w / ow, h / oh);
-    const effective = Math.min(Math.trunc(ow * scale) * Math.trunc(oh * scale), ow * oh);
-    const wasted = w * h - effective;
-    if (effective > maxEffective || (effective === maxEffective && wasted < minWasted)) {
-      maxEffective = effective;
-      minWasted = wasted;
-      best = [h, w];
-    }
-  }
-  if (best === undefined) throw new ModelError('BAD_CONFIG', 'image_grid_pinpoints is empty');
-  return best;
-}
+// The best-fit rule is the image processor's (LLaVA-NeXT select_best_resolution); one copy, in @vlmkit/processors.
+export { selectBestResolution };
 
 export interface AnyresLayout {
   /** Tiles of the best-fit resolution: rows and columns. */
