@@ -48,6 +48,7 @@ describe('int', () => {
     expect(c.int('n')).toBe(4);
     expect(c.int('zero', { min: 0 })).toBe(0);
     expect(c.int('neg', { min: -5 })).toBe(-2);
+    expect(c.int('neg', { min: Number.NEGATIVE_INFINITY })).toBe(-2);
     expect(c.int('big', { max: 9 })).toBe(9);
     expect(c.optionalInt('n')).toBe(4);
     expect(c.optionalInt('absent')).toBeUndefined();
@@ -60,6 +61,12 @@ describe('int', () => {
     expectError(() => c.int('neg', { min: 0 }), 'INVALID_CONFIG', 'text_config.neg', /must be an integer >= 0, found -2/);
     expectError(() => c.int('big', { min: 1, max: 8 }), 'INVALID_CONFIG', 'text_config.big', /must be an integer in \[1, 8\], found 9/);
     expectError(() => c.optionalInt('zero'), 'INVALID_CONFIG', 'text_config.zero', /found 0/);
+    expectError(
+      () => c.int('f', { min: Number.NEGATIVE_INFINITY }),
+      'INVALID_CONFIG',
+      'text_config.f',
+      /must be an integer, found 1\.5\.$/,
+    );
   });
   it('a default is used only when the field is absent or null, and is recorded with its source', () => {
     const d = text({ k: null, given: 2 });

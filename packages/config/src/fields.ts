@@ -34,6 +34,8 @@ function isInt(x: unknown): x is number {
 }
 
 function intRange(min: number | undefined, max: number | undefined): string {
+  if (min === Number.NEGATIVE_INFINITY) min = undefined;
+  if (max === Number.POSITIVE_INFINITY) max = undefined;
   if (min !== undefined && max !== undefined) return `an integer in [${min}, ${max}]`;
   if (min !== undefined) return min === 1 ? 'a positive integer' : `an integer >= ${min}`;
   if (max !== undefined) return `an integer <= ${max}`;
@@ -114,7 +116,7 @@ export class ConfigObject {
     return this.fail('INVALID_CONFIG', key, `must be ${expected}, found ${describeValue(v)}.`);
   }
 
-  /** An integer in [min, max]; min is 1 unless given (sizes and counts), max unbounded. */
+  /** An integer in [min, max]; min is 1 unless given (sizes and counts; `-Infinity` for any integer), max unbounded. */
   int(key: string, opts: IntOptions = {}): number {
     const min = opts.min ?? 1;
     const expected = intRange(min, opts.max);
