@@ -47,7 +47,11 @@ export function graniteDeepstackPlan(json: unknown, numHiddenLayers?: number): G
         `has ${targets.length} layers; there is one per 2x2 offset (TL, TR, BL, BR), at most 4.`,
       );
     }
-    const visionLayer = c.int('spatial_vision_layer', { min: Number.NEGATIVE_INFINITY, default: -1, from: 'HF Granite4VisionConfig, vLLM' });
+    const visionLayer = c.int('spatial_vision_layer', {
+      min: Number.NEGATIVE_INFINITY,
+      default: -1,
+      from: 'HF Granite4VisionConfig, vLLM',
+    });
     targets.forEach((llmLayer, i) => {
       levels.push({ kind: 'spatial', projector: i, visionLayer, llmLayer });
     });
