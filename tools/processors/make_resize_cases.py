@@ -105,6 +105,16 @@ def png16(arr: np.ndarray, color_type: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
+def swap_primaries(icc: bytes) -> bytes:
+    """The ICC profile with its rXYZ and gXYZ tags' data offsets exchanged (ICC.1 tag table at byte 128)."""
+    b = bytearray(icc)
+    count = struct.unpack(">I", b[128:132])[0]
+    entries = {bytes(b[132 + 12 * i : 136 + 12 * i]): 132 + 12 * i for i in range(count)}
+    r, g = entries[b"rXYZ"], entries[b"gXYZ"]
+    b[r + 4 : r + 12], b[g + 4 : g + 12] = b[g + 4 : g + 12], b[r + 4 : r + 12]
+    return bytes(b)
+
+
 def make_decode() -> list[str]:
     rng = np.random.default_rng(9)
     DECODE.mkdir(parents=True, exist_ok=True)
@@ -141,6 +151,9 @@ def make_decode() -> list[str]:
     files["cmyk.jpg"] = enc(Image.fromarray(rgba, "CMYK"), "JPEG", quality=95)
     srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     files["icc.jpg"] = enc(Image.fromarray(photo(rng, h, w)), "JPEG", quality=90, icc_profile=srgb)
+    # A valid RGB profile far from sRGB (red and green primaries swapped): colour management would
+    # change every pixel, PIL applies none.
+    files["icc-swapped.png"] = enc(Image.fromarray(photo(rng, h, w)), "PNG", icc_profile=swap_primaries(srgb))
     files["rgb.webp"] = enc(Image.fromarray(photo(rng, h, w)), "WEBP", lossless=True)
     files["p.gif"] = enc(pal, "GIF")
     files["rgb.tif"] = enc(Image.fromarray(photo(rng, h, w)), "TIFF")

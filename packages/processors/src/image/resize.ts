@@ -126,43 +126,56 @@ function clip8(ss: number): number {
   return v < 0 ? 0 : v > 255 ? 255 : v;
 }
 
-/** _ImagingResampleHorizontal_8bpc over input rows [offset, offset + outHeight). */
+/**
+ * _ImagingResampleHorizontal_8bpc over input rows [offset, offset + outHeight).
+ * The sums are exact integers (doubles hold them), so visiting taps and
+ * channels in any order gives Pillow's int32 result.
+ */
 function horizontal(im: Uint8Image, outWidth: number, outHeight: number, offset: number, c: Coeffs): Uint8Image {
   const ch = im.channels;
+  const src = im.data;
+  const { bounds, kk, ksize } = c;
   const out = new Uint8Array(outWidth * outHeight * ch);
+  const acc = new Float64Array(ch);
   for (let yy = 0; yy < outHeight; yy++) {
     const rowIn = (yy + offset) * im.width * ch;
-    const rowOut = yy * outWidth * ch;
+    let o = yy * outWidth * ch;
     for (let xx = 0; xx < outWidth; xx++) {
-      const xmin = c.bounds[xx * 2]!;
-      const xmax = c.bounds[xx * 2 + 1]!;
-      const k0 = xx * c.ksize;
-      for (let b = 0; b < ch; b++) {
-        let ss = HALF;
-        for (let x = 0; x < xmax; x++) ss += im.data[rowIn + (x + xmin) * ch + b]! * c.kk[k0 + x]!;
-        out[rowOut + xx * ch + b] = clip8(ss);
+      const xmax = bounds[xx * 2 + 1]!;
+      const k0 = xx * ksize;
+      acc.fill(HALF);
+      let p = rowIn + bounds[xx * 2]! * ch;
+      for (let x = 0; x < xmax; x++) {
+        const k = kk[k0 + x]!;
+        for (let b = 0; b < ch; b++) acc[b] = acc[b]! + src[p + b]! * k;
+        p += ch;
       }
+      for (let b = 0; b < ch; b++) out[o++] = clip8(acc[b]!);
     }
   }
   return { width: outWidth, height: outHeight, channels: ch, data: out };
 }
 
-/** _ImagingResampleVertical_8bpc; `c.bounds` already shifted to the rows `im` holds. */
+/** _ImagingResampleVertical_8bpc, a whole output row at a time; `c.bounds` minus `shift` index the rows `im` holds. */
 function vertical(im: Uint8Image, outHeight: number, c: Coeffs, shift: number): Uint8Image {
-  const ch = im.channels;
-  const rowLen = im.width * ch;
+  const rowLen = im.width * im.channels;
+  const src = im.data;
+  const { bounds, kk, ksize } = c;
   const out = new Uint8Array(rowLen * outHeight);
+  const acc = new Float64Array(rowLen);
   for (let yy = 0; yy < outHeight; yy++) {
-    const ymin = c.bounds[yy * 2]! - shift;
-    const ymax = c.bounds[yy * 2 + 1]!;
-    const k0 = yy * c.ksize;
-    for (let i = 0; i < rowLen; i++) {
-      let ss = HALF;
-      for (let y = 0; y < ymax; y++) ss += im.data[(y + ymin) * rowLen + i]! * c.kk[k0 + y]!;
-      out[yy * rowLen + i] = clip8(ss);
+    const ymin = bounds[yy * 2]! - shift;
+    const ymax = bounds[yy * 2 + 1]!;
+    acc.fill(HALF);
+    for (let y = 0; y < ymax; y++) {
+      const k = kk[yy * ksize + y]!;
+      const row = (y + ymin) * rowLen;
+      for (let i = 0; i < rowLen; i++) acc[i] = acc[i]! + src[row + i]! * k;
     }
+    const o = yy * rowLen;
+    for (let i = 0; i < rowLen; i++) out[o + i] = clip8(acc[i]!);
   }
-  return { width: im.width, height: outHeight, channels: ch, data: out };
+  return { width: im.width, height: outHeight, channels: im.channels, data: out };
 }
 
 /** Pillow ImagingResampleInner for the box (0, 0, width, height): horizontal pass, then vertical. */
