@@ -20,3 +20,41 @@ export {
 } from './image/ernie.js';
 export { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization } from './image/pixels.js';
 export { PIL_RESAMPLE_CODES, type ResampleFilter, resize, type Uint8Image } from './image/resize.js';
+export {
+  type ImageInput,
+  type ProcessChatOptions,
+  Processor,
+  type ProcessorCallInputs,
+  type ProcessorKind,
+  type ProcessorOutputs,
+  type ProcessorTensor,
+} from './processor.js';
+export { type ApplyChatTemplateOptions, type ChatMessage, ChatTemplate, type ContentPart } from './text/chat-template.js';
+export { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './text/detokenizer.js';
+export {
+  ernieImageTokenCount,
+  ernieVideoTokenCount,
+  expandPlaceholders,
+  type GraniteTokenCountConfig,
+  graniteImageTokenCount,
+  mmTokenTypeIds,
+  moeMmTokenTypeIds,
+  type PlaceholderExpansion,
+} from './text/placeholders.js';
+export {
+  parseTokenizerConfig,
+  Tokenizer,
+  type TokenizerConfig,
+  type TokenizerDecodeOptions,
+  type TokenizerEncodeOptions,
+} from './text/tokenizer.js';
+export {
+  type ErnieVideoInputs,
+  type ErnieVideoProcessorConfig,
+  ernieSampleFrameIndices,
+  ernieVideoProcessorConfig,
+  processErnieVideos,
+  type VideoFrames,
+  type VideoSampling,
+} from './video/ernie.js';
+export { torchResizeBicubicUint8 } from './video/torch-resize.js';

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 export interface FixtureTensor {
   dtype: string;
   shape: number[];
-  data: BigInt64Array | Float32Array;
+  data: BigInt64Array | Float32Array | Uint8Array;
 }
 
 /** Reads a (small, little-endian) .safetensors file: 8-byte header length, JSON header, data. Tests only. */
@@ -22,6 +22,7 @@ export function readSafetensors(path: string): Record<string, FixtureTensor> {
     const buf = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
     if (t.dtype === 'I64') out[name] = { dtype: 'int64', shape: t.shape, data: new BigInt64Array(buf) };
     else if (t.dtype === 'F32') out[name] = { dtype: 'float32', shape: t.shape, data: new Float32Array(buf) };
+    else if (t.dtype === 'U8') out[name] = { dtype: 'uint8', shape: t.shape, data: new Uint8Array(buf) };
     else throw new Error(`${path}: ${name} has dtype ${t.dtype}, which the fixture reader does not handle`);
   }
   return out;

@@ -1,0 +1,409 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fields } from '@vlmkit/config';
+import { ProcessorError } from './errors.js';
+import { type AnyresImageProcessorConfig, anyresImageProcessorConfig, processAnyresImages, selectBestResolution } from './image/anyres.js';
+import { decodeImage, type RgbImage } from './image/decode.js';
+import { type ErnieImageProcessorConfig, ernieImageProcessorConfig, processErnieImages } from './image/ernie.js';
+import { type ApplyChatTemplateOptions, type ChatMessage, ChatTemplate } from './text/chat-template.js';
+import {
+  ernieImageTokenCount,
+  ernieVideoTokenCount,
+  expandPlaceholders,
+  type GraniteTokenCountConfig,
+  graniteImageTokenCount,
+  mmTokenTypeIds,
+  moeMmTokenTypeIds,
+  type PlaceholderExpansion,
+} from './text/placeholders.js';
+import { readJsonIfPresent, Tokenizer, type TokenizerDecodeOptions } from './text/tokenizer.js';
+import { ernieVideoProcessorConfig, processErnieVideos, type VideoFrames, type VideoSampling } from './video/ernie.js';
+
+/** A tensor in host memory, `{ dtype, dims, data }` as @vlmkit/runtime's HostTensor (int64 as BigInt64Array). */
+export type ProcessorTensor =
+  | { readonly dtype: 'int64'; readonly dims: readonly number[]; readonly data: BigInt64Array }
+  | { readonly dtype: 'float32'; readonly dims: readonly number[]; readonly data: Float32Array };
+type Int64Tensor = Extract<ProcessorTensor, { dtype: 'int64' }>;
+type Float32Tensor = Extract<ProcessorTensor, { dtype: 'float32' }>;
+
+/** What a processor call returns, under the names HF's processor (and the model's forward) uses. */
+export interface ProcessorOutputs {
+  /** [1, S] token ids, placeholders expanded. */
+  input_ids: Int64Tensor;
+  /** [1, S], all ones (one unpadded sequence). */
+  attention_mask: Int64Tensor;
+  /** ERNIE: [patches, 3 * 14 * 14]; Granite: [images, tiles, 3, H, W]. */
+  pixel_values?: Float32Tensor;
+  /** ERNIE: [images, 3] (t, h, w) in patches. */
+  image_grid_thw?: Int64Tensor;
+  /** Granite: [images, 2] original (height, width). */
+  image_sizes?: Int64Tensor;
+  /** ERNIE: [patches, 3 * 2 * 14 * 14]. */
+  pixel_values_videos?: Float32Tensor;
+  /** ERNIE: [videos, 3]. */
+  video_grid_thw?: Int64Tensor;
+  /** ERNIE: [1, S] 0 text, 1 image placeholder, 2 video placeholder. */
+  mm_token_type_ids?: Int64Tensor;
+  /** ERNIE: [1, S] as mm_token_type_ids, vision start/end tokens included. */
+  moe_mm_token_type_ids?: Int64Tensor;
+}
+
+/** processChat's options: the chat template's, and HF's video sampling kwargs (`fps` or `numFrames`). */
+export interface ProcessChatOptions extends ApplyChatTemplateOptions, VideoSampling {}
+
+/** An image: a file path, the file's bytes, or an already decoded 8-bit RGB image. */
+export type ImageInput = string | Uint8Array | RgbImage;
+
+export interface ProcessorCallInputs {
+  /** The prompt, with one placeholder per image (video) where it goes: usually `applyChatTemplate`'s output. */
+  text: string;
+  images?: readonly ImageInput[];
+  /** ERNIE: decoded videos (frames and their fps). */
+  videos?: readonly VideoFrames[];
+  /** ERNIE: how many frames to sample (HF `fps` / `num_frames`); default from video_preprocessor_config.json. */
+  videoSampling?: VideoSampling;
+  /** Add the tokenizer's special tokens (BOS, ...) as HF's `tokenizer(text)` does. Default true. */
+  addSpecialTokens?: boolean;
+}
+
+/** The model families this processor knows, as config.json `model_type`. */
+export type ProcessorKind = 'ernie4_5_vl_moe' | 'granite4_vision';
+
+/** How HF's processor class for this model expands placeholders (Ernie4_5_VLMoeProcessor / Granite4VisionProcessor). */
+type Family =
+  | {
+      kind: 'ernie4_5_vl_moe';
+      image: ErnieImageProcessorConfig;
+      tokens: {
+        image: string;
+        imageId: number;
+        imageStart?: number;
+        imageEnd?: number;
+        video?: number;
+        videoStart?: number;
+        videoEnd?: number;
+      };
+      /** video_preprocessor_config.json, read when videos are given (so image-only use never depends on it). */
+      videoConfig: Record<string, unknown> | undefined;
+      videoToken: string | undefined;
+    }
+  | {
+      kind: 'granite4_vision';
+      tokens: { image: string; imageId: number };
+      count: GraniteTokenCountConfig;
+      image: AnyresImageProcessorConfig;
+    };
+
+/**
+ * A model's processor, from its directory as on the hub: tokenizer.json + tokenizer_config.json,
+ * the chat template (chat_template.jinja, else tokenizer_config.json's), preprocessor_config.json
+ * and, for Granite, processor_config.json. `process()` returns what HF transformers 5.17's
+ * `AutoProcessor.from_pretrained(dir)(text=..., images=...)` returns (PIL backend), as plain typed
+ * arrays: same token ids, grids and sizes, pixel values within float32 rounding.
+ *
+ * ```ts
+ * const processor = await Processor.fromPretrained(dir);
+ * const prompt = processor.applyChatTemplate(
+ *   [{ role: 'user', content: [{ type: 'image' }, { type: 'text', text: 'What is this?' }] }],
+ *   { addGenerationPrompt: true },
+ * );
+ * const inputs = await processor.process({ text: prompt, images: ['cat.jpg'] });
+ * inputs.input_ids.dims; // [1, S]
+ * ```
+ */
+export class Processor {
+  private constructor(
+    readonly kind: ProcessorKind,
+    readonly tokenizer: Tokenizer,
+    readonly chatTemplate: ChatTemplate | undefined,
+    private readonly family: Family,
+  ) {}
+
+  static async fromPretrained(dir: string): Promise<Processor> {
+    const tokenizer = await Tokenizer.fromPretrained(dir);
+    const preprocessor = await readJsonIfPresent(join(dir, 'preprocessor_config.json'), 'INVALID_PROCESSOR_CONFIG');
+    const processorConfig = await readJsonIfPresent(join(dir, 'processor_config.json'), 'INVALID_PROCESSOR_CONFIG');
+    const modelConfig = await readJsonIfPresent(join(dir, 'config.json'), 'INVALID_PROCESSOR_CONFIG');
+    const kind = processorKind(dir, processorConfig, preprocessor, modelConfig);
+    const source = await chatTemplateSource(dir, tokenizer);
+    const template = source === undefined ? undefined : new ChatTemplate(source, tokenizer.specialTokens);
+    let family: Family;
+    if (kind === 'ernie4_5_vl_moe') {
+      const video = await readJsonIfPresent(join(dir, 'video_preprocessor_config.json'), 'INVALID_PROCESSOR_CONFIG');
+      family = ernieFamily(tokenizer, preprocessor, Object.keys(video).length > 0 ? video : undefined);
+    } else {
+      family = graniteFamily(tokenizer, preprocessor, processorConfig, modelConfig);
+    }
+    return new Processor(kind, tokenizer, template, family);
+  }
+
+  /** Renders messages to the prompt text, as HF `processor.apply_chat_template(messages, tokenize=False)`. */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
+    if (this.chatTemplate === undefined) {
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        'this model directory has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json chat_template)',
+      );
+    }
+    return this.chatTemplate.apply(messages, options);
+  }
+
+  /**
+   * The model inputs for a prompt and its images, as HF `processor(text=text, images=images)`: the
+   * images preprocessed, each placeholder expanded to the image's token count, then tokenized.
+   */
+  async process(inputs: ProcessorCallInputs): Promise<ProcessorOutputs> {
+    const images = await Promise.all((inputs.images ?? []).map(toRgb));
+    const f = this.family;
+    const out: Partial<ProcessorOutputs> = {};
+    const expansions: PlaceholderExpansion[] = [];
+    if (f.kind === 'ernie4_5_vl_moe') {
+      if (images.length > 0) {
+        const px = processErnieImages(images, f.image);
+        out.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
+        out.image_grid_thw = int64(
+          px.imageGridThw.flatMap((g) => [...g]),
+          [images.length, 3],
+        );
+        expansions.push({
+          modality: 'image',
+          token: f.tokens.image,
+          counts: px.imageGridThw.map((g) => ernieImageTokenCount(g, f.image.mergeSize)),
+        });
+      }
+      const videos = inputs.videos ?? [];
+      if (videos.length > 0) {
+        if (f.videoConfig === undefined || f.videoToken === undefined || f.tokens.video === undefined) {
+          throw new ProcessorError(
+            'INVALID_PROCESSOR_CONFIG',
+            'videos need video_preprocessor_config.json and a video_token in tokenizer_config.json in the model directory',
+          );
+        }
+        const cfg = ernieVideoProcessorConfig(f.videoConfig);
+        const vx = processErnieVideos(videos, cfg, inputs.videoSampling);
+        out.pixel_values_videos = { dtype: 'float32', dims: [...vx.pixelValuesVideosShape], data: vx.pixelValuesVideos };
+        out.video_grid_thw = int64(
+          vx.videoGridThw.flatMap((g) => [...g]),
+          [videos.length, 3],
+        );
+        const counts = vx.videoGridThw.map((g) => ernieVideoTokenCount(g, cfg.mergeSize, cfg.temporalPatchSize));
+        expansions.push({ modality: 'video', token: f.videoToken, counts });
+      }
+    } else if ((inputs.videos ?? []).length > 0) {
+      throw new ProcessorError('INVALID_INPUT', 'Granite 4 Vision takes images only, not videos');
+    } else if (images.length > 0) {
+      const px = processAnyresImages(images, f.image);
+      out.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
+      out.image_sizes = int64(
+        px.imageSizes.flatMap((s) => [...s]),
+        [images.length, 2],
+      );
+      // Granite4VisionProcessor.replace_image_token: the tile size is pixel_values' last two dims.
+      const tile = [px.pixelValuesShape[3], px.pixelValuesShape[4]] as const;
+      const counts = px.imageSizes.map((size) =>
+        graniteImageTokenCount(size, selectBestResolution(size, f.image.imageGridPinpoints), tile, f.count),
+      );
+      expansions.push({ modality: 'image', token: f.tokens.image, counts });
+    }
+    const text = expandPlaceholders(inputs.text, expansions);
+    const ids = await this.tokenizer.encode(text, { addSpecialTokens: inputs.addSpecialTokens ?? true });
+    const S = ids.length;
+    const result: ProcessorOutputs = {
+      input_ids: int64(ids, [1, S]),
+      attention_mask: { dtype: 'int64', dims: [1, S], data: new BigInt64Array(S).fill(1n) },
+      ...out,
+    };
+    if (f.kind === 'ernie4_5_vl_moe') {
+      const t = f.tokens;
+      // Ernie4_5_VLMoeProcessorKwargs: return_mm_token_type_ids=True; __call__ adds the MoE ones.
+      result.mm_token_type_ids = { dtype: 'int64', dims: [1, S], data: mmTokenTypeIds(ids, { image: t.imageId, video: t.video }) };
+      result.moe_mm_token_type_ids = {
+        dtype: 'int64',
+        dims: [1, S],
+        data: moeMmTokenTypeIds(ids, {
+          image: t.imageId,
+          imageStart: t.imageStart,
+          imageEnd: t.imageEnd,
+          video: t.video,
+          videoStart: t.videoStart,
+          videoEnd: t.videoEnd,
+        }),
+      };
+    }
+    return result;
+  }
+
+  /**
+   * Templates the conversation and processes it with the images its `{ type: 'image' }` parts name
+   * (`image`, `url` or `path`: a file path, bytes or a decoded image), as HF
+   * `processor.apply_chat_template(messages, tokenize=True, return_dict=True)`: special tokens are
+   * not added again when the prompt already starts with the BOS token.
+   */
+  async processChat(messages: readonly ChatMessage[], options: ProcessChatOptions = {}): Promise<ProcessorOutputs> {
+    const text = this.applyChatTemplate(messages, options);
+    const images: ImageInput[] = [];
+    const videos: VideoFrames[] = [];
+    for (const m of messages) {
+      if (typeof m.content === 'string') continue;
+      for (const part of m.content) {
+        if (part.type === 'image') {
+          const src = part.image ?? part.url ?? part.path;
+          if (src === undefined) throw new ProcessorError('INVALID_INPUT', "an { type: 'image' } part needs `image`, `url` or `path`");
+          images.push(src as ImageInput);
+        } else if (part.type === 'video') {
+          const v = part.video;
+          if (v === null || typeof v !== 'object' || !Array.isArray((v as VideoFrames).frames)) {
+            throw new ProcessorError(
+              'INVALID_INPUT',
+              "a { type: 'video' } part needs `video: { frames, fps }` (decoded RGB frames); this processor does not decode video files",
+            );
+          }
+          videos.push(v as VideoFrames);
+        }
+      }
+    }
+    const bos = this.tokenizer.specialTokens.bos_token;
+    const videoSampling: VideoSampling = {};
+    if (options.fps !== undefined) videoSampling.fps = options.fps;
+    if (options.numFrames !== undefined) videoSampling.numFrames = options.numFrames;
+    return this.process({ text, images, videos, videoSampling, addSpecialTokens: !(bos !== undefined && text.startsWith(bos)) });
+  }
+
+  /** Ids to text (HF `processor.decode`, i.e. the tokenizer's). */
+  decode(ids: readonly number[] | ArrayLike<number | bigint>, options: TokenizerDecodeOptions = {}): Promise<string> {
+    return this.tokenizer.decode(ids, options);
+  }
+}
+
+function int64(values: readonly number[], dims: number[]): Int64Tensor {
+  return { dtype: 'int64', dims, data: BigInt64Array.from(values, (v) => BigInt(v)) };
+}
+
+async function toRgb(image: ImageInput): Promise<RgbImage> {
+  if (typeof image === 'string' || image instanceof Uint8Array) return decodeImage(image);
+  return image;
+}
+
+/**
+ * Which processor HF's AutoProcessor would build: processor_config.json's processor_class, else the
+ * image processor type in preprocessor_config.json, else config.json's model_type.
+ */
+function processorKind(
+  dir: string,
+  processorConfig: Record<string, unknown>,
+  preprocessor: Record<string, unknown>,
+  modelConfig: Record<string, unknown>,
+): ProcessorKind {
+  const cls = processorConfig.processor_class ?? preprocessor.processor_class;
+  if (cls === 'Ernie4_5_VLMoeProcessor') return 'ernie4_5_vl_moe';
+  if (cls === 'Granite4VisionProcessor') return 'granite4_vision';
+  const imageType = preprocessor.image_processor_type;
+  if (typeof imageType === 'string' && imageType.startsWith('Ernie4_5_VLMoe')) return 'ernie4_5_vl_moe';
+  if (modelConfig.model_type === 'ernie4_5_vl_moe' || modelConfig.model_type === 'granite4_vision') return modelConfig.model_type;
+  throw new ProcessorError(
+    'INVALID_PROCESSOR_CONFIG',
+    `${dir}: cannot tell which processor to use (processor_class ${JSON.stringify(cls)}, image_processor_type ` +
+      `${JSON.stringify(imageType)}, model_type ${JSON.stringify(modelConfig.model_type)}); supported: ` +
+      'Ernie4_5_VLMoeProcessor (ernie4_5_vl_moe), Granite4VisionProcessor (granite4_vision)',
+  );
+}
+
+/** HF ProcessorMixin: chat_template.jinja, else chat_template.json, else the tokenizer's (a dict's "default"). */
+async function chatTemplateSource(dir: string, tokenizer: Tokenizer): Promise<string | undefined> {
+  try {
+    return await readFile(join(dir, 'chat_template.jinja'), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const json = await readJsonIfPresent(join(dir, 'chat_template.json'), 'TOKENIZER_ERROR');
+  const t = json.chat_template ?? tokenizer.config.chatTemplate;
+  if (typeof t === 'string') return t;
+  if (t !== null && typeof t === 'object' && typeof (t as Record<string, unknown>).default === 'string') {
+    return (t as Record<string, string>).default;
+  }
+  return undefined;
+}
+
+/** A special token of tokenizer_config.json and its id; required ones throw naming the field. */
+function tokenId(tokenizer: Tokenizer, name: string): number | undefined {
+  return tokenizer.specialTokenId(name);
+}
+
+function requiredToken(tokenizer: Tokenizer, name: string, model: string): { text: string; id: number } {
+  const text = tokenizer.specialTokens[name];
+  const id = tokenizer.specialTokenId(name);
+  if (text === undefined || id === undefined) {
+    throw new ProcessorError(
+      'TOKENIZER_ERROR',
+      `${model}: tokenizer_config.json has no ${name} (or it is not in the vocabulary); HF's processor reads tokenizer.${name}`,
+    );
+  }
+  return { text, id };
+}
+
+function ernieFamily(
+  tokenizer: Tokenizer,
+  preprocessor: Record<string, unknown>,
+  videoConfig: Record<string, unknown> | undefined,
+): Family {
+  const image = requiredToken(tokenizer, 'image_token', 'ERNIE-4.5-VL');
+  return {
+    kind: 'ernie4_5_vl_moe',
+    image: ernieImageProcessorConfig(preprocessor),
+    tokens: {
+      image: image.text,
+      imageId: image.id,
+      imageStart: tokenId(tokenizer, 'image_start_token'),
+      imageEnd: tokenId(tokenizer, 'image_end_token'),
+      video: tokenId(tokenizer, 'video_token'),
+      videoStart: tokenId(tokenizer, 'video_start_token'),
+      videoEnd: tokenId(tokenizer, 'video_end_token'),
+    },
+    videoConfig,
+    videoToken: tokenizer.specialTokens.video_token,
+  };
+}
+
+/**
+ * Granite4VisionProcessor's settings come from processor_config.json (patch_size,
+ * vision_feature_select_strategy, downsample_rate, num_additional_image_tokens, image_token); a
+ * directory without one gets them from config.json, where the model reads the same values.
+ */
+function graniteFamily(
+  tokenizer: Tokenizer,
+  preprocessor: Record<string, unknown>,
+  processorConfig: Record<string, unknown>,
+  modelConfig: Record<string, unknown>,
+): Family {
+  const p = fields(processorConfig, 'processor_config.json');
+  const m = fields(modelConfig, 'config.json');
+  const vision = m.optionalObj('vision_config');
+  const patchSize = p.optionalInt('patch_size') ?? vision?.optionalInt('patch_size');
+  if (patchSize === undefined) {
+    throw new ProcessorError(
+      'INVALID_PROCESSOR_CONFIG',
+      'Granite 4 Vision: neither processor_config.json nor config.json (vision_config) has patch_size',
+    );
+  }
+  const strategy =
+    p.optionalStr('vision_feature_select_strategy') ??
+    m.str('vision_feature_select_strategy', { default: 'default', from: 'HF Granite4VisionConfig' });
+  const downsampleRate = p.optionalStr('downsample_rate') ?? m.optionalStr('downsample_rate');
+  // HF: tokenizer.image_token when the tokenizer has one, else the processor's (default "<image>").
+  const imageText = tokenizer.specialTokens.image_token ?? p.optionalStr('image_token') ?? '<image>';
+  const imageId = tokenizer.tokenToId(imageText);
+  if (imageId === undefined)
+    throw new ProcessorError('TOKENIZER_ERROR', `Granite 4 Vision: the image token ${imageText} is not in the vocabulary`);
+  return {
+    kind: 'granite4_vision',
+    tokens: { image: imageText, imageId },
+    count: {
+      patchSize,
+      visionFeatureSelectStrategy: strategy,
+      downsampleRate,
+      numAdditionalImageTokens: p.optionalInt('num_additional_image_tokens', { min: 0 }) ?? 0,
+    },
+    // Granite4VisionProcessorKwargs._defaults pass do_pad=True to the image processor on every call.
+    image: { ...anyresImageProcessorConfig(preprocessor), doPad: true },
+  };
+}
