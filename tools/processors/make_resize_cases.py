@@ -150,6 +150,7 @@ def make_decode() -> list[str]:
         files[f"exif{o}.jpg"] = enc(Image.fromarray(photo(rng, h, w)), "JPEG", exif=ex.tobytes(), quality=95)
     files["cmyk.jpg"] = enc(Image.fromarray(rgba, "CMYK"), "JPEG", quality=95)
     srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    srgb = srgb[:24] + bytes(12) + srgb[36:]  # the creation date (ICC header bytes 24-35), for reproducible files
     files["icc.jpg"] = enc(Image.fromarray(photo(rng, h, w)), "JPEG", quality=90, icc_profile=srgb)
     # A valid RGB profile far from sRGB (red and green primaries swapped): colour management would
     # change every pixel, PIL applies none.
@@ -157,6 +158,12 @@ def make_decode() -> list[str]:
     files["rgb.webp"] = enc(Image.fromarray(photo(rng, h, w)), "WEBP", lossless=True)
     files["p.gif"] = enc(pal, "GIF")
     files["rgb.tif"] = enc(Image.fromarray(photo(rng, h, w)), "TIFF")
+    # The other orientations (transpose / transverse), and EXIF in PNG and WebP containers.
+    for o, fmt, ext in [(4, "JPEG", "jpg"), (5, "JPEG", "jpg"), (7, "JPEG", "jpg"), (6, "PNG", "png"), (8, "WEBP", "webp")]:
+        ex = Image.Exif()
+        ex[0x0112] = o
+        kw = {"quality": 95} if fmt == "JPEG" else {"lossless": True} if fmt == "WEBP" else {}
+        files[f"exif{o}.{ext}"] = enc(Image.fromarray(photo(rng, h, w)), fmt, exif=ex.tobytes(), **kw)
     index = {}
     for name, data in files.items():
         (DECODE / name).write_bytes(data)
