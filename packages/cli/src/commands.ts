@@ -4,6 +4,9 @@ import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
 export type Out = (s: string) => void;
 
+/** The tensor `vlmkit generate --out` writes: the new tokens, [B, N] int64. */
+export const GENERATED_IDS = 'generated_ids';
+
 export class UsageError extends Error {
   readonly code = 'USAGE';
 }
@@ -58,8 +61,8 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
     if (o.out) {
       const n = Math.max(0, ...r.tokens.map((t) => t.length));
       const flat = r.tokens.flatMap((row) => [...row, ...new Array<number>(n - row.length).fill(0)]);
-      await writeNamedTensors(o.out, { generated_ids: int64(flat, [r.tokens.length, n]) });
-      out(`wrote generated_ids [${r.tokens.length}, ${n}] to ${o.out}\n`);
+      await writeNamedTensors(o.out, { [GENERATED_IDS]: int64(flat, [r.tokens.length, n]) });
+      out(`wrote ${GENERATED_IDS} [${r.tokens.length}, ${n}] to ${o.out}\n`);
     }
     return r.tokens;
   } finally {

@@ -6,12 +6,18 @@ export {
   type ErnieLoadOptions,
   type ErnieTimings,
 } from './ernie/model.js';
-export { analyzePrompt, type ErniePrompt, type PromptInputs, placeholderCount } from './ernie/prompt.js';
+export { analyzeErniePrompt, type ErniePrompt, type ErniePromptInputs, placeholderCount } from './ernie/prompt.js';
 export { type ErnieTokens, ernieTokens, visionExpertMask } from './ernie/tokens.js';
-export { buildErnieVisionEncoder, visionEncoderFeeds } from './ernie/vision-encoder.js';
+export {
+  buildErnieVisionEncoder,
+  ERNIE_VISION_ENCODER_IO,
+  type ErnieVisionEncoderFeeds,
+  ernieVisionEncoderFeeds,
+} from './ernie/vision-encoder.js';
 export { ModelError, type ModelErrorCode } from './errors.js';
 export { FIXTURE_DIR } from './fixture-dir.js';
 export { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
+export { type GenerationTokens, generationTokens } from './generation-tokens.js';
 export {
   type AnyresLayout,
   anyresLayout,
@@ -23,8 +29,22 @@ export {
 } from './granite/anyres.js';
 export { type Granite4VisionConfig, type GraniteLevel, granite4VisionConfig } from './granite/config.js';
 export { Granite4Vision, type GraniteForwardOutputs, type GraniteInputs, type GraniteLoadOptions } from './granite/model.js';
-export { buildGraniteVisionEncoder, graniteVisionFeeds } from './granite/vision-encoder.js';
+export { analyzeGranitePrompt, type GranitePrompt, type GranitePromptInputs } from './granite/prompt.js';
+export { type GraniteTokens, graniteTokens } from './granite/tokens.js';
+export {
+  buildGraniteVisionEncoder,
+  GRANITE_VISION_ENCODER_IO,
+  type GraniteVisionEncoderFeeds,
+  graniteVisionEncoderFeeds,
+} from './granite/vision-encoder.js';
 export { readNamedTensors, writeNamedTensors } from './inputs-file.js';
-export { type LoadOptions, loadPretrained, type PretrainedModel, supportedModelTypes } from './registry.js';
+export {
+  ERNIE_FORWARD_OUTPUTS,
+  GRANITE_FORWARD_OUTPUTS,
+  type LoadOptions,
+  loadPretrained,
+  type PretrainedModel,
+  supportedModelTypes,
+} from './registry.js';
 export { argmax, type SamplingOptions, sampleToken, seededRandom } from './sampling.js';
 export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';

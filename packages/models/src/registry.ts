@@ -5,6 +5,21 @@ import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
 import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
+import { GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
+
+/** Names of ERNIE-4.5-VL's `forwardNamed` outputs (what `vlmkit forward` writes). */
+export const ERNIE_FORWARD_OUTPUTS = {
+  logits: 'logits',
+  positionIds: 'position_ids',
+  imageEmbeds: 'image_embeds',
+  videoEmbeds: 'video_embeds',
+} as const;
+
+/** Names of Granite 4 Vision's `forwardNamed` outputs: level k is named as the vision encoder's output. */
+export const GRANITE_FORWARD_OUTPUTS = {
+  logits: 'logits',
+  deepstack: GRANITE_VISION_ENCODER_IO.deepstack,
+} as const;
 
 /** What every assembled model offers, by HF input and output names (the CLI's contract). */
 export interface PretrainedModel {
@@ -86,9 +101,10 @@ function adapt<I>(modelType: string, m: Assembled<I>, named: (inputs: I) => Prom
 function ernieAdapter(m: Ernie45VL): PretrainedModel {
   return adapt('ernie4_5_vl_moe', m, async (inputs) => {
     const out = await m.forward(inputs);
-    const named: Record<string, HostTensor> = { logits: out.logits, position_ids: out.positionIds };
-    if (out.imageEmbeds) named.image_embeds = out.imageEmbeds;
-    if (out.videoEmbeds) named.video_embeds = out.videoEmbeds;
+    const names = ERNIE_FORWARD_OUTPUTS;
+    const named: Record<string, HostTensor> = { [names.logits]: out.logits, [names.positionIds]: out.positionIds };
+    if (out.imageEmbeds) named[names.imageEmbeds] = out.imageEmbeds;
+    if (out.videoEmbeds) named[names.videoEmbeds] = out.videoEmbeds;
     return named;
   });
 }
@@ -96,9 +112,9 @@ function ernieAdapter(m: Ernie45VL): PretrainedModel {
 function graniteAdapter(m: Granite4Vision): PretrainedModel {
   return adapt('granite4_vision', m, async (inputs) => {
     const out = await m.forward(inputs);
-    const named: Record<string, HostTensor> = { logits: out.logits };
+    const named: Record<string, HostTensor> = { [GRANITE_FORWARD_OUTPUTS.logits]: out.logits };
     out.deepstack.forEach((t, k) => {
-      named[`deepstack_${k}`] = t;
+      named[GRANITE_FORWARD_OUTPUTS.deepstack(k)] = t;
     });
     return named;
   });

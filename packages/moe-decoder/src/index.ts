@@ -11,7 +11,14 @@ export {
 export type { ExpertsImpl, MoeRouting } from './ernie/moe.js';
 export { ernieTextExpectedParameters } from './ernie/parameters.js';
 export { ernieDecodePositions, ernieRotaryTables } from './ernie/rotary.js';
-export { buildErnieTextDecoderModel, type ErnieTextDecoderModelOptions } from './ernie/standalone.js';
+export {
+  buildErnieTextDecoderModel,
+  ERNIE_DECODER_IO,
+  type ErnieDecoderFeedInputs,
+  type ErnieDecoderFeeds,
+  type ErnieTextDecoderModelOptions,
+  ernieDecoderFeeds,
+} from './ernie/standalone.js';
 export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
 export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite/config.js';
@@ -24,5 +31,13 @@ export {
 } from './granite/model.js';
 export { graniteTextExpectedParameters } from './granite/parameters.js';
 export { graniteDecodePositions, granitePositionIds, graniteRotaryTables } from './granite/rotary.js';
-export { buildGraniteTextDecoderModel, type GraniteTextDecoderModelOptions } from './granite/standalone.js';
+export {
+  buildGraniteTextDecoderModel,
+  GRANITE_DECODER_IO,
+  type GraniteDecoderFeedInputs,
+  type GraniteDecoderFeeds,
+  type GraniteTextDecoderModelOptions,
+  graniteDecoderFeeds,
+} from './granite/standalone.js';
+export { KV_CACHE_IO, type KvKind, type KvTensors, type PastName, type PresentName, pastFeeds, presentOutputs } from './kv-io.js';
 export type { KvPair, ParameterSpec } from './types.js';

@@ -5,6 +5,8 @@ import { createSession, type VlmSession } from './session.js';
 import { float32, type HostTensor } from './tensor.js';
 import { kvConcatModel } from './test-utils/onnx-models.js';
 
+/** The names kvConcatModel declares (HF / optimum decoder naming). */
+const NAMES = { past: (i: number, k: string) => `past_key_values.${i}.${k}`, present: (i: number, k: string) => `present.${i}.${k}` };
 const L = 2;
 const H = 2;
 const D = 4;
@@ -42,7 +44,7 @@ function expectedCache(layer: number, kind: 'key' | 'value', rows: number[], T: 
 
 describe('KvCache', () => {
   it('starts empty with T = 0 feeds under the past names', () => {
-    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D });
+    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, names: NAMES });
     expect(kv.length).toBe(0);
     const feeds = kv.feeds();
     expect(Object.keys(feeds)).toEqual([
@@ -55,7 +57,7 @@ describe('KvCache', () => {
   });
 
   it('runs prefill then decode steps through a Concat(past, new) graph', async () => {
-    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, batchSize: 2 });
+    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, batchSize: 2, names: NAMES });
     // prefill 3 tokens, then 2 decode steps of 1 token
     let p = 0;
     for (const S of [3, 1, 1]) {
@@ -93,7 +95,7 @@ describe('KvCache', () => {
   });
 
   it('refuses outputs that do not fit', () => {
-    const kv = new KvCache({ numLayers: 1, numKvHeads: H, headDim: D });
+    const kv = new KvCache({ numLayers: 1, numKvHeads: H, headDim: D, names: NAMES });
     const good = float32(new Float32Array(H * 2 * D), [1, H, 2, D]);
     expect(() => kv.update({ 'present.0.key': good })).toThrow(/output 'present.0.value' is missing; got present.0.key/);
     expect(() => kv.update({ 'present.0.key': good, 'present.0.value': float32(new Float32Array(H * 2 * 3), [1, H, 2, 3]) })).toThrow(
@@ -112,21 +114,24 @@ describe('KvCache', () => {
     expect(kv.length).toBe(0); // failed updates leave the cache as it was
   });
 
-  it('takes custom names', () => {
+  it("takes the graph's names", () => {
     const kv = new KvCache({
       numLayers: 1,
       numKvHeads: 1,
       headDim: 2,
-      pastName: (i, k) => `past.${i}.${k}`,
-      presentName: (i, k) => `cache.${i}.${k}`,
+      names: { past: (i, k) => `past.${i}.${k}`, present: (i, k) => `cache.${i}.${k}` },
     });
     expect(Object.keys(kv.feeds())).toEqual(['past.0.key', 'past.0.value']);
+    expect(kv.layers().map((l) => l.key.dims)).toEqual([[1, 1, 0, 2]]);
     const t = float32([1, 2], [1, 1, 1, 2]);
     kv.update({ 'cache.0.key': t, 'cache.0.value': t });
     expect(kv.length).toBe(1);
+    expect(kv.layers()[0]!.value).toBe(t);
   });
 
   it('validates its options', () => {
-    expect(() => new KvCache({ numLayers: 0, numKvHeads: 1, headDim: 1 })).toThrow(/numLayers must be a positive integer, got 0/);
+    expect(() => new KvCache({ numLayers: 0, numKvHeads: 1, headDim: 1, names: NAMES })).toThrow(
+      /numLayers must be a positive integer, got 0/,
+    );
   });
 });

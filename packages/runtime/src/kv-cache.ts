@@ -1,16 +1,27 @@
 /**
  * Host-side KV cache for decoder loops. Each layer keeps a past key and value
- * [B, Hkv, T, hd] float32 tensor; a step feeds them as `past_key_values.{i}.key`
- * / `.value` and takes the graph's `present.{i}.key` / `.value` (past with the
- * new tokens appended along axis 2) as the next past. The cache starts empty
- * (T = 0), so the first (prefill) step runs the same graph as decode steps.
- * This is the HF / optimum ONNX decoder naming. ORT-node has no IO binding for
- * CUDA, so the cache round-trips through host memory each step.
+ * [B, Hkv, T, hd] float32 tensor; a step feeds them under the decoder graph's
+ * past names and takes its present outputs (past with the new tokens appended
+ * along axis 2) as the next past. The cache starts empty (T = 0), so the first
+ * (prefill) step runs the same graph as decode steps. The names belong to the
+ * graph that declares them (e.g. @vlmkit/moe-decoder's `KV_CACHE_IO`,
+ * `past_key_values.{i}.key` / `present.{i}.key`, the HF / optimum ONNX
+ * naming): the caller passes them in, this package does not guess them.
+ * ORT-node has no IO binding for CUDA, so the cache round-trips through host
+ * memory each step.
  */
 import { RuntimeError } from './errors.js';
 import { float32, type HostTensor } from './tensor.js';
 
 export type KvKind = 'key' | 'value';
+
+/** The decoder graph's cache input and output names per layer and kind. */
+export interface KvCacheNames {
+  /** Input name of layer `layer`'s past `kind`. */
+  past(layer: number, kind: KvKind): string;
+  /** Output name of layer `layer`'s present `kind`. */
+  present(layer: number, kind: KvKind): string;
+}
 
 export interface KvCacheOptions {
   numLayers: number;
@@ -18,10 +29,8 @@ export interface KvCacheOptions {
   headDim: number;
   /** Default 1. */
   batchSize?: number;
-  /** Input names; default `past_key_values.${layer}.${kind}`. */
-  pastName?: (layer: number, kind: KvKind) => string;
-  /** Output names; default `present.${layer}.${kind}`. */
-  presentName?: (layer: number, kind: KvKind) => string;
+  /** The graph's cache input/output names (a decoder's I/O constants fit as they are). */
+  names: KvCacheNames;
 }
 
 type Layer = Record<KvKind, HostTensor<'float32'>>;
@@ -38,8 +47,7 @@ export class KvCache {
   readonly numLayers: number;
   readonly numKvHeads: number;
   readonly headDim: number;
-  readonly pastName: (layer: number, kind: KvKind) => string;
-  readonly presentName: (layer: number, kind: KvKind) => string;
+  readonly names: KvCacheNames;
   #batchSize: number;
   #length = 0;
   #layers: Layer[] = [];
@@ -53,8 +61,7 @@ export class KvCache {
     this.numKvHeads = opts.numKvHeads;
     this.headDim = opts.headDim;
     this.#batchSize = opts.batchSize ?? 1;
-    this.pastName = opts.pastName ?? ((i, kind) => `past_key_values.${i}.${kind}`);
-    this.presentName = opts.presentName ?? ((i, kind) => `present.${i}.${kind}`);
+    this.names = { past: opts.names.past, present: opts.names.present };
     this.reset();
   }
 
@@ -81,11 +88,16 @@ export class KvCache {
     return layer;
   }
 
+  /** Every layer's past key and value, in layer order (for a decoder's own feed builder). */
+  layers(): readonly Readonly<Layer>[] {
+    return this.#layers;
+  }
+
   /** The past tensors as feeds, under the past names. */
   feeds(): Record<string, HostTensor<'float32'>> {
     const out: Record<string, HostTensor<'float32'>> = {};
     this.#layers.forEach((layer, i) => {
-      for (const kind of KINDS) out[this.pastName(i, kind)] = layer[kind];
+      for (const kind of KINDS) out[this.names.past(i, kind)] = layer[kind];
     });
     return out;
   }
@@ -100,7 +112,7 @@ export class KvCache {
     for (let i = 0; i < this.numLayers; i++) {
       const layer: Partial<Layer> = {};
       for (const kind of KINDS) {
-        const name = this.presentName(i, kind);
+        const name = this.names.present(i, kind);
         const t = outputs[name];
         if (t === undefined) {
           throw new RuntimeError(

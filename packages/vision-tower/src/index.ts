@@ -16,9 +16,12 @@ export {
   buildErnieVisionTower,
   buildErnieVisionTowerModel,
   DEFAULT_ATTENTION_OP,
+  ERNIE_VISION_TOWER_IO,
   type ErnieVisionBuildOptions,
+  type ErnieVisionTowerFeeds,
   type ErnieVisionTowerInputs,
   type ErnieVisionTowerOutputs,
+  ernieVisionTowerFeeds,
   patchEmbed,
 } from './ernie/vision-transformer.js';
 export { VisionTowerError, type VisionTowerErrorCode } from './errors.js';
@@ -29,6 +32,7 @@ export { expectedSiglipVisionParameters } from './siglip/parameters.js';
 export {
   buildSiglipVisionTower,
   buildSiglipVisionTowerModel,
+  SIGLIP_VISION_TOWER_IO,
   type SiglipVisionBuildOptions,
   type SiglipVisionTowerOutputs,
 } from './siglip/vision-transformer.js';

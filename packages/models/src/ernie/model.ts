@@ -1,16 +1,24 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { buildErnieTextDecoderModel, ernieDecodePositions, ernieRotaryTables } from '@vlmkit/moe-decoder';
+import {
+  buildErnieTextDecoderModel,
+  ERNIE_DECODER_IO,
+  type ErnieDecoderFeeds,
+  ernieDecodePositions,
+  ernieDecoderFeeds,
+  ernieRotaryTables,
+} from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
 import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
-import { analyzePrompt, type ErniePrompt } from './prompt.js';
-import { buildErnieVisionEncoder, visionEncoderFeeds } from './vision-encoder.js';
+import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
+import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
 import { loadErnieWeights } from './weights.js';
 
 /** HF forward kwargs, by their HF names. */
@@ -88,9 +96,9 @@ export class Ernie45VL {
     const prompt = this.prompt(inputs);
     const { image, video } = await this.encodeVision(inputs);
     const cache = this.newCache(prompt.batch);
-    const out = await this.decoder.run(this.prefillFeeds(prompt, image, video, cache), { outputs: ['logits'] });
+    const out = await this.decoder.run(this.prefillFeeds(prompt, image, video, cache), { outputs: [ERNIE_DECODER_IO.logits] });
     return {
-      logits: out.logits as HostTensor<'float32'>,
+      logits: out[ERNIE_DECODER_IO.logits] as HostTensor<'float32'>,
       imageEmbeds: image,
       videoEmbeds: video,
       positionIds: int64(prompt.positionIds, [3, prompt.batch, prompt.seq]),
@@ -116,18 +124,17 @@ export class Ernie45VL {
     await this.decoder.release();
   }
 
+  /** The HF-named inputs checked (../inputs-check.ts) and read into the prompt analysis. */
   private prompt(inputs: ErnieInputs): ErniePrompt {
-    const ids = inputs.input_ids;
-    if (ids.dtype !== 'int64' || ids.dims.length !== 2)
-      throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
-    return analyzePrompt(
+    const ids = tokenIds(inputs.input_ids);
+    return analyzeErniePrompt(
       {
-        inputIds: ids.data as BigInt64Array,
-        shape: [ids.dims[0]!, ids.dims[1]!],
-        attentionMask: inputs.attention_mask ? ints64(inputs.attention_mask, 'attention_mask') : undefined,
+        inputIds: ids.data,
+        shape: [ids.batch, ids.seq],
+        attentionMask: perToken(inputs.attention_mask, 'attention_mask', ids.batch, ids.seq),
         imageGrids: grids(inputs.image_grid_thw, 'image_grid_thw'),
         videoGrids: grids(inputs.video_grid_thw, 'video_grid_thw'),
-        moeTokenType: inputs.moe_mm_token_type_ids ? ints64(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids') : undefined,
+        moeTokenType: perToken(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids', ids.batch, ids.seq),
       },
       this.config,
     );
@@ -136,36 +143,38 @@ export class Ernie45VL {
   private async encodeVision(
     inputs: ErnieInputs,
   ): Promise<{ image: HostTensor<'float32'> | undefined; video: HostTensor<'float32'> | undefined }> {
-    const run = async (pixels: HostTensor | undefined, g: HostTensor | undefined, what: string) => {
-      const gs = grids(g, `${what}_grid_thw`);
+    const run = async (pixelValues: HostTensor | undefined, g: HostTensor | undefined, name: string, gridName: string) => {
+      const gs = grids(g, gridName);
       if (gs.length === 0) return undefined;
-      if (!pixels || pixels.dtype !== 'float32')
-        throw new ModelError(
-          'BAD_INPUT',
-          `${what}_grid_thw is given but ${what === 'image' ? 'pixel_values' : 'pixel_values_videos'} is missing or not float32`,
-        );
+      const pixels = pixelsFor(pixelValues, name, gridName);
       // Checked before anything is allocated for the grids: their patch count must be the rows given.
       const patchDim = this.config.vision.inChannels * this.config.vision.patchSize ** 2;
       const patches = gs.reduce((n, [t, h, w]) => n + t * h * w, 0);
       if (pixels.data.length !== patches * patchDim) {
-        const name = what === 'image' ? 'pixel_values' : 'pixel_values_videos';
         throw new ModelError(
           'BAD_INPUT',
-          `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${what}_grid_thw (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`,
+          `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${gridName} (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`,
         );
       }
-      const out = await this.vision.run(visionEncoderFeeds(pixels.data as Float32Array, gs, this.config), { outputs: ['embeds'] });
-      return out.embeds as HostTensor<'float32'>;
+      const embeds = ERNIE_VISION_ENCODER_IO.embeds;
+      const out = await this.vision.run(ernieVisionEncoderFeeds(pixels.data, gs, this.config), { outputs: [embeds] });
+      return out[embeds] as HostTensor<'float32'>;
     };
     return {
-      image: await run(inputs.pixel_values, inputs.image_grid_thw, 'image'),
-      video: await run(inputs.pixel_values_videos, inputs.video_grid_thw, 'video'),
+      image: await run(inputs.pixel_values, inputs.image_grid_thw, 'pixel_values', 'image_grid_thw'),
+      video: await run(inputs.pixel_values_videos, inputs.video_grid_thw, 'pixel_values_videos', 'video_grid_thw'),
     };
   }
 
   private newCache(batch: number): KvCache {
     const t = this.config.text;
-    return new KvCache({ numLayers: t.numHiddenLayers, numKvHeads: t.numKeyValueHeads, headDim: t.headDim, batchSize: batch });
+    return new KvCache({
+      numLayers: t.numHiddenLayers,
+      numKvHeads: t.numKeyValueHeads,
+      headDim: t.headDim,
+      batchSize: batch,
+      names: ERNIE_DECODER_IO,
+    });
   }
 
   private prefillFeeds(
@@ -173,7 +182,7 @@ export class Ernie45VL {
     image: HostTensor | undefined,
     video: HostTensor | undefined,
     cache: KvCache,
-  ): Record<string, HostTensor> {
+  ): ErnieDecoderFeeds<HostTensor> {
     const D = this.config.text.hiddenSize;
     const parts = [image, video].filter((x): x is HostTensor => x !== undefined);
     const n = parts.reduce((a, x) => a + x.dims[0]!, 0);
@@ -184,16 +193,16 @@ export class Ernie45VL {
       o += (x.data as Float32Array).length;
     }
     const rope = ernieRotaryTables(p.positionIds, [3, p.batch, p.seq], this.config.text);
-    return {
-      input_ids: int64(p.inputIds, [p.batch, p.seq]),
-      vision_embeds: float32(embeds, [n, D]),
-      vision_positions: int64([...p.imagePositions, ...p.videoPositions], [n]),
-      moe_token_type: int64(p.moeTokenType, [p.batch, p.seq]),
-      attention_mask: int64(p.attentionMask, [p.batch, p.seq]),
-      rope_cos: float32(rope.cos, rope.shape),
-      rope_sin: float32(rope.sin, rope.shape),
-      ...cache.feeds(),
-    };
+    return ernieDecoderFeeds<HostTensor>({
+      inputIds: int64(p.inputIds, [p.batch, p.seq]),
+      visionEmbeds: float32(embeds, [n, D]),
+      visionPositions: int64([...p.imagePositions, ...p.videoPositions], [n]),
+      moeTokenType: int64(p.moeTokenType, [p.batch, p.seq]),
+      attentionMask: int64(p.attentionMask, [p.batch, p.seq]),
+      ropeCos: float32(rope.cos, rope.shape),
+      ropeSin: float32(rope.sin, rope.shape),
+      past: cache.layers(),
+    });
   }
 
   private decodeSteps(p: ErniePrompt, image: HostTensor | undefined, video: HostTensor | undefined): DecodeSteps {
@@ -211,7 +220,7 @@ export class Ernie45VL {
       prefill: async () => {
         const out = await this.decoder.run(this.prefillFeeds(p, image, video, cache));
         cache.update(out);
-        return lastPositionLogits(out.logits!, B, p.seq, V);
+        return lastPositionLogits(out[ERNIE_DECODER_IO.logits]!, B, p.seq, V);
       },
       step: async (tokens) => {
         // Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes.
@@ -220,31 +229,26 @@ export class Ernie45VL {
           realTokens[b]!++;
         });
         const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
-        const out = await this.decoder.run({
-          input_ids: int64(tokens, [B, 1]),
-          vision_embeds: float32(new Float32Array(0), [0, D]),
-          vision_positions: int64([], [0]),
-          moe_token_type: int64(new Array<number>(B).fill(0), [B, 1]),
-          attention_mask: mask.next(),
-          rope_cos: float32(rope.cos, rope.shape),
-          rope_sin: float32(rope.sin, rope.shape),
-          ...cache.feeds(),
-        });
+        const out = await this.decoder.run(
+          ernieDecoderFeeds<HostTensor>({
+            inputIds: int64(tokens, [B, 1]),
+            visionEmbeds: float32(new Float32Array(0), [0, D]),
+            visionPositions: int64([], [0]),
+            moeTokenType: int64(new Array<number>(B).fill(0), [B, 1]),
+            attentionMask: mask.next(),
+            ropeCos: float32(rope.cos, rope.shape),
+            ropeSin: float32(rope.sin, rope.shape),
+            past: cache.layers(),
+          }),
+        );
         cache.update(out);
-        return lastPositionLogits(out.logits!, B, 1, V);
+        return lastPositionLogits(out[ERNIE_DECODER_IO.logits]!, B, 1, V);
       },
     };
   }
 }
 
-function ints64(t: HostTensor, name: string): BigInt64Array {
-  if (t.dtype !== 'int64') throw new ModelError('BAD_INPUT', `${name} must be int64, got ${t.dtype}`);
-  return t.data as BigInt64Array;
-}
-
+/** `image_grid_thw` / `video_grid_thw`: int64 [N, 3] rows (t, h, w). */
 function grids(t: HostTensor | undefined, name: string): GridThw[] {
-  if (!t) return [];
-  const d = ints64(t, name);
-  if (t.dims.length !== 2 || t.dims[1] !== 3) throw new ModelError('BAD_INPUT', `${name} must be [N, 3], got [${t.dims.join(', ')}]`);
-  return Array.from({ length: t.dims[0]! }, (_, i) => [Number(d[3 * i]), Number(d[3 * i + 1]), Number(d[3 * i + 2])] as const);
+  return intRows(t, name, 3).map(([t, h, w]) => [t!, h!, w!] as const);
 }

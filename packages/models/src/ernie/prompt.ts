@@ -19,7 +19,8 @@ export interface ErniePrompt {
   ropeDeltas: number[];
 }
 
-export interface PromptInputs {
+/** A prompt batch as plain arrays (the model reads them out of its HF-named inputs, checked by ../inputs-check.ts). */
+export interface ErniePromptInputs {
   inputIds: BigInt64Array;
   shape: readonly [number, number];
   attentionMask?: BigInt64Array | undefined;
@@ -41,7 +42,7 @@ export function placeholderCount(grids: readonly GridThw[], config: Ernie45VLCon
  * before scattering features), routes tokens to experts, and computes the
  * 3D position ids (vLLM or HF rules, per `config.reference`).
  */
-export function analyzePrompt(p: PromptInputs, config: Ernie45VLConfig): ErniePrompt {
+export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig): ErniePrompt {
   const [B, S] = p.shape;
   if (p.inputIds.length !== B * S)
     throw new ModelError('BAD_INPUT', `input_ids has ${p.inputIds.length} values, shape [${B}, ${S}] needs ${B * S}`);

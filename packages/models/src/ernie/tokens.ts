@@ -1,7 +1,8 @@
 import { ModelError } from '../errors.js';
+import { type GenerationTokens, generationTokens } from '../generation-tokens.js';
 
 /** The token ids an ERNIE-4.5-VL prompt is read with. */
-export interface ErnieTokens {
+export interface ErnieTokens extends GenerationTokens {
   /** Image patch placeholder (`image_token_id` in HF 5.17 configs, `im_patch_id` on the hub). */
   image: number;
   /** Video patch placeholder: HF's `video_token_id`; the hub layout (vLLM) reuses `im_patch_id`. */
@@ -10,8 +11,6 @@ export interface ErnieTokens {
   imageEnd: number | undefined;
   videoStart: number | undefined;
   videoEnd: number | undefined;
-  eos: number | undefined;
-  pad: number;
 }
 
 function num(v: unknown): number | undefined {
@@ -20,7 +19,6 @@ function num(v: unknown): number | undefined {
 
 /** Reads the token ids from either config layout: HF 5.17 (`text_config`, `image_token_id`) or the hub's (`im_patch_id`). */
 export function ernieTokens(config: Record<string, unknown>): ErnieTokens {
-  const text = (config.text_config ?? config) as Record<string, unknown>;
   const image = num(config.image_token_id) ?? num(config.im_patch_id);
   if (image === undefined) {
     throw new ModelError(
@@ -35,8 +33,7 @@ export function ernieTokens(config: Record<string, unknown>): ErnieTokens {
     imageEnd: num(config.image_end_token_id),
     videoStart: num(config.video_start_token_id),
     videoEnd: num(config.video_end_token_id),
-    eos: num(text.eos_token_id) ?? num(config.eos_token_id),
-    pad: num(text.pad_token_id) ?? num(config.pad_token_id) ?? 0,
+    ...generationTokens(config),
   };
 }
 

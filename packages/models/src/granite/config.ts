@@ -3,6 +3,7 @@ import { type GraniteDeepstackLevel, type GraniteTextConfig, graniteDeepstackPla
 import { type WindowQFormerConfig, fromHfConfig as windowFromHf } from '@vlmkit/qformer';
 import { SiglipVisionConfig } from '@vlmkit/vision-tower';
 import type { Size } from './anyres.js';
+import { type GraniteTokens, graniteTokens } from './tokens.js';
 
 /** One injected feature level (moe-decoder's `graniteDeepstackPlan`) and its index k among the levels. */
 export interface GraniteLevel extends GraniteDeepstackLevel {
@@ -16,6 +17,8 @@ export interface Granite4VisionConfig {
   readonly text: GraniteTextConfig;
   readonly pinpoints: readonly Size[];
   readonly imageTokenId: number;
+  /** Image placeholder, eos and pad ids (`imageTokenId` is `tokens.image`). */
+  readonly tokens: GraniteTokens;
   readonly selectStrategy: 'full' | 'default';
   readonly imageNewline: boolean;
   /** Layerwise levels in deepstack_layer_map order, then the spatial groups. */
@@ -36,14 +39,15 @@ export function granite4VisionConfig(json: Record<string, unknown>): Granite4Vis
   const projector = windowFromHf(json);
   const text = graniteTextConfigFromHf(json);
   const levels = graniteDeepstackPlan(json, text.numHiddenLayers).map((l, k) => ({ k, ...l }));
+  const tokens = graniteTokens(json);
   return {
     vision,
     projector,
     text,
     // HF's default pinpoints are LLaVA-NeXT's 336-px grid, not Granite's: required.
     pinpoints: c.intPairs('image_grid_pinpoints', { min: 1 }),
-    // HF Granite4VisionConfig's default (32000, LLaVA's) is not Granite's: required.
-    imageTokenId: c.has('image_token_index') ? c.int('image_token_index', { min: 0 }) : c.int('image_token_id', { min: 0 }),
+    imageTokenId: tokens.image,
+    tokens,
     selectStrategy: c.oneOf('vision_feature_select_strategy', ['default', 'full'], {
       default: 'default',
       from: 'HF Granite4VisionConfig (vLLM: full)',

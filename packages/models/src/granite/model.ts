@@ -1,16 +1,24 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { buildGraniteTextDecoderModel, type GraniteTextConfig, graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
+import {
+  buildGraniteTextDecoderModel,
+  GRANITE_DECODER_IO,
+  type GraniteDecoderFeeds,
+  graniteDecodePositions,
+  graniteDecoderFeeds,
+} from '@vlmkit/moe-decoder';
 import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
-import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
+import { analyzeGranitePrompt, type GranitePrompt } from './prompt.js';
+import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
 import { loadGraniteWeights } from './weights.js';
 
 /** HF forward kwargs, by their HF names. */
@@ -40,7 +48,6 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
 export class Granite4Vision {
   private constructor(
     readonly config: Granite4VisionConfig,
-    readonly text: GraniteTextConfig,
     private readonly vision: VlmSession,
     private readonly decoder: VlmSession,
     readonly timings: { loadMs: number; buildMs: number; sessionMs: number },
@@ -58,7 +65,7 @@ export class Granite4Vision {
     const root = resolve(dir);
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = granite4VisionConfig(json);
-    const text = graniteTextConfigFromHf(json);
+    const text = config.text;
     const ckpt = await Checkpoint.open(root);
     const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
     const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
@@ -75,7 +82,7 @@ export class Granite4Vision {
       extraFiles,
     });
     await ckpt.close();
-    return new Granite4Vision(config, text, vision.session, decoder.session, {
+    return new Granite4Vision(config, vision.session, decoder.session, {
       loadMs: t1 - t0,
       buildMs: vision.buildMs + decoder.buildMs,
       sessionMs: vision.sessionMs + decoder.sessionMs,
@@ -85,8 +92,9 @@ export class Granite4Vision {
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
     const p = this.prompt(inputs);
     const deepstack = await this.encodeVision(inputs, p.imagePositions.length);
-    const out = await this.decoder.run(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), { outputs: ['logits'] });
-    return { logits: out.logits as HostTensor<'float32'>, deepstack };
+    const logits = GRANITE_DECODER_IO.logits;
+    const out = await this.decoder.run(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), { outputs: [logits] });
+    return { logits: out[logits] as HostTensor<'float32'>, deepstack };
   }
 
   async generate(inputs: GraniteInputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
@@ -94,11 +102,9 @@ export class Granite4Vision {
     const t0 = performance.now();
     const deepstack = await this.encodeVision(inputs, p.imagePositions.length);
     const visionMs = performance.now() - t0;
-    const tc = (this.config.raw.text_config ?? {}) as { eos_token_id?: unknown; pad_token_id?: unknown };
-    const eos = typeof tc.eos_token_id === 'number' ? tc.eos_token_id : undefined;
     const result = await generateTokens(this.decodeSteps(p, deepstack), {
-      ...(eos !== undefined ? { eos } : {}),
-      padTokenId: typeof tc.pad_token_id === 'number' ? tc.pad_token_id : 0,
+      ...(this.config.tokens.eos !== undefined ? { eos: this.config.tokens.eos } : {}),
+      padTokenId: this.config.tokens.pad,
       ...options,
     });
     return { ...result, visionMs };
@@ -109,133 +115,104 @@ export class Granite4Vision {
     await this.decoder.release();
   }
 
+  /** The HF-named inputs checked (../inputs-check.ts) and read into the prompt analysis. */
   private prompt(inputs: GraniteInputs): GranitePrompt {
-    const ids = inputs.input_ids;
-    if (ids.dtype !== 'int64' || ids.dims.length !== 2)
-      throw new ModelError('BAD_INPUT', `input_ids must be int64 [B, S], got ${ids.dtype} [${ids.dims.join(', ')}]`);
-    const [B, S] = ids.dims as [number, number];
-    const data = ids.data as BigInt64Array;
-    const mask = inputs.attention_mask ? (inputs.attention_mask.data as BigInt64Array) : new BigInt64Array(B * S).fill(1n);
-    if (mask.length !== B * S) throw new ModelError('BAD_INPUT', `attention_mask must be [${B}, ${S}]`);
-    const imagePositions: number[] = [];
-    const image = BigInt(this.config.imageTokenId);
-    data.forEach((v, i) => {
-      if (v === image) imagePositions.push(i);
-    });
-    let positions: BigInt64Array;
-    if (inputs.position_ids) {
-      positions = inputs.position_ids.data as BigInt64Array;
-    } else {
-      // HF generate: cumsum(mask) - 1, padded columns set to 1.
-      positions = new BigInt64Array(B * S);
-      for (let b = 0; b < B; b++) {
-        let n = 0n;
-        for (let s = 0; s < S; s++) {
-          const i = b * S + s;
-          if (mask[i] === 1n) positions[i] = n++;
-          else positions[i] = 1n;
-        }
-      }
-    }
-    const realTokens = Array.from({ length: B }, (_, b) => mask.subarray(b * S, (b + 1) * S).reduce((a, v) => a + Number(v), 0));
-    return { batch: B, seq: S, inputIds: data, mask, positions, imagePositions, realTokens, imageSizes: imageSizes(inputs.image_sizes) };
+    const ids = tokenIds(inputs.input_ids);
+    return analyzeGranitePrompt(
+      {
+        inputIds: ids.data,
+        shape: [ids.batch, ids.seq],
+        attentionMask: perToken(inputs.attention_mask, 'attention_mask', ids.batch, ids.seq),
+        positionIds: perToken(inputs.position_ids, 'position_ids', ids.batch, ids.seq),
+      },
+      this.config,
+    );
   }
 
   private async encodeVision(inputs: GraniteInputs, placeholders: number): Promise<HostTensor<'float32'>[]> {
-    const D = this.text.hiddenSize;
+    const D = this.config.text.hiddenSize;
     const sizes = imageSizes(inputs.image_sizes);
-    if (sizes.length === 0 || !inputs.pixel_values) {
+    if (sizes.length === 0) {
       if (placeholders > 0)
         throw new ModelError(
           'PLACEHOLDER_MISMATCH',
-          `the prompt has ${placeholders} image tokens (id ${this.config.imageTokenId}) but no pixel_values / image_sizes were given`,
+          `the prompt has ${placeholders} image tokens (id ${this.config.tokens.image}) but no pixel_values / image_sizes were given`,
         );
       return this.config.levels.map(() => float32(new Float32Array(0), [0, D]));
     }
-    const { feeds, plan } = graniteVisionFeeds(inputs.pixel_values, sizes, this.config);
+    const pixels = pixelsFor(inputs.pixel_values, 'pixel_values', 'image_sizes');
+    const { feeds, plan } = graniteVisionEncoderFeeds(pixels, sizes, this.config);
     const features = plan.indices.length;
     if (features !== placeholders) {
       throw new ModelError(
         'PLACEHOLDER_MISMATCH',
-        `Image features and image tokens do not match: the prompt has ${placeholders} image tokens (id ${this.config.imageTokenId}) but the images (sizes ${sizes.map((s) => s.join('x')).join(', ')}) pack into ${features} features (${plan.tokensPerImage.join(' + ')}). Build the prompt with the processor's token count per image.`,
+        `Image features and image tokens do not match: the prompt has ${placeholders} image tokens (id ${this.config.tokens.image}) but the images (sizes ${sizes.map((s) => s.join('x')).join(', ')}) pack into ${features} features (${plan.tokensPerImage.join(' + ')}). Build the prompt with the processor's token count per image.`,
       );
     }
     const out = await this.vision.run(feeds);
-    return this.config.levels.map((l) => out[`deepstack_${l.k}`] as HostTensor<'float32'>);
+    return this.config.levels.map((l) => out[GRANITE_VISION_ENCODER_IO.deepstack(l.k)] as HostTensor<'float32'>);
   }
 
   private newCache(batch: number): KvCache {
-    const t = this.text;
-    return new KvCache({ numLayers: t.numHiddenLayers, numKvHeads: t.numKeyValueHeads, headDim: t.headDim, batchSize: batch });
+    const t = this.config.text;
+    return new KvCache({
+      numLayers: t.numHiddenLayers,
+      numKvHeads: t.numKeyValueHeads,
+      headDim: t.headDim,
+      batchSize: batch,
+      names: GRANITE_DECODER_IO,
+    });
   }
 
-  private prefillFeeds(p: GranitePrompt, deepstack: readonly HostTensor[], cache: KvCache): Record<string, HostTensor> {
-    const feeds: Record<string, HostTensor> = {
-      input_ids: int64(p.inputIds, [p.batch, p.seq]),
-      image_positions: int64(p.imagePositions, [p.imagePositions.length]),
-      attention_mask: int64(p.mask, [p.batch, p.seq]),
-      position_ids: int64(p.positions, [p.batch, p.seq]),
-      ...cache.feeds(),
-    };
-    deepstack.forEach((t, k) => {
-      feeds[`deepstack_${k}`] = t;
+  private prefillFeeds(p: GranitePrompt, deepstack: readonly HostTensor[], cache: KvCache): GraniteDecoderFeeds<HostTensor> {
+    return graniteDecoderFeeds<HostTensor>({
+      inputIds: int64(p.inputIds, [p.batch, p.seq]),
+      attentionMask: int64(p.attentionMask, [p.batch, p.seq]),
+      positionIds: int64(p.positionIds, [p.batch, p.seq]),
+      past: cache.layers(),
+      image: { positions: int64(p.imagePositions, [p.imagePositions.length]), deepstack },
     });
-    return feeds;
   }
 
   private decodeSteps(p: GranitePrompt, deepstack: readonly HostTensor[]): DecodeSteps {
     const B = p.batch;
-    const V = this.text.vocabSize;
-    const D = this.text.hiddenSize;
+    const V = this.config.text.vocabSize;
+    const D = this.config.text.hiddenSize;
+    const logits = GRANITE_DECODER_IO.logits;
     const cache = this.newCache(B);
-    const real = [...p.realTokens];
-    const mask = new GrowingMask(p.mask, B, p.seq);
+    const realTokens = [...p.realTokens];
+    const mask = new GrowingMask(p.attentionMask, B, p.seq);
     return {
       batchSize: B,
       vocabSize: V,
       prefill: async () => {
         const out = await this.decoder.run(this.prefillFeeds(p, deepstack, cache));
         cache.update(out);
-        return lastPositionLogits(out.logits!, B, p.seq, V);
+        return lastPositionLogits(out[logits]!, B, p.seq, V);
       },
       step: async (tokens) => {
-        const positions = real.map((n) => n);
-        real.forEach((_, b) => {
-          real[b]!++;
+        // Generated tokens are text: no image rows, and each row continues at its count of real tokens so far.
+        const positions = graniteDecodePositions(realTokens);
+        realTokens.forEach((_, b) => {
+          realTokens[b]!++;
         });
-        const feeds: Record<string, HostTensor> = {
-          input_ids: int64(tokens, [B, 1]),
-          image_positions: int64([], [0]),
-          attention_mask: mask.next(),
-          position_ids: int64(positions, [B, 1]),
-          ...cache.feeds(),
-        };
-        this.config.levels.forEach((l) => {
-          feeds[`deepstack_${l.k}`] = float32(new Float32Array(0), [0, D]);
-        });
-        const out = await this.decoder.run(feeds);
+        const out = await this.decoder.run(
+          graniteDecoderFeeds<HostTensor>({
+            inputIds: int64(tokens, [B, 1]),
+            attentionMask: mask.next(),
+            positionIds: int64(positions, [B, 1]),
+            past: cache.layers(),
+            image: { positions: int64([], [0]), deepstack: this.config.levels.map(() => float32(new Float32Array(0), [0, D])) },
+          }),
+        );
         cache.update(out);
-        return lastPositionLogits(out.logits!, B, 1, V);
+        return lastPositionLogits(out[logits]!, B, 1, V);
       },
     };
   }
 }
 
-interface GranitePrompt {
-  batch: number;
-  seq: number;
-  inputIds: BigInt64Array;
-  mask: BigInt64Array;
-  positions: BigInt64Array;
-  imagePositions: number[];
-  realTokens: number[];
-  imageSizes: Size[];
-}
-
+/** `image_sizes`: int64 [N, 2] rows (height, width). */
 function imageSizes(t: HostTensor | undefined): Size[] {
-  if (!t) return [];
-  if (t.dtype !== 'int64' || t.dims.length !== 2 || t.dims[1] !== 2)
-    throw new ModelError('BAD_INPUT', `image_sizes must be int64 [N, 2], got ${t.dtype} [${t.dims.join(', ')}]`);
-  const d = t.data as BigInt64Array;
-  return Array.from({ length: t.dims[0]! }, (_, i) => [Number(d[2 * i]), Number(d[2 * i + 1])] as const);
+  return intRows(t, 'image_sizes', 2).map(([h, w]) => [h!, w!] as const);
 }

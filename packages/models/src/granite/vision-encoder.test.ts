@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
 import type { Size } from './anyres.js';
 import { granite4VisionConfig } from './config.js';
-import { buildGraniteVisionEncoder, graniteVisionFeeds } from './vision-encoder.js';
+import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
 import { loadGraniteWeights } from './weights.js';
 
 describe.each(
@@ -25,12 +25,12 @@ describe.each(
     const expected = await readTensors(join(c.dir, 'expected.safetensors'));
     const sizes = inputs.image_sizes!.data as BigInt64Array;
     const imageSizes: Size[] = Array.from({ length: sizes.length / 2 }, (_, i) => [Number(sizes[2 * i]), Number(sizes[2 * i + 1])]);
-    const { feeds, plan } = graniteVisionFeeds(inputs.pixel_values!, imageSizes, config);
+    const { feeds, plan } = graniteVisionEncoderFeeds(inputs.pixel_values!, imageSizes, config);
     expect(plan.tokensPerImage).toEqual(c.json.image_tokens);
     const out = await session.run(feeds);
     for (const level of config.levels) {
       const ref = expected[`image_features_level_${level.k}`]!;
-      const got = out[`deepstack_${level.k}`]!;
+      const got = out[GRANITE_VISION_ENCODER_IO.deepstack(level.k)]!;
       expect(got.dims).toEqual(ref.dims);
       expect(relError(got.data as Float32Array, ref.data as Float32Array), `level ${level.k}`).toBeLessThan(1e-4);
     }

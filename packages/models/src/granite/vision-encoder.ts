@@ -1,10 +1,22 @@
+import { GRANITE_DECODER_IO } from '@vlmkit/moe-decoder';
 import { Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
-import { buildSiglipVisionTower } from '@vlmkit/vision-tower';
+import { buildSiglipVisionTower, SIGLIP_VISION_TOWER_IO } from '@vlmkit/vision-tower';
 import { ModelError } from '../errors.js';
+import { pixelsFor } from '../inputs-check.js';
 import { type PackPlan, packPlan, type Size } from './anyres.js';
 import type { Granite4VisionConfig } from './config.js';
+
+/** Input and output names of the Granite vision encoder session; level k's output is the decoder's input of that name. */
+export const GRANITE_VISION_ENCODER_IO = {
+  pixelValues: SIGLIP_VISION_TOWER_IO.pixelValues,
+  packIndices: 'pack_indices',
+  deepstack: GRANITE_DECODER_IO.deepstack,
+} as const;
+
+/** The vision encoder's feeds by input name. */
+export type GraniteVisionEncoderFeeds = Record<(typeof GRANITE_VISION_ENCODER_IO)['pixelValues' | 'packIndices'], HostTensor>;
 
 /**
  * The Granite vision encoder session: SigLIP (every hidden state), the
@@ -16,8 +28,9 @@ import type { Granite4VisionConfig } from './config.js';
 export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, config: Granite4VisionConfig): Graph {
   const g = new Graph({ name: 'granite_vision_encoder' });
   const v = config.vision;
-  const pixelValues = g.input('pixel_values', 'float32', ['tiles', v.numChannels, v.imageSize, v.imageSize]);
-  const packIndices = g.input('pack_indices', 'int64', ['image_tokens']);
+  const io = GRANITE_VISION_ENCODER_IO;
+  const pixelValues = g.input(io.pixelValues, 'float32', ['tiles', v.numChannels, v.imageSize, v.imageSize]);
+  const packIndices = g.input(io.packIndices, 'int64', ['image_tokens']);
   const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
   const D = config.projector.textHiddenSize;
   // bf16/fp16 checkpoints: the newline row joins float32 features, so it is cast like every weight.
@@ -45,7 +58,7 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
     const table = newline ? g.concat([rows, newline], 0) : rows;
     g.output(
       g.scope(`pack.${level.k}`, () => g.gather(table, packIndices, 0)),
-      `deepstack_${level.k}`,
+      io.deepstack(level.k),
     );
   }
   return g;
@@ -56,16 +69,16 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
  * HF's zero-padded pixel_values [B, maxTiles, C, S, S] (or [T, C, S, S]), and
  * the packing plan.
  */
-export function graniteVisionFeeds(
+export function graniteVisionEncoderFeeds(
   pixelValues: HostTensor,
   imageSizes: readonly Size[],
   config: Granite4VisionConfig,
-): { feeds: Record<string, HostTensor>; plan: PackPlan } {
+): { feeds: GraniteVisionEncoderFeeds; plan: PackPlan } {
   const side = windowGeometry(config.projector).downsampledSide;
   const plan = packPlan(imageSizes, config.pinpoints, config.vision.imageSize, side, config.imageNewline);
   const { numChannels: C, imageSize: S } = config.vision;
   const tile = C * S * S;
-  const data = pixelValues.data as Float32Array;
+  const data = pixelsFor(pixelValues, 'pixel_values', 'image_sizes').data;
   const total = plan.tilesPerImage.reduce((a, b) => a + b, 0);
   const out = new Float32Array(total * tile);
   if (pixelValues.dims.length === 5) {
@@ -87,7 +100,10 @@ export function graniteVisionFeeds(
     );
   }
   return {
-    feeds: { pixel_values: float32(out, [total, C, S, S]), pack_indices: int64(plan.indices, [plan.indices.length]) },
+    feeds: {
+      [GRANITE_VISION_ENCODER_IO.pixelValues]: float32(out, [total, C, S, S]),
+      [GRANITE_VISION_ENCODER_IO.packIndices]: int64(plan.indices, [plan.indices.length]),
+    },
     plan,
   };
 }

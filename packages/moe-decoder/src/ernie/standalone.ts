@@ -1,4 +1,5 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
+import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds } from '../kv-io.js';
 import type { KvPair } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
@@ -13,6 +14,63 @@ export interface ErnieTextDecoderModelOptions {
   outputRouting?: boolean;
   /** Graph name written into the model. */
   name?: string;
+}
+
+/** Input and output names of `buildErnieTextDecoderModel`'s graph. */
+export const ERNIE_DECODER_IO = {
+  inputIds: 'input_ids',
+  visionEmbeds: 'vision_embeds',
+  visionPositions: 'vision_positions',
+  moeTokenType: 'moe_token_type',
+  attentionMask: 'attention_mask',
+  ropeCos: 'rope_cos',
+  ropeSin: 'rope_sin',
+  past: KV_CACHE_IO.past,
+  logits: 'logits',
+  present: KV_CACHE_IO.present,
+  hiddenStates: (layer: number) => `hidden_states.${layer}` as const,
+  routerTopkIds: (layer: number) => `router.${layer}.topk_ids` as const,
+  routerTopkWeights: (layer: number) => `router.${layer}.topk_weights` as const,
+} as const;
+
+/** One step's inputs, as tensors of the caller's type (shapes as in `buildErnieTextDecoderModel`). */
+export interface ErnieDecoderFeedInputs<T> {
+  inputIds: T;
+  visionEmbeds: T;
+  visionPositions: T;
+  moeTokenType: T;
+  attentionMask: T;
+  ropeCos: T;
+  ropeSin: T;
+  /** One entry per layer, in layer order. */
+  past: readonly KvTensors<T>[];
+}
+
+type ErnieDecoderInputName = (typeof ERNIE_DECODER_IO)[
+  | 'inputIds'
+  | 'visionEmbeds'
+  | 'visionPositions'
+  | 'moeTokenType'
+  | 'attentionMask'
+  | 'ropeCos'
+  | 'ropeSin'];
+
+/** The feeds of one run, by input name. */
+export type ErnieDecoderFeeds<T> = Record<ErnieDecoderInputName, T> & Record<PastName, T>;
+
+/** Names the feeds of one decoder run; generic over the tensor type (this package does not import onnxruntime). */
+export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoderFeeds<T> {
+  const io = ERNIE_DECODER_IO;
+  return {
+    [io.inputIds]: x.inputIds,
+    [io.visionEmbeds]: x.visionEmbeds,
+    [io.visionPositions]: x.visionPositions,
+    [io.moeTokenType]: x.moeTokenType,
+    [io.attentionMask]: x.attentionMask,
+    [io.ropeCos]: x.ropeCos,
+    [io.ropeSin]: x.ropeSin,
+    ...pastFeeds(x.past),
+  };
 }
 
 /**
@@ -36,18 +94,19 @@ export interface ErnieTextDecoderModelOptions {
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
   const g = new Graph({ name: options.name ?? 'ernie_text_decoder' });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
-  const inputIds = g.input('input_ids', 'int64', ['batch', 'seq']);
-  const visionEmbeds = g.input('vision_embeds', 'float32', ['vision_tokens', D]);
-  const visionPositions = g.input('vision_positions', 'int64', ['vision_tokens']);
-  const moeTokenType = g.input('moe_token_type', 'int64', ['batch', 'seq']);
-  const attentionMask = g.input('attention_mask', 'int64', ['batch', 'total']);
-  const ropeCos = g.input('rope_cos', 'float32', ['batch', 'seq', hd / 2]);
-  const ropeSin = g.input('rope_sin', 'float32', ['batch', 'seq', hd / 2]);
+  const io = ERNIE_DECODER_IO;
+  const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
+  const visionEmbeds = g.input(io.visionEmbeds, 'float32', ['vision_tokens', D]);
+  const visionPositions = g.input(io.visionPositions, 'int64', ['vision_tokens']);
+  const moeTokenType = g.input(io.moeTokenType, 'int64', ['batch', 'seq']);
+  const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
+  const ropeCos = g.input(io.ropeCos, 'float32', ['batch', 'seq', hd / 2]);
+  const ropeSin = g.input(io.ropeSin, 'float32', ['batch', 'seq', hd / 2]);
   const past: KvPair[] = [];
   for (let i = 0; i < config.numHiddenLayers; i++) {
     past.push({
-      key: g.input(`past_key_values.${i}.key`, 'float32', ['batch', hkv, 'past', hd]),
-      value: g.input(`past_key_values.${i}.value`, 'float32', ['batch', hkv, 'past', hd]),
+      key: g.input(io.past(i, 'key'), 'float32', ['batch', hkv, 'past', hd]),
+      value: g.input(io.past(i, 'value'), 'float32', ['batch', hkv, 'past', hd]),
     });
   }
   const out = buildErnieTextDecoder(
@@ -66,19 +125,19 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     },
     { routing: options.outputRouting ?? false, ...(options.experts ? { experts: options.experts } : {}) },
   );
-  g.output(out.logits, 'logits');
+  g.output(out.logits, io.logits);
   out.present!.forEach((kv, i) => {
-    g.output(kv.key, `present.${i}.key`, ['batch', hkv, 'total', hd]);
-    g.output(kv.value, `present.${i}.value`, ['batch', hkv, 'total', hd]);
+    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, 'total', hd]);
+    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, 'total', hd]);
   });
   if (options.outputHiddenStates)
     out.layerOutputs.forEach((h, i) => {
-      g.output(h, `hidden_states.${i}`);
+      g.output(h, io.hiddenStates(i));
     });
   out.routing.forEach((r, i) => {
     if (r === undefined) return;
-    g.output(r.topkIds, `router.${i}.topk_ids`);
-    g.output(r.topkWeights, `router.${i}.topk_weights`);
+    g.output(r.topkIds, io.routerTopkIds(i));
+    g.output(r.topkWeights, io.routerTopkWeights(i));
   });
   return g;
 }

@@ -20,10 +20,12 @@ export function graniteRotaryTables(g: Graph, positionIds: Value, config: Granit
 
 /**
  * Position ids [B, S] of a left-padded prompt as HF `generate()` makes them:
- * cumsum(attention_mask) - 1, and 0 on padding. `attentionMask` is [B, S]
- * row-major (1 real, 0 padding).
+ * cumsum(attention_mask) - 1, and `padPosition` (default 0) on padding.
+ * `attentionMask` is [B, S] row-major (1 real, 0 padding). Padded positions
+ * only change the (masked) padded rows: HF's `prepare_inputs_for_generation`
+ * fills them with 1, the fixtures' explicit position_ids with 0.
  */
-export function granitePositionIds(attentionMask: ArrayLike<number | bigint>, batch: number): BigInt64Array {
+export function granitePositionIds(attentionMask: ArrayLike<number | bigint>, batch: number, padPosition = 0): BigInt64Array {
   const S = attentionMask.length / batch;
   const out = new BigInt64Array(attentionMask.length);
   for (let b = 0; b < batch; b++) {
@@ -31,7 +33,7 @@ export function granitePositionIds(attentionMask: ArrayLike<number | bigint>, ba
     for (let s = 0; s < S; s++) {
       const real = Number(attentionMask[b * S + s]) !== 0;
       if (real) seen++;
-      out[b * S + s] = BigInt(real ? seen - 1 : 0);
+      out[b * S + s] = BigInt(real ? seen - 1 : padPosition);
     }
   }
   return out;

@@ -1,4 +1,5 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
+import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds } from '../kv-io.js';
 import type { KvPair } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
@@ -10,6 +11,55 @@ export interface GraniteTextDecoderModelOptions {
   outputHiddenStates?: boolean;
   /** Graph name written into the model. */
   name?: string;
+}
+
+/** Input and output names of `buildGraniteTextDecoderModel`'s graph. */
+export const GRANITE_DECODER_IO = {
+  inputIds: 'input_ids',
+  imagePositions: 'image_positions',
+  /** Level k's packed image features; the vision encoder's outputs carry the same names. */
+  deepstack: (level: number) => `deepstack_${level}` as const,
+  attentionMask: 'attention_mask',
+  positionIds: 'position_ids',
+  past: KV_CACHE_IO.past,
+  logits: 'logits',
+  present: KV_CACHE_IO.present,
+  hiddenStates: (layer: number) => `hidden_states.${layer}` as const,
+  layerInputs: (layer: number) => `layer_inputs.${layer}` as const,
+  inputsEmbeds: 'inputs_embeds',
+} as const;
+
+/** One step's inputs, as tensors of the caller's type (shapes as in `buildGraniteTextDecoderModel`). */
+export interface GraniteDecoderFeedInputs<T> {
+  inputIds: T;
+  attentionMask: T;
+  positionIds: T;
+  /** One entry per layer, in layer order. */
+  past: readonly KvTensors<T>[];
+  /** The image rows and one feature block per level; required exactly when the graph has levels (N = 0 in decode steps). */
+  image?: { positions: T; deepstack: readonly T[] } | undefined;
+}
+
+type GraniteDecoderInputName = (typeof GRANITE_DECODER_IO)['inputIds' | 'imagePositions' | 'attentionMask' | 'positionIds'];
+
+/** The feeds of one run, by input name (`image_positions` and `deepstack_{k}` only for a graph with levels). */
+export type GraniteDecoderFeeds<T> = Partial<Record<GraniteDecoderInputName, T>> & Record<`deepstack_${number}`, T> & Record<PastName, T>;
+
+/** Names the feeds of one decoder run; generic over the tensor type (this package does not import onnxruntime). */
+export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteDecoderFeeds<T> {
+  const io = GRANITE_DECODER_IO;
+  const feeds: GraniteDecoderFeeds<T> = {
+    [io.inputIds]: x.inputIds,
+    [io.attentionMask]: x.attentionMask,
+    [io.positionIds]: x.positionIds,
+  };
+  if (x.image) {
+    feeds[io.imagePositions] = x.image.positions;
+    x.image.deepstack.forEach((t, k) => {
+      feeds[io.deepstack(k)] = t;
+    });
+  }
+  return Object.assign(feeds, pastFeeds(x.past));
 }
 
 /**
@@ -33,16 +83,17 @@ export interface GraniteTextDecoderModelOptions {
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
   const g = new Graph({ name: options.name ?? 'granite_text_decoder' });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
-  const inputIds = g.input('input_ids', 'int64', ['batch', 'seq']);
-  const imagePositions = options.levels.length > 0 ? g.input('image_positions', 'int64', ['image_tokens']) : undefined;
-  const deepstack = options.levels.map((_, k) => g.input(`deepstack_${k}`, 'float32', ['image_tokens', D]));
-  const attentionMask = g.input('attention_mask', 'int64', ['batch', 'total']);
-  const positionIds = g.input('position_ids', 'int64', ['batch', 'seq']);
+  const io = GRANITE_DECODER_IO;
+  const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
+  const imagePositions = options.levels.length > 0 ? g.input(io.imagePositions, 'int64', ['image_tokens']) : undefined;
+  const deepstack = options.levels.map((_, k) => g.input(io.deepstack(k), 'float32', ['image_tokens', D]));
+  const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
+  const positionIds = g.input(io.positionIds, 'int64', ['batch', 'seq']);
   const past: KvPair[] = [];
   for (let i = 0; i < config.numHiddenLayers; i++) {
     past.push({
-      key: g.input(`past_key_values.${i}.key`, 'float32', ['batch', hkv, 'past', hd]),
-      value: g.input(`past_key_values.${i}.value`, 'float32', ['batch', hkv, 'past', hd]),
+      key: g.input(io.past(i, 'key'), 'float32', ['batch', hkv, 'past', hd]),
+      value: g.input(io.past(i, 'value'), 'float32', ['batch', hkv, 'past', hd]),
     });
   }
   const out = buildGraniteTextDecoder(
@@ -52,18 +103,18 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
     { inputIds, ...(imagePositions ? { imagePositions, deepstack } : {}), attentionMask, positionIds, past },
     { levels: options.levels },
   );
-  g.output(out.logits, 'logits');
+  g.output(out.logits, io.logits);
   out.present!.forEach((kv, i) => {
-    g.output(kv.key, `present.${i}.key`, ['batch', hkv, 'total', hd]);
-    g.output(kv.value, `present.${i}.value`, ['batch', hkv, 'total', hd]);
+    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, 'total', hd]);
+    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, 'total', hd]);
   });
   if (options.outputHiddenStates) {
-    g.output(out.inputsEmbeds, 'inputs_embeds');
+    g.output(out.inputsEmbeds, io.inputsEmbeds);
     out.layerInputs.forEach((h, i) => {
-      g.output(h, `layer_inputs.${i}`);
+      g.output(h, io.layerInputs(i));
     });
     out.layerOutputs.forEach((h, i) => {
-      g.output(h, `hidden_states.${i}`);
+      g.output(h, io.hiddenStates(i));
     });
   }
   return g;

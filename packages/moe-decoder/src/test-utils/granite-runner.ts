@@ -1,6 +1,9 @@
 import type ort from 'onnxruntime-node';
 import type { GraniteTextConfig } from '../granite/config.js';
+import { GRANITE_DECODER_IO, graniteDecoderFeeds } from '../granite/standalone.js';
+import { presentOutputs } from '../kv-io.js';
 import { type Feed, f32, i64, run } from './ort.js';
+import { pastOrEmpty } from './runner.js';
 
 export interface GraniteStepInput {
   B: number;
@@ -33,30 +36,22 @@ export async function graniteStep(
   const { B, S } = x;
   const [D, hkv, hd] = [cfg.hiddenSize, cfg.numKeyValueHeads, cfg.headDim];
   const n = x.image?.positions.length ?? 0;
-  const feeds: Record<string, Feed> = {
-    input_ids: i64([B, S], x.ids),
-    attention_mask: i64([B, x.mask.length / B], x.mask),
-    position_ids: i64([B, S], x.positionIds),
-  };
-  if (numLevels > 0) {
-    feeds.image_positions = i64([n], x.image?.positions ?? []);
-    for (let k = 0; k < numLevels; k++) feeds[`deepstack_${k}`] = f32([n, D], x.image?.levels[k] ?? new Float32Array(0));
-  }
-  for (let l = 0; l < cfg.numHiddenLayers; l++) {
-    const p = x.past?.[l];
-    feeds[`past_key_values.${l}.key`] = p
-      ? f32(p.key.dims as number[], p.key.data as Float32Array)
-      : f32([B, hkv, 0, hd], new Float32Array(0));
-    feeds[`past_key_values.${l}.value`] = p
-      ? f32(p.value.dims as number[], p.value.data as Float32Array)
-      : f32([B, hkv, 0, hd], new Float32Array(0));
-  }
+  const feeds = graniteDecoderFeeds<Feed>({
+    inputIds: i64([B, S], x.ids),
+    attentionMask: i64([B, x.mask.length / B], x.mask),
+    positionIds: i64([B, S], x.positionIds),
+    past: pastOrEmpty(x.past, cfg.numHiddenLayers, [B, hkv, 0, hd]),
+    image:
+      numLevels > 0
+        ? {
+            positions: i64([n], x.image?.positions ?? []),
+            deepstack: Array.from({ length: numLevels }, (_, k) => f32([n, D], x.image?.levels[k] ?? new Float32Array(0))),
+          }
+        : undefined,
+  });
   const t0 = performance.now();
   const out = await run(session, feeds);
   const ms = performance.now() - t0;
-  const present = Array.from({ length: cfg.numHiddenLayers }, (_, l) => ({
-    key: out[`present.${l}.key`]!,
-    value: out[`present.${l}.value`]!,
-  }));
-  return { logits: out.logits!.data as Float32Array, present, raw: out, ms };
+  const present = presentOutputs(out, cfg.numHiddenLayers);
+  return { logits: out[GRANITE_DECODER_IO.logits]!.data as Float32Array, present, raw: out, ms };
 }

@@ -66,6 +66,24 @@ export function buildErnieVisionTower(
   });
 }
 
+/** Input and output names of `buildErnieVisionTowerModel`'s graph. */
+export const ERNIE_VISION_TOWER_IO = {
+  pixelValues: 'pixel_values',
+  rotaryCos: 'rotary_cos',
+  rotarySin: 'rotary_sin',
+  segmentIds: 'segment_ids',
+  visionHidden: 'vision_hidden',
+} as const;
+
+/** The tower's feeds by input name, as tensors of the caller's type (this package does not import onnxruntime). */
+export type ErnieVisionTowerFeeds<T> = Record<(typeof ERNIE_VISION_TOWER_IO)['pixelValues' | 'rotaryCos' | 'rotarySin' | 'segmentIds'], T>;
+
+/** Names the tower's feeds: `pixelValues` [Np, C*p*p], rotary tables and segment ids from `ernieVisionInputs`. */
+export function ernieVisionTowerFeeds<T>(x: { pixelValues: T; rotaryCos: T; rotarySin: T; segmentIds: T }): ErnieVisionTowerFeeds<T> {
+  const io = ERNIE_VISION_TOWER_IO;
+  return { [io.pixelValues]: x.pixelValues, [io.rotaryCos]: x.rotaryCos, [io.rotarySin]: x.rotarySin, [io.segmentIds]: x.segmentIds };
+}
+
 /**
  * The tower alone as a complete model. Inputs: `pixel_values` [Np, C*p*p]
  * float32, `rotary_cos` / `rotary_sin` [Np, headDim/2] float32, `segment_ids`
@@ -74,14 +92,15 @@ export function buildErnieVisionTower(
 export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVisionConfig, options: ErnieVisionBuildOptions = {}): Graph {
   const g = new Graph({ name: 'ernie_vision_tower' });
   const half = ernieVisionHeadDim(config) / 2;
+  const io = ERNIE_VISION_TOWER_IO;
   const inputs: ErnieVisionTowerInputs = {
-    pixelValues: g.input('pixel_values', 'float32', ['num_patches', config.inChannels * config.patchSize ** 2]),
-    rotaryCos: g.input('rotary_cos', 'float32', ['num_patches', half]),
-    rotarySin: g.input('rotary_sin', 'float32', ['num_patches', half]),
-    segmentIds: g.input('segment_ids', 'int32', ['num_patches']),
+    pixelValues: g.input(io.pixelValues, 'float32', ['num_patches', config.inChannels * config.patchSize ** 2]),
+    rotaryCos: g.input(io.rotaryCos, 'float32', ['num_patches', half]),
+    rotarySin: g.input(io.rotarySin, 'float32', ['num_patches', half]),
+    segmentIds: g.input(io.segmentIds, 'int32', ['num_patches']),
   };
   const { hidden } = buildErnieVisionTower(g, weights, config, inputs, options);
-  g.output(hidden, 'vision_hidden');
+  g.output(hidden, io.visionHidden);
   return g;
 }
 

@@ -53,6 +53,13 @@ export function buildSiglipVisionTower(
   });
 }
 
+/** Input and output names of `buildSiglipVisionTowerModel`'s graph. */
+export const SIGLIP_VISION_TOWER_IO = {
+  pixelValues: 'pixel_values',
+  hiddenStates: 'vision_hidden_states',
+  postLayerNorm: 'vision_post_layernorm',
+} as const;
+
 /**
  * The SigLIP tower alone. Input `pixel_values` [B, C, S, S] float32; output
  * `vision_hidden_states` [L+1, B, Np, D] (embeddings, then each layer), and
@@ -61,15 +68,16 @@ export function buildSiglipVisionTower(
 export function buildSiglipVisionTowerModel(weights: Weights, config: SiglipVisionConfig, options: SiglipVisionBuildOptions = {}): Graph {
   const g = new Graph({ name: 'siglip_vision_tower' });
   const s = config.imageSize;
-  const pixelValues = g.input('pixel_values', 'float32', ['batch', config.numChannels, s, s]);
+  const io = SIGLIP_VISION_TOWER_IO;
+  const pixelValues = g.input(io.pixelValues, 'float32', ['batch', config.numChannels, s, s]);
   const { hiddenStates, pooled } = buildSiglipVisionTower(g, weights, config, { pixelValues }, options);
   g.output(
     g.concat(
       hiddenStates.map((h) => g.unsqueeze(h, [0])),
       0,
     ),
-    'vision_hidden_states',
+    io.hiddenStates,
   );
-  if (pooled) g.output(pooled, 'vision_post_layernorm');
+  if (pooled) g.output(pooled, io.postLayerNorm);
   return g;
 }
