@@ -66,6 +66,19 @@ describe('Tokenizer', () => {
     expect(tok.idToToken(3)).toBe('<image>');
   });
 
+  it('makes a special token of the config special even when the vocabulary has it as an ordinary token', async () => {
+    // '<0x41>' is an ordinary byte token of the SentencePiece vocabulary, not an added token.
+    const json = sentencePieceTokenizerJson();
+    const plain = Tokenizer.fromJSON(json);
+    const id = plain.tokenToId('<0x41>')!;
+    expect(await plain.encode('x<0x41>y', { addSpecialTokens: false })).not.toContain(id);
+    const tok = Tokenizer.fromJSON(json, { sep_token: '<0x41>' });
+    expect(tok.specialTokenId('sep_token')).toBe(id);
+    const ids = await tok.encode('x<0x41>y', { addSpecialTokens: false });
+    expect(ids).toContain(id);
+    expect(await tok.decode(ids, { skipSpecialTokens: true })).toBe(await tok.decode(ids.filter((i) => i !== id)));
+  });
+
   it('decodes bigint ids (BigInt64Array from a model) like numbers', async () => {
     const tok = Tokenizer.fromJSON(byteLevelTokenizerJson());
     const ids = await tok.encode('héllo', { addSpecialTokens: false });

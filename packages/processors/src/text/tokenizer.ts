@@ -96,7 +96,7 @@ export interface TokenizerDecodeOptions {
 /**
  * A tokenizer.json tokenizer run by HF's own Rust library (the `tokenizers` npm package), set up as
  * transformers 5.17's TokenizersBackend sets it up from tokenizer.json + tokenizer_config.json:
- * special tokens missing from the vocabulary added, padding and truncation off (what HF's processors
+ * special tokens that are not added tokens of tokenizer.json added as special ones, padding and truncation off (what HF's processors
  * call it with), the post-processor rebuilt when tokenizer_config.json sets add_bos_token/add_eos_token.
  */
 export class Tokenizer {
@@ -108,11 +108,14 @@ export class Tokenizer {
     readonly backend: RustTokenizer,
     readonly config: TokenizerConfig,
     modelType: string | undefined,
+    addedTokens: ReadonlySet<string>,
   ) {
     backend.disablePadding();
     backend.disableTruncation();
-    // HF TokenizersBackend.__init__: special tokens of the config that the vocabulary lacks are added.
-    const missing = [...Object.values(config.specialTokens), ...config.extraSpecialTokens].filter((t) => backend.tokenToId(t) === null);
+    // HF TokenizersBackend.__init__: special tokens of the config that are not added tokens yet become
+    // special added tokens (kept whole when encoding, dropped by skipSpecialTokens), also when the
+    // model's vocabulary has them as ordinary tokens (they keep that id).
+    const missing = [...Object.values(config.specialTokens), ...config.extraSpecialTokens].filter((t) => !addedTokens.has(t));
     if (missing.length > 0) backend.addSpecialTokens([...new Set(missing)]);
 
     // HF update_post_processor: runs when tokenizer_config.json names add_bos_token/add_eos_token or
@@ -136,9 +139,11 @@ export class Tokenizer {
   static fromJSON(tokenizerJson: string, tokenizerConfig: Record<string, unknown> = {}): Tokenizer {
     let modelType: string | undefined;
     let backend: RustTokenizer;
+    const addedTokens = new Set<string>();
     try {
-      const parsed = JSON.parse(tokenizerJson) as { model?: { type?: unknown } };
+      const parsed = JSON.parse(tokenizerJson) as { model?: { type?: unknown }; added_tokens?: { content?: unknown }[] };
       modelType = typeof parsed.model?.type === 'string' ? parsed.model.type : undefined;
+      for (const t of parsed.added_tokens ?? []) if (typeof t.content === 'string') addedTokens.add(t.content);
       backend = RustTokenizer.fromString(tokenizerJson);
     } catch (e) {
       throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
@@ -147,7 +152,7 @@ export class Tokenizer {
     if (config.raw.split_special_tokens === true) {
       throw new ProcessorError('TOKENIZER_ERROR', 'tokenizer_config.json sets split_special_tokens, which this tokenizer does not support');
     }
-    return new Tokenizer(backend, config, modelType);
+    return new Tokenizer(backend, config, modelType, addedTokens);
   }
 
   /** Reads `dir/tokenizer.json` and `dir/tokenizer_config.json` (optional), as HF's AutoTokenizer.from_pretrained. */
