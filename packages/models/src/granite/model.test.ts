@@ -82,6 +82,25 @@ describe('Granite4Vision LoRA and input checks', () => {
     expect(fb.logits.dims[1]).not.toBe(fa.logits.dims[1]);
   });
 
+  it("inputs are checked as ERNIE's are: wrong dtype or shape, sizes without pixels are BAD_INPUT naming the input", async () => {
+    const c = cases.find((x) => x.name === 'anyres')!;
+    const m = await model(c.checkpoint);
+    const inputs = await readTensors(`${c.dir}/inputs.safetensors`);
+    const mask = inputs.attention_mask!;
+    const refused = async (bad: Record<string, unknown>) => {
+      const err = await m.forward({ ...inputs, ...bad } as never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ModelError);
+      expect((err as ModelError).code).toBe('BAD_INPUT');
+      return (err as ModelError).message;
+    };
+    const int32Mask = { dtype: 'int32', dims: mask.dims, data: Int32Array.from(mask.data as BigInt64Array, Number) };
+    expect(await refused({ attention_mask: int32Mask })).toBe('attention_mask must be int64, got int32');
+    expect(await refused({ position_ids: { ...mask, dims: [1, 3], data: (mask.data as BigInt64Array).slice(0, 3) } })).toBe(
+      `position_ids must have the shape of input_ids [1, ${mask.dims[1]}], got [1, 3]`,
+    );
+    expect(await refused({ pixel_values: undefined })).toBe('image_sizes is given but pixel_values is missing');
+  });
+
   it('a placeholder count that does not match the packed features is a clear error', async () => {
     const c = cases.find((x) => x.name === 'anyres')!;
     const m = await model(c.checkpoint);
