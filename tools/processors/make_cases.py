@@ -6,7 +6,9 @@ the one extra package, torchvision, that the ERNIE video processor imports):
     PYTHONPATH=/tmp/tvsite .venv-ref/bin/python tools/processors/make_cases.py
 
 Writes test-fixtures/processors/{images,video,ernie,granite}/ (not resize/, which
-tools/processors/make_resize_cases.py owns). Everything is deterministic: images
+tools/processors/make_resize_cases.py owns), and copies the ernie/ and granite/ tokenizer,
+chat template and processor configs into the tiny checkpoints test-fixtures/ernie-tiny/ and
+granite-tiny/ (run it after tools/fixtures/make_fixtures.py, which recreates those folders). Everything is deterministic: images
 from fixed seeds, a BPE tokenizer trained on the built-in corpus below, the HF
 processors' outputs. Re-running gives byte-identical files.
 """
@@ -685,6 +687,32 @@ def check_models() -> None:
         print(f"checked {sub} cases against {checkpoint}")
 
 
+# The processor files a real checkpoint directory holds next to config.json and the weights, so
+# that `Processor.fromPretrained(dir)` and `vlmkit run --model dir` work on the tiny fixture models.
+CHECKPOINT_PROCESSOR_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "video_preprocessor_config.json",
+)
+
+
+def copy_into_checkpoints() -> None:
+    """Copies ernie/ and granite/'s processor files, byte for byte, into test-fixtures/ernie-tiny/ and
+    granite-tiny/ (beside config.json and model.safetensors, as on the hub). Only these files are
+    written there; tools/fixtures/make_fixtures.py recreates those folders without them, so run this
+    script after it."""
+    for sub, checkpoint in (("ernie", "ernie-tiny"), ("granite", "granite-tiny")):
+        for name in CHECKPOINT_PROCESSOR_FILES:
+            src = OUT / sub / name
+            if src.exists():
+                shutil.copyfile(src, FIXTURES / checkpoint / name)
+        print(f"copied {sub}/ processor files into {checkpoint}/")
+
+
 def main() -> None:
     for sub in ("images", "video", "ernie", "granite"):
         shutil.rmtree(OUT / sub, ignore_errors=True)
@@ -694,6 +722,7 @@ def main() -> None:
     ernie(images_info, frames)
     granite()
     print("wrote", OUT)
+    copy_into_checkpoints()
     check_models()
 
 
