@@ -2,7 +2,7 @@ import ort from 'onnxruntime-node';
 import { describe, expect, it, vi } from 'vitest';
 import { CUDA_PROVIDER_FILES, findCudaBinaries, ortBindingDir } from './device.js';
 import { RuntimeError } from './errors.js';
-import { createSession, openSession } from './session.js';
+import { createSession, cudaTf32, openSession } from './session.js';
 import { float32, toOrt } from './tensor.js';
 import { affineModel, identityModel, impossibleReshapeModel, modelBytes, node, valueInfo } from './test-utils/onnx-models.js';
 
@@ -160,5 +160,31 @@ describe('ORT failures', () => {
     const bf16 = await rejection(createSession(identityModel('bfloat16'), { device: 'cpu' }));
     expect(bf16.message).toContain('Unsupported data type: 16');
     expect(bf16.message).toContain('keep I/O in float32/float16 and Cast inside the graph');
+  });
+});
+
+describe('CUDA TF32 choice (NVIDIA_TF32_OVERRIDE)', () => {
+  it('default: float32 stays float32: sets NVIDIA_TF32_OVERRIDE=0 before the first CUDA session', () => {
+    const env: NodeJS.ProcessEnv = {};
+    const state = {};
+    expect(cudaTf32('m', false, env, state)).toBe(false);
+    expect(env.NVIDIA_TF32_OVERRIDE).toBe('0');
+    expect(cudaTf32('m2', false, env, state)).toBe(false);
+  });
+
+  it('tf32: true leaves the variable unset; a later session asking for strict float32 is refused by name', () => {
+    const env: NodeJS.ProcessEnv = {};
+    const state = {};
+    expect(cudaTf32('m', true, env, state)).toBe(true);
+    expect(env.NVIDIA_TF32_OVERRIDE).toBeUndefined();
+    expect(() => cudaTf32('decoder', false, env, state)).toThrow(
+      /Session 'decoder': tf32: false differs from this process's first CUDA session/,
+    );
+  });
+
+  it("a user's NVIDIA_TF32_OVERRIDE=0 wins and tf32: true is refused; another value allows TF32", () => {
+    expect(() => cudaTf32('m', true, { NVIDIA_TF32_OVERRIDE: '0' }, {})).toThrow(/NVIDIA_TF32_OVERRIDE=0 is set in the environment/);
+    expect(cudaTf32('m', false, { NVIDIA_TF32_OVERRIDE: '0' }, {})).toBe(false);
+    expect(cudaTf32('m', true, { NVIDIA_TF32_OVERRIDE: '1' }, {})).toBe(true);
   });
 });

@@ -41,6 +41,13 @@ export interface SessionOptions {
   graphOptimizationLevel?: GraphOptimizationLevel;
   /** Used in errors and logs; default: the model file's base name, or 'model'. */
   name?: string;
+  /**
+   * CUDA only: let cuBLAS/cuDNN run float32 matmuls and convolutions in TF32 (10-bit mantissa). Default false:
+   * float32 stays float32, as on CPU and in PyTorch (torch.backends.cuda.matmul.allow_tf32 is False by default).
+   * ORT's CUDA EP enables TF32 unless told otherwise and onnxruntime-node cannot pass its `use_tf32` option, so
+   * this sets NVIDIA_TF32_OVERRIDE=0 for the process before the first CUDA session (the libraries read it once).
+   */
+  tf32?: boolean;
 }
 
 export interface RunOptions {
@@ -178,6 +185,8 @@ export async function openSession(model: Uint8Array | string, opts: SessionOptio
   let reason = choice.reason;
   let session: ort.InferenceSession | undefined;
   if (device === 'cuda') {
+    const tf32 = cudaTf32(name, opts.tf32 ?? false, process.env);
+    reason += tf32 ? '; TF32 allowed' : '; TF32 off (NVIDIA_TF32_OVERRIDE=0)';
     try {
       session = await ortCreate(model, { ...base, executionProviders: ['cuda', 'cpu'] });
     } catch (e) {
@@ -208,4 +217,50 @@ export async function openSession(model: Uint8Array | string, opts: SessionOptio
 /** Load an ONNX model (bytes or a .onnx path) into a session on the chosen device. */
 export async function createSession(model: Uint8Array | string, opts: SessionOptions = {}): Promise<VlmSession> {
   return openSession(model, opts, defaultFacts());
+}
+
+/** TF32 as fixed by the first CUDA session of this process (cuBLAS and cuDNN read NVIDIA_TF32_OVERRIDE once). */
+let processTf32: boolean | undefined;
+
+/**
+ * Applies the `tf32` choice through NVIDIA_TF32_OVERRIDE before the CUDA libraries load, and refuses a later
+ * session that asks for the other setting (it could not take effect). Returns whether TF32 is allowed.
+ * Exported for tests only; `state` lets them start from a fresh process.
+ */
+export function cudaTf32(
+  name: string,
+  wanted: boolean,
+  env: NodeJS.ProcessEnv,
+  state: { tf32?: boolean } | undefined = undefined,
+): boolean {
+  const current = state ? state.tf32 : processTf32;
+  const fix = (v: boolean) => {
+    if (state) state.tf32 = v;
+    else processTf32 = v;
+  };
+  const override = env.NVIDIA_TF32_OVERRIDE;
+  if (current === undefined) {
+    if (override === undefined) {
+      if (!wanted) env.NVIDIA_TF32_OVERRIDE = '0';
+      fix(wanted);
+      return wanted;
+    }
+    if (wanted && override === '0') {
+      throw new RuntimeError(
+        'INVALID_OPTIONS',
+        `Session '${name}': tf32: true was asked for but NVIDIA_TF32_OVERRIDE=0 is set in the environment, which turns TF32 off for the whole process; unset it.`,
+        { session: name },
+      );
+    }
+    fix(override !== '0');
+    return override !== '0';
+  }
+  if (current !== wanted) {
+    throw new RuntimeError(
+      'INVALID_OPTIONS',
+      `Session '${name}': tf32: ${wanted} differs from this process's first CUDA session (tf32: ${current}); cuBLAS and cuDNN fix TF32 for the process when they load, so run sessions that need the other setting in another process.`,
+      { session: name },
+    );
+  }
+  return current;
 }
