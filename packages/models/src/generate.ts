@@ -8,6 +8,8 @@ export interface GenerateOptions extends SamplingOptions {
   padTokenId?: number;
   /** Called after each step with the new token of every row (streaming). */
   onToken?: (tokens: readonly number[], step: number) => void;
+  /** Stops generation before the next step once aborted; the tokens so far are returned. */
+  signal?: AbortSignal | undefined;
 }
 
 /** One model's decode steps, seen from the sampling loop. */
@@ -41,7 +43,7 @@ export async function generateTokens(steps: DecodeSteps, o: GenerateOptions): Pr
   const tokens: number[][] = Array.from({ length: B }, () => []);
   const done = new Array<boolean>(B).fill(false);
   const stepMs: number[] = [];
-  if (o.maxNewTokens === 0) return { tokens, timings: { prefillMs: 0, stepMs } };
+  if (o.maxNewTokens === 0 || o.signal?.aborted) return { tokens, timings: { prefillMs: 0, stepMs } };
   let t0 = performance.now();
   let logits = await steps.prefill();
   const prefillMs = performance.now() - t0;
@@ -52,7 +54,7 @@ export async function generateTokens(steps: DecodeSteps, o: GenerateOptions): Pr
       if (eos.has(t)) done[b] = true;
     });
     o.onToken?.(next, n);
-    if (n === o.maxNewTokens - 1 || done.every(Boolean)) break;
+    if (n === o.maxNewTokens - 1 || done.every(Boolean) || o.signal?.aborted) break;
     t0 = performance.now();
     logits = await steps.step(next);
     stepMs.push(performance.now() - t0);

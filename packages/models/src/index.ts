@@ -1,3 +1,4 @@
+export { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
 export { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './ernie/config.js';
 export {
   Ernie45VL,
@@ -37,7 +38,9 @@ export {
   type GraniteVisionEncoderFeeds,
   graniteVisionEncoderFeeds,
 } from './granite/vision-encoder.js';
+export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions, sha256File } from './graph-cache.js';
 export { readNamedTensors, writeNamedTensors } from './inputs-file.js';
+export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
 export {
   ERNIE_FORWARD_OUTPUTS,
   GRANITE_FORWARD_OUTPUTS,

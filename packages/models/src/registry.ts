@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { type ChatMessage, Processor } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
+import { type ChatModel, type ChatOptions, type ChatStream, chat } from './chat.js';
 import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
@@ -30,12 +32,22 @@ export interface PretrainedModel {
   /** HF forward kwargs in; float32 `logits` [B,S,V] and model-specific extras out. */
   forwardNamed(inputs: Record<string, HostTensor>): Promise<Record<string, HostTensor>>;
   generate(inputs: Record<string, HostTensor>, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
+  /**
+   * Streams the answer to a conversation (see ./chat.ts): the model directory's processor makes the
+   * inputs, eos defaults to generation_config.json's (HF generate's), else config.json's.
+   */
+  chat(messages: readonly ChatMessage[], options: ChatOptions): ChatStream;
+  /** The model directory's processor (tokenizer, chat template, image/video processors), loaded on first use. */
+  processor(): Promise<Processor>;
   release(): Promise<void>;
 }
 
+/** A model before the directory's processor is attached. */
+type LoadedModel = Omit<PretrainedModel, 'chat' | 'processor'>;
+
 export type LoadOptions = ErnieLoadOptions & GraniteLoadOptions;
 
-const LOADERS: Record<string, (dir: string, o: LoadOptions) => Promise<PretrainedModel>> = {
+const LOADERS: Record<string, (dir: string, o: LoadOptions) => Promise<LoadedModel>> = {
   ernie4_5_vl_moe: async (dir, o) => {
     if (o.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
     return ernieAdapter(await Ernie45VL.fromPretrained(dir, o));
@@ -70,7 +82,47 @@ export async function loadPretrained(dir: string, options: LoadOptions = {}): Pr
       `${path}: model_type '${type}' is not supported. Supported: ${supportedModelTypes().join(', ')}.`,
     );
   }
-  return loader(dir, options);
+  return withChat(await loader(dir, options), dir);
+}
+
+/** Adds chat() on the directory's processor; eos from generation_config.json as HF generate reads it. */
+function withChat(m: LoadedModel, dir: string): PretrainedModel {
+  let processor: Promise<Processor> | undefined;
+  let eos: Promise<number[] | undefined> | undefined;
+  const model: PretrainedModel = {
+    // The spread reads the device getters once: the device never changes after load.
+    ...m,
+    processor: () => {
+      processor ??= Processor.fromPretrained(dir);
+      return processor;
+    },
+    chat: (messages, options) => {
+      const chatModel: ChatModel = {
+        device: m.device,
+        generate: (inputs, o) => m.generate(inputs, o),
+        eos: () => {
+          eos ??= generationConfigEos(dir);
+          return eos;
+        },
+      };
+      return chat(chatModel, model.processor(), messages, options);
+    },
+  };
+  return model;
+}
+
+/** generation_config.json's eos_token_id (an id or a list), what HF generate stops on; undefined without one. */
+async function generationConfigEos(dir: string): Promise<number[] | undefined> {
+  let json: { eos_token_id?: unknown };
+  try {
+    json = JSON.parse(await readFile(join(resolve(dir), 'generation_config.json'), 'utf8')) as { eos_token_id?: unknown };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new ModelError('BAD_CONFIG', `cannot read ${join(dir, 'generation_config.json')}: ${(e as Error).message}`);
+  }
+  const v = json.eos_token_id;
+  const ids = typeof v === 'number' ? [v] : Array.isArray(v) ? v : [];
+  return ids.length > 0 && ids.every((x) => Number.isInteger(x)) ? (ids as number[]) : undefined;
 }
 
 interface Assembled<I> {
@@ -82,7 +134,7 @@ interface Assembled<I> {
 }
 
 /** The shared face of an assembled model; `named` turns its forward outputs into HF-named tensors. */
-function adapt<I>(modelType: string, m: Assembled<I>, named: (inputs: I) => Promise<Record<string, HostTensor>>): PretrainedModel {
+function adapt<I>(modelType: string, m: Assembled<I>, named: (inputs: I) => Promise<Record<string, HostTensor>>): LoadedModel {
   return {
     modelType,
     get device() {
@@ -98,7 +150,7 @@ function adapt<I>(modelType: string, m: Assembled<I>, named: (inputs: I) => Prom
   };
 }
 
-function ernieAdapter(m: Ernie45VL): PretrainedModel {
+function ernieAdapter(m: Ernie45VL): LoadedModel {
   return adapt('ernie4_5_vl_moe', m, async (inputs) => {
     const out = await m.forward(inputs);
     const names = ERNIE_FORWARD_OUTPUTS;
@@ -109,7 +161,7 @@ function ernieAdapter(m: Ernie45VL): PretrainedModel {
   });
 }
 
-function graniteAdapter(m: Granite4Vision): PretrainedModel {
+function graniteAdapter(m: Granite4Vision): LoadedModel {
   return adapt('granite4_vision', m, async (inputs) => {
     const out = await m.forward(inputs);
     const named: Record<string, HostTensor> = { [GRANITE_FORWARD_OUTPUTS.logits]: out.logits };

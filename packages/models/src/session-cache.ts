@@ -1,76 +1,49 @@
-import { createHash } from 'node:crypto';
-import { access, constants, mkdir, rename, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type Graph, saveModel } from '@vlmkit/onnx-graph';
+import type { Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
+import { GraphCache } from './graph-cache.js';
 
 export interface SessionCacheOptions {
   /**
-   * Where built .onnx files go. Default: the checkpoint's directory when it is
-   * writable (external data then points straight into the .safetensors files:
-   * no weight is copied), else `$TMPDIR/vlmkit-cache` (weights copied once).
+   * Where built graphs are cached. Default: `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`; never the
+   * model directory unless it is passed here (external data then points straight into its .safetensors
+   * files: no weight is copied). Entries are keyed by the checkpoint's content and verified when loaded.
    */
   cacheDir?: string | undefined;
+  /** How much of a cached graph's external data is re-hashed on load (see `GraphCacheOptions.verify`). */
+  verifyCache?: 'auto' | 'full' | undefined;
   device?: DeviceRequest | undefined;
   threads?: number | undefined;
   logger?: ((msg: string) => void) | undefined;
 }
 
 export interface CachedSessionExtras {
-  /** Files the graph's lazy tensors read besides the checkpoint (their size and mtime join the key). */
+  /** Files the graph's lazy tensors read besides the checkpoint (their content joins the key). */
   extraFiles?: readonly string[];
 }
 
 export interface BuiltSession {
   session: VlmSession;
   modelPath: string;
-  /** True when the .onnx was already in the cache. */
+  /** True when the .onnx was already in the cache (and verified). */
   cached: boolean;
   buildMs: number;
   sessionMs: number;
 }
 
 /**
- * A stable key for a graph: its nodes, inputs, outputs and initializer
- * descriptions, plus the size and mtime of every file it references. Built
- * graphs are deterministic, so the same config and weights give the same key.
+ * A content key for a graph built from `checkpointDir` (see `GraphCache.key`); digests of the checkpoint
+ * files are remembered in `cacheDir` (default: the user cache directory).
  */
-export async function graphKey(g: Graph, extraFiles: readonly string[] = []): Promise<string> {
-  const snap = g.snapshot();
-  const h = createHash('sha256');
-  h.update(JSON.stringify({ name: snap.name, opset: snap.opset, domains: snap.domains, nodes: snap.nodes }));
-  h.update(JSON.stringify([...snap.inputs, ...snap.outputs].map((v) => [v.name, v.dtype, v.shape])));
-  const files = new Set<string>();
-  for (const { name, ref } of snap.initializers) {
-    const where = ref.kind === 'file' ? [ref.path, ref.byteOffset, ref.byteLength] : ref.kind;
-    h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
-    if (ref.kind === 'file') files.add(ref.path);
-  }
-  // Files lazy tensors read besides the checkpoint (e.g. a LoRA adapter merged at load) count too.
-  for (const f of extraFiles) files.add(f);
-  for (const f of [...files].sort()) {
-    const s = await stat(f);
-    h.update(`${f}:${s.size}:${s.mtimeMs}`);
-  }
-  // Lazy tensors are transforms of checkpoint tensors: covered by the files' stamps above.
-  return h.digest('hex').slice(0, 16);
+export async function graphKey(
+  g: Graph,
+  checkpointDir: string,
+  options: { extraFiles?: readonly string[]; cacheDir?: string | undefined } = {},
+): Promise<string> {
+  const cache = await GraphCache.open(options.cacheDir);
+  return (await cache.key(g, checkpointDir, options.extraFiles)).key;
 }
 
-async function writable(dir: string): Promise<boolean> {
-  try {
-    await access(dir, constants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Saves `g` into the cache (unless it is there already) and opens a session
- * on it. The .onnx appears atomically (written under a temporary name, then
- * renamed), so concurrent processes building the same model are safe.
- */
+/** Finds `g` in the graph cache (verified) or builds it there, and opens a session on it. */
 export async function cachedSession(
   g: Graph,
   checkpointDir: string,
@@ -79,25 +52,8 @@ export async function cachedSession(
   extras: CachedSessionExtras = {},
 ): Promise<BuiltSession> {
   const t0 = performance.now();
-  const dir = o.cacheDir ?? ((await writable(checkpointDir)) ? checkpointDir : join(tmpdir(), 'vlmkit-cache'));
-  await mkdir(dir, { recursive: true });
-  const key = await graphKey(g, extras.extraFiles);
-  const base = `vlmkit-${name}-${key}`;
-  const modelPath = join(dir, `${base}.onnx`);
-  let cached = true;
-  try {
-    await stat(modelPath);
-  } catch {
-    cached = false;
-    // Both files are written under temporary names and renamed into place, data first: a concurrent
-    // process building the same model writes identical bytes, and a reader never sees a partial file.
-    const tag = `tmp-${process.pid}-${Date.now()}`;
-    const dataFile = `${base}.onnx.data`;
-    const tmpModel = join(dir, `${base}.${tag}.onnx`);
-    const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}` });
-    if (saved.dataPath !== undefined) await rename(join(dir, `${dataFile}.${tag}`), join(dir, dataFile));
-    await rename(tmpModel, modelPath);
-  }
+  const cache = await GraphCache.open(o.cacheDir, { logger: o.logger, verify: o.verifyCache });
+  const { modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles);
   const t1 = performance.now();
   const session = await createSession(modelPath, {
     name,

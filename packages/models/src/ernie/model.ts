@@ -15,6 +15,7 @@ import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
 import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
+import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
@@ -44,6 +45,8 @@ export interface ErnieForwardOutputs {
 
 export interface ErnieLoadOptions extends SessionCacheOptions {
   reference?: ErnieReference;
+  /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
+  onProgress?: OnLoadProgress | undefined;
 }
 
 export interface ErnieTimings {
@@ -77,11 +80,18 @@ export class Ernie45VL {
     const root = resolve(dir);
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = ernie45VLConfig(json, options.reference ?? 'vllm');
-    const ckpt = await Checkpoint.open(root);
-    const mapped = await loadErnieWeights(ckpt, config);
+    const steps = new LoadSteps(3, options.onProgress);
+    const { ckpt, mapped } = await steps.run('weights', 'checkpoint', async () => {
+      const ckpt = await Checkpoint.open(root);
+      return { ckpt, mapped: await loadErnieWeights(ckpt, config) };
+    });
     const t1 = performance.now();
-    const vision = await cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options);
-    const decoder = await cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options);
+    const vision = await steps.run('graph', 'ernie-vision', () =>
+      cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options),
+    );
+    const decoder = await steps.run('graph', 'ernie-decoder', () =>
+      cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options),
+    );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
     await ckpt.close();
     return new Ernie45VL(config, vision.session, decoder.session, {

@@ -14,6 +14,7 @@ import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
 import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
+import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
@@ -42,6 +43,8 @@ export interface GraniteForwardOutputs {
 export interface GraniteLoadOptions extends SessionCacheOptions {
   /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged into the LM at load. */
   adapter?: string | undefined;
+  /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
+  onProgress?: OnLoadProgress | undefined;
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
@@ -66,21 +69,22 @@ export class Granite4Vision {
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = granite4VisionConfig(json);
     const text = config.text;
-    const ckpt = await Checkpoint.open(root);
-    const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
-    const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
+    const steps = new LoadSteps(3, options.onProgress);
+    const { ckpt, adapter, mapped } = await steps.run('weights', 'checkpoint', async () => {
+      const ckpt = await Checkpoint.open(root);
+      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
+      const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
+      return { ckpt, adapter, mapped };
+    });
     const t1 = performance.now();
-    const vision = await cachedSession(
-      buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config),
-      root,
-      'granite-vision',
-      options,
+    const vision = await steps.run('graph', 'granite-vision', () =>
+      cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), root, 'granite-vision', options),
     );
     const levels = config.levels.map((l) => l.llmLayer);
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
-    const decoder = await cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, {
-      extraFiles,
-    });
+    const decoder = await steps.run('graph', 'granite-decoder', () =>
+      cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, { extraFiles }),
+    );
     await ckpt.close();
     return new Granite4Vision(config, vision.session, decoder.session, {
       loadMs: t1 - t0,

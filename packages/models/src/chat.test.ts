@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ChatMessage } from '@vlmkit/processors';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIXTURE_DIR } from './fixture-dir.js';
+import { readNamedTensors } from './inputs-file.js';
+import type { LoadProgress } from './progress.js';
+import { loadPretrained, type PretrainedModel } from './registry.js';
+
+const PROCESSORS = join(FIXTURE_DIR, 'processors');
+
+/** A processor fixture case's messages, with its image paths made absolute. */
+function caseMessages(family: string, name: string): ChatMessage[] {
+  const json = JSON.parse(readFileSync(join(PROCESSORS, family, 'cases', name, 'case.json'), 'utf8')) as { messages: ChatMessage[] };
+  return json.messages.map((m) =>
+    typeof m.content === 'string'
+      ? m
+      : { ...m, content: m.content.map((p) => (p.path === undefined ? p : { ...p, path: join(PROCESSORS, p.path) })) },
+  );
+}
+
+async function collect(stream: AsyncIterable<string>): Promise<string[]> {
+  const pieces: string[] = [];
+  for await (const piece of stream) pieces.push(piece);
+  return pieces;
+}
+
+for (const [checkpoint, family] of [
+  ['ernie-tiny', 'ernie'],
+  ['granite-tiny', 'granite'],
+] as const) {
+  describe(`chat on ${checkpoint} (random weights: the answer is noise)`, () => {
+    let model: PretrainedModel;
+    const progress: LoadProgress[] = [];
+    beforeAll(async () => {
+      model = await loadPretrained(join(FIXTURE_DIR, checkpoint), { device: 'cpu', onProgress: (p) => progress.push({ ...p }) });
+    });
+    afterAll(async () => {
+      await model.release();
+    });
+
+    it('reports each load step as it starts and ends', () => {
+      expect(progress.map((p) => `${p.stage}:${p.name}:${p.done}/${p.total}`)).toEqual([
+        'weights:checkpoint:0/3',
+        'weights:checkpoint:1/3',
+        `graph:${family}-vision:1/3`,
+        `graph:${family}-vision:2/3`,
+        `graph:${family}-decoder:2/3`,
+        `graph:${family}-decoder:3/3`,
+      ]);
+    });
+
+    for (const name of ['image-photo', 'two-images', 'text-only']) {
+      it(`streams the ids generate() gives on the processor's tensors, as text (${name})`, async () => {
+        const stream = model.chat(caseMessages(family, name), { maxNewTokens: 8 });
+        const pieces = await collect(stream);
+        const summary = await stream.summary();
+        // HF's processor outputs for the same messages (test-fixtures/processors), through generate().
+        const inputs = await readNamedTensors(join(PROCESSORS, family, 'cases', name, 'expected.safetensors'));
+        const want = await model.generate(inputs, { maxNewTokens: 8 });
+        expect(summary.tokens).toEqual(want.tokens[0]);
+        expect(summary.tokens.length).toBeGreaterThan(0);
+        const processor = await model.processor();
+        const text = await processor.decode(summary.tokens, { skipSpecialTokens: true });
+        expect(pieces.join('')).toBe(text);
+        expect(summary.text).toBe(text);
+        expect(summary.promptTokens).toBe(inputs.input_ids!.dims[1]);
+        expect(summary.newTokens).toBe(summary.tokens.length);
+        expect(summary.finishReason).toBe(summary.tokens.at(-1) === 2 ? 'stop' : 'length');
+        expect(summary.device).toBe('cpu');
+        expect(summary.timeToFirstTokenMs).toBeGreaterThan(0);
+        expect(summary.timeToFirstTokenMs).toBeLessThanOrEqual(summary.totalMs);
+        expect(summary.tokensPerSecond).toBeGreaterThanOrEqual(0);
+      });
+    }
+
+    it('stops when the signal fires, and when the loop breaks', async () => {
+      const messages = caseMessages(family, 'text-only');
+      const full = await model.chat(messages, { maxNewTokens: 8, eos: [] }).summary();
+      expect(full.tokens).toHaveLength(8);
+      expect(full.finishReason).toBe('length');
+
+      const controller = new AbortController();
+      const stream = model.chat(messages, { maxNewTokens: 8, eos: [], signal: controller.signal });
+      for await (const _ of stream) controller.abort();
+      const aborted = await stream.summary();
+      expect(aborted.finishReason).toBe('aborted');
+      expect(aborted.tokens.length).toBeLessThan(8);
+      expect(aborted.tokens).toEqual(full.tokens.slice(0, aborted.tokens.length));
+
+      const broken = model.chat(messages, { maxNewTokens: 8, eos: [] });
+      for await (const _ of broken) break;
+      const early = await broken.summary();
+      expect(early.finishReason).toBe('aborted');
+      expect(early.tokens.length).toBeLessThan(8);
+    });
+  });
+}
