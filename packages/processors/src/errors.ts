@@ -13,7 +13,11 @@ export type ProcessorErrorCode =
   /** tokenizer.json / tokenizer_config.json / chat template problems. */
   | 'TOKENIZER_ERROR'
   /** Prompt and images do not fit together (placeholder counts, missing images). */
-  | 'INVALID_INPUT';
+  | 'INVALID_INPUT'
+  /** A video file was given but no decoder is installed (the optional dependency node-av). */
+  | 'NO_VIDEO_DECODER'
+  /** FFmpeg cannot open or decode the file as a video. */
+  | 'NOT_A_VIDEO';
 
 /** Thrown by every @vlmkit/processors function on bad input; `code` is stable, `message` says what to fix. */
 export class ProcessorError extends Error {

@@ -28,6 +28,7 @@ export {
   type ProcessorKind,
   type ProcessorOutputs,
   type ProcessorTensor,
+  type VideoInput,
 } from './processor.js';
 export { type ApplyChatTemplateOptions, type ChatMessage, ChatTemplate, type ContentPart } from './text/chat-template.js';
 export { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './text/detokenizer.js';
@@ -48,6 +49,7 @@ export {
   type TokenizerDecodeOptions,
   type TokenizerEncodeOptions,
 } from './text/tokenizer.js';
+export { type DecodedVideo, type DecodeVideoOptions, decodeVideo, type VideoInfo } from './video/decode.js';
 export {
   type ErnieVideoInputs,
   type ErnieVideoProcessorConfig,

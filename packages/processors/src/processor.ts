@@ -17,7 +17,16 @@ import {
   type PlaceholderExpansion,
 } from './text/placeholders.js';
 import { readJsonIfPresent, Tokenizer, type TokenizerDecodeOptions } from './text/tokenizer.js';
-import { ernieVideoProcessorConfig, processErnieVideos, type VideoFrames, type VideoSampling } from './video/ernie.js';
+import { decodeVideo } from './video/decode.js';
+import {
+  type ErnieVideoInputs,
+  type ErnieVideoProcessorConfig,
+  ernieSampleFrameIndices,
+  ernieVideoProcessorConfig,
+  processErnieVideos,
+  type VideoFrames,
+  type VideoSampling,
+} from './video/ernie.js';
 
 /** A tensor in host memory, `{ dtype, dims, data }` as @vlmkit/runtime's HostTensor (int64 as BigInt64Array). */
 export type ProcessorTensor =
@@ -54,12 +63,15 @@ export interface ProcessChatOptions extends ApplyChatTemplateOptions, VideoSampl
 /** An image: a file path, the file's bytes, or an already decoded 8-bit RGB image. */
 export type ImageInput = string | Uint8Array | RgbImage;
 
+/** A video: a file path (decoded with the optional dependency node-av) or decoded frames and their fps. */
+export type VideoInput = string | VideoFrames;
+
 export interface ProcessorCallInputs {
   /** The prompt, with one placeholder per image (video) where it goes: usually `applyChatTemplate`'s output. */
   text: string;
   images?: readonly ImageInput[];
-  /** ERNIE: decoded videos (frames and their fps). */
-  videos?: readonly VideoFrames[];
+  /** ERNIE: video files (decoded as HF's PyAV backend does, see decodeVideo) or decoded frames and their fps. */
+  videos?: readonly VideoInput[];
   /** ERNIE: how many frames to sample (HF `fps` / `num_frames`); default from video_preprocessor_config.json. */
   videoSampling?: VideoSampling;
   /** Add the tokenizer's special tokens (BOS, ...) as HF's `tokenizer(text)` does. Default true. */
@@ -180,7 +192,7 @@ export class Processor {
           );
         }
         const cfg = ernieVideoProcessorConfig(f.videoConfig);
-        const vx = processErnieVideos(videos, cfg, inputs.videoSampling);
+        const vx = await processErnieVideoInputs(videos, cfg, inputs.videoSampling);
         out.pixel_values_videos = { dtype: 'float32', dims: [...vx.pixelValuesVideosShape], data: vx.pixelValuesVideos };
         out.video_grid_thw = int64(
           vx.videoGridThw.flatMap((g) => [...g]),
@@ -242,7 +254,7 @@ export class Processor {
   async processChat(messages: readonly ChatMessage[], options: ProcessChatOptions = {}): Promise<ProcessorOutputs> {
     const text = this.applyChatTemplate(messages, options);
     const images: ImageInput[] = [];
-    const videos: VideoFrames[] = [];
+    const videos: VideoInput[] = [];
     for (const m of messages) {
       if (typeof m.content === 'string') continue;
       for (const part of m.content) {
@@ -251,14 +263,14 @@ export class Processor {
           if (src === undefined) throw new ProcessorError('INVALID_INPUT', "an { type: 'image' } part needs `image`, `url` or `path`");
           images.push(src as ImageInput);
         } else if (part.type === 'video') {
-          const v = part.video;
-          if (v === null || typeof v !== 'object' || !Array.isArray((v as VideoFrames).frames)) {
+          const v = part.video ?? part.path ?? part.url;
+          if (typeof v !== 'string' && (v === null || typeof v !== 'object' || !Array.isArray((v as VideoFrames).frames))) {
             throw new ProcessorError(
               'INVALID_INPUT',
-              "a { type: 'video' } part needs `video: { frames, fps }` (decoded RGB frames); this processor does not decode video files",
+              "a { type: 'video' } part needs `video`, `path` or `url`: a file path or `{ frames, fps }` (decoded RGB frames)",
             );
           }
-          videos.push(v as VideoFrames);
+          videos.push(v as VideoInput);
         }
       }
     }
@@ -277,6 +289,42 @@ export class Processor {
 
 function int64(values: readonly number[], dims: number[]): Int64Tensor {
   return { dtype: 'int64', dims, data: BigInt64Array.from(values, (v) => BigInt(v)) };
+}
+
+/**
+ * Videos as HF's video processor takes them: decoded frames are sampled by processErnieVideos; a
+ * file is decoded as fetch_videos does it, the sampled indices computed from the container's frame
+ * count and rate first (sample_indices_fn) and only those frames decoded, then not sampled again.
+ */
+async function processErnieVideoInputs(
+  videos: readonly VideoInput[],
+  config: ErnieVideoProcessorConfig,
+  sampling: VideoSampling | undefined,
+): Promise<ErnieVideoInputs> {
+  if (videos.every((v) => typeof v !== 'string')) return processErnieVideos(videos as VideoFrames[], config, sampling);
+  const parts: ErnieVideoInputs[] = [];
+  for (const v of videos) {
+    if (typeof v !== 'string') {
+      parts.push(processErnieVideos([v], config, sampling));
+      continue;
+    }
+    const decoded = await decodeVideo(
+      v,
+      config.doSampleFrames ? { frames: (info) => ernieSampleFrameIndices(info.totalFrames, info.fps, config, sampling) } : {},
+    );
+    parts.push(processErnieVideos([decoded], { ...config, doSampleFrames: false }, sampling));
+  }
+  const pixelValuesVideos = new Float32Array(parts.reduce((n, p) => n + p.pixelValuesVideos.length, 0));
+  let offset = 0;
+  for (const p of parts) {
+    pixelValuesVideos.set(p.pixelValuesVideos, offset);
+    offset += p.pixelValuesVideos.length;
+  }
+  return {
+    pixelValuesVideos,
+    pixelValuesVideosShape: [parts.reduce((n, p) => n + p.pixelValuesVideosShape[0], 0), parts[0]!.pixelValuesVideosShape[1]],
+    videoGridThw: parts.flatMap((p) => p.videoGridThw),
+  };
 }
 
 async function toRgb(image: ImageInput): Promise<RgbImage> {

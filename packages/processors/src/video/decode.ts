@@ -1,0 +1,219 @@
+import { ProcessorError } from '../errors.js';
+import type { RgbImage } from '../image/decode.js';
+
+/** What the container says about a video stream, as HF's `VideoMetadata` (PyAV backend) reads it. */
+export interface VideoInfo {
+  readonly width: number;
+  readonly height: number;
+  /** The stream's average frame rate (PyAV `stream.average_rate`); undefined when the container has none. */
+  readonly fps: number | undefined;
+  /** The container's frame count (PyAV `stream.frames`, FFmpeg `nb_frames`); 0 when it does not say. */
+  readonly totalFrames: number;
+  /** `totalFrames / fps` in seconds, as HF's read_video_pyav computes it (0 when either is unknown). */
+  readonly duration: number;
+  /** FFmpeg's name of the stream's codec (h264, vp9, ...). */
+  readonly codec: string;
+}
+
+/** A decoded video: the kept frames (8-bit RGB, decode order), their indices and the stream's info. */
+export interface DecodedVideo {
+  readonly frames: RgbImage[];
+  /** `info.fps`, so a DecodedVideo is a `VideoFrames` the video processors take. */
+  readonly fps: number | undefined;
+  /** The index (in decode order) of each frame in `frames`. */
+  readonly frameIndices: number[];
+  readonly info: VideoInfo;
+}
+
+export interface DecodeVideoOptions {
+  /**
+   * Which frames to keep, by index in decode order: a list, or a function of the stream's info
+   * (HF's `sample_indices_fn`). As read_video_pyav, each decoded frame whose index is in the list
+   * is kept once, in decode order, and decoding stops after the largest index. When the container
+   * does not give its frame count, the function is called after decoding every frame, with
+   * `totalFrames` set to the number decoded. Default: every frame.
+   */
+  frames?: readonly number[] | ((info: VideoInfo) => readonly number[]);
+}
+
+type NodeAv = typeof import('node-av');
+
+let loaded: Promise<NodeAv> | undefined;
+
+/**
+ * node-av (FFmpeg 8 prebuilt per platform, no install script needed) is an optional peer
+ * dependency: image-only users do not download its ~170 MB of native code.
+ */
+function loadNodeAv(): Promise<NodeAv> {
+  loaded ??= import('node-av').then(
+    (av) => {
+      // FFmpeg logs to stderr from its default level on; PyAV turns that logging off, and decodeVideo
+      // reports failures as errors. Left alone when the application has set a level itself.
+      if (av.Log.getLevel() === av.AV_LOG_INFO) av.Log.setLevel(av.AV_LOG_QUIET);
+      return av;
+    },
+    (cause: unknown) => {
+      loaded = undefined;
+      throw new ProcessorError(
+        'NO_VIDEO_DECODER',
+        'decoding a video file needs the optional dependency node-av (FFmpeg for Node.js, prebuilt for ' +
+          'Linux, macOS and Windows): `npm install node-av` (or `pnpm add node-av`) next to @vlmkit/processors. ' +
+          'Or decode the video yourself and pass `{ frames, fps }` (8-bit RGB frames and the frame rate).',
+        { cause },
+      );
+    },
+  );
+  return loaded;
+}
+
+/**
+ * Decodes a video file to 8-bit RGB frames, as HF transformers' `read_video_pyav` does (the PyAV
+ * backend of `load_video`): FFmpeg decodes the first video stream in decode order, and each kept
+ * frame is converted with `frame.to_ndarray(format="rgb24")`, i.e. `sws_scale_frame` with
+ * SWS_BILINEAR on a context from `sws_alloc_context`, the frame's own colorspace and range, and its
+ * transfer and primaries tags cleared (PyAV 18 VideoReformatter._reformat). Frame rate and count are
+ * the stream's `avg_frame_rate` and `nb_frames`, which HF's frame sampling reads.
+ *
+ * ```ts
+ * const video = await decodeVideo('clip.mp4');
+ * video.frames.length, video.fps; // 12, 6
+ * ```
+ *
+ * Throws ProcessorError NO_VIDEO_DECODER when node-av is not installed, NOT_A_VIDEO when FFmpeg
+ * cannot open the file or it has no video stream.
+ */
+export async function decodeVideo(path: string, options: DecodeVideoOptions = {}): Promise<DecodedVideo> {
+  const av = await loadNodeAv();
+  const fail = (what: string, code: number): ProcessorError =>
+    new ProcessorError('NOT_A_VIDEO', `${path}: ${what} (FFmpeg: ${av.FFmpegError.strerror(code)})`);
+
+  const format = new av.FormatContext();
+  const codecContext = new av.CodecContext();
+  const scaler = new av.SoftwareScaleContext();
+  const packet = new av.Packet();
+  const frame = new av.Frame();
+  try {
+    let ret = await format.openInput(path, null, null);
+    if (ret < 0) throw fail('cannot open the file as a video', ret);
+    ret = await format.findStreamInfo(null);
+    if (ret < 0) throw fail('cannot read the stream information', ret);
+    const streamIndex = format.findBestStream(av.AVMEDIA_TYPE_VIDEO);
+    if (streamIndex < 0) throw fail('has no video stream', streamIndex);
+    const stream = format.streams[streamIndex]!;
+    const codec = av.Codec.findDecoder(stream.codecpar.codecId);
+    if (codec === null) {
+      throw new ProcessorError('NOT_A_VIDEO', `${path}: FFmpeg (node-av) has no decoder for codec id ${stream.codecpar.codecId}`);
+    }
+    const rate = stream.avgFrameRate;
+    const fps = rate.num > 0 && rate.den > 0 ? rate.num / rate.den : undefined;
+    const nbFrames = Number(stream.nbFrames);
+    const info: VideoInfo = {
+      width: stream.codecpar.width,
+      height: stream.codecpar.height,
+      fps,
+      totalFrames: nbFrames,
+      duration: fps !== undefined && nbFrames > 0 ? nbFrames / fps : 0,
+      codec: codec.name ?? String(stream.codecpar.codecId),
+    };
+
+    codecContext.allocContext3(codec);
+    ret = codecContext.parametersToContext(stream.codecpar);
+    if (ret < 0) throw fail('cannot configure the decoder', ret);
+    codecContext.pktTimebase = stream.timeBase;
+    ret = await codecContext.open2(codec, null);
+    if (ret < 0) throw fail(`cannot open the ${info.codec} decoder`, ret);
+
+    // With a known frame count the wanted indices are known before decoding (HF calls
+    // sample_indices_fn with the container's metadata first); otherwise keep every frame and pick after.
+    const pickLater = typeof options.frames === 'function' && info.totalFrames === 0;
+    const wanted =
+      options.frames === undefined || pickLater
+        ? undefined
+        : new Set(typeof options.frames === 'function' ? options.frames(info) : options.frames);
+    const last = wanted === undefined ? Number.POSITIVE_INFINITY : Math.max(-1, ...wanted);
+
+    scaler.allocContext();
+    scaler.setOption('sws_flags', 'bilinear');
+    packet.alloc();
+    frame.alloc();
+    const frames: RgbImage[] = [];
+    const frameIndices: number[] = [];
+    let index = 0;
+    let eof = false;
+    while (!eof && index <= last) {
+      ret = await format.readFrame(packet);
+      if (ret === av.AVERROR_EOF) {
+        eof = true;
+        ret = await codecContext.sendPacket(null);
+      } else if (ret < 0) {
+        throw fail('cannot read a packet', ret);
+      } else if (packet.streamIndex === streamIndex) {
+        ret = await codecContext.sendPacket(packet);
+        packet.unref();
+      } else {
+        packet.unref();
+        continue;
+      }
+      if (ret < 0 && ret !== av.AVERROR_EAGAIN) throw fail('cannot decode a packet', ret);
+      for (;;) {
+        ret = await codecContext.receiveFrame(frame);
+        if (ret === av.AVERROR_EAGAIN || ret === av.AVERROR_EOF) break;
+        if (ret < 0) throw fail(`cannot decode frame ${index}`, ret);
+        if (index <= last && (wanted === undefined || wanted.has(index))) {
+          frames.push(await toRgb(av, scaler, frame, path, index));
+          frameIndices.push(index);
+        }
+        frame.unref();
+        index++;
+      }
+    }
+    if (pickLater) {
+      const picked = new Set((options.frames as (info: VideoInfo) => readonly number[])({ ...info, totalFrames: index }));
+      const keep = frameIndices.flatMap((fi, k) => (picked.has(fi) ? [k] : []));
+      return { frames: keep.map((k) => frames[k]!), fps, frameIndices: keep.map((k) => frameIndices[k]!), info };
+    }
+    return { frames, fps, frameIndices, info };
+  } finally {
+    frame.free();
+    packet.free();
+    scaler.freeContext();
+    codecContext.freeContext();
+    await format.closeInput();
+  }
+}
+
+/** PyAV `frame.to_ndarray(format="rgb24")`: a packed [height, width, 3] copy. */
+async function toRgb(
+  av: NodeAv,
+  scaler: InstanceType<NodeAv['SoftwareScaleContext']>,
+  frame: InstanceType<NodeAv['Frame']>,
+  path: string,
+  index: number,
+): Promise<RgbImage> {
+  const { width, height } = frame;
+  // PyAV runs the conversion with the source's transfer / primaries tags neutralized, so that
+  // swscale converts the matrix and range only (no gamma or gamut conversion).
+  frame.colorTrc = av.AVCOL_TRC_UNSPECIFIED;
+  frame.colorPrimaries = av.AVCOL_PRI_UNSPECIFIED;
+  const rgb = new av.Frame();
+  rgb.alloc();
+  try {
+    rgb.format = av.AV_PIX_FMT_RGB24;
+    rgb.width = width;
+    rgb.height = height;
+    let ret = rgb.allocBuffer();
+    if (ret >= 0) ret = await scaler.scaleFrame(rgb, frame);
+    if (ret < 0) {
+      throw new ProcessorError('NOT_A_VIDEO', `${path}: cannot convert frame ${index} to RGB (FFmpeg: ${av.FFmpegError.strerror(ret)})`);
+    }
+    const planes = rgb.data;
+    const stride = rgb.linesize[0]!;
+    if (planes === null || planes[0] === undefined) throw new ProcessorError('NOT_A_VIDEO', `${path}: frame ${index} has no pixels`);
+    const src = planes[0];
+    const data = new Uint8Array(width * height * 3);
+    for (let y = 0; y < height; y++) data.set(src.subarray(y * stride, y * stride + width * 3), y * width * 3);
+    return { width, height, data };
+  } finally {
+    rgb.free();
+  }
+}
