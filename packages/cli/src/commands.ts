@@ -1,5 +1,4 @@
-import { join } from 'node:path';
-import { FIXTURE_DIR, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import { type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
 export type Out = (s: string) => void;
@@ -68,22 +67,4 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
   } finally {
     await model.release();
   }
-}
-
-/** `vlmkit demo`: the tiny ERNIE-4.5-VL fixture (2 images + text) end to end through generate. */
-export async function demoCommand(device: DeviceRequest, out: Out): Promise<number[][]> {
-  const model = join(FIXTURE_DIR, 'ernie-tiny');
-  out(`ERNIE-4.5-VL (tiny random checkpoint: ${model}), prompt with 2 images\n`);
-  const tokens = await generateCommand(
-    {
-      model,
-      device,
-      reference: 'vllm',
-      inputs: join(model, 'cases', 'images', 'inputs.safetensors'),
-      generate: { maxNewTokens: 8, eos: [] },
-    },
-    out,
-  );
-  out(`new token ids: ${JSON.stringify(tokens)}\n`);
-  return tokens;
 }

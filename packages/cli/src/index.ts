@@ -1,3 +1,4 @@
-export { demoCommand, forwardCommand, generateCommand, UsageError } from './commands.js';
+export { forwardCommand, generateCommand, UsageError } from './commands.js';
 export { type GraphDemoResult, runGraphDemo } from './demo-graph.js';
-export { main } from './main.js';
+export { type MainIo, main } from './main.js';
+export { type PromptOptions, preprocessCommand, type RunCommandOptions, readVideoFrames, runCommand, userMessage } from './run.js';

@@ -1,17 +1,31 @@
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { demoCommand, forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
+import { FIXTURE_DIR, type GenerateOptions } from '@vlmkit/models';
+import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
+import { preprocessCommand, runCommand } from './run.js';
 
 const USAGE = `usage: vlmkit <command> [options]
 
 commands:
+  run       --model DIR [--image PATH ...] [--video FRAMES.safetensors] --prompt TEXT [--max-new-tokens N] [--json]
+            [--temperature T --top-k K --top-p P --seed S --eos ID]
+            one user message (the images, the video, then the prompt) through the model directory's processor
+            (tokenizer.json, chat template, preprocessor_config.json); streams the answer as it is generated,
+            then one summary line (prompt tokens, new tokens, time to first token, tokens/s, device). Progress
+            bars while loading when stdout is a terminal; --json prints JSON lines (progress, text, summary).
+            Greedy by default, at most 128 new tokens, stops at generation_config.json's eos
+  preprocess --model DIR [--image PATH ...] [--video FRAMES.safetensors] --prompt TEXT --out OUT.safetensors
+            what HF's processor returns for that message with the generation prompt, under HF's names:
+            input_ids, attention_mask, pixel_values, image_grid_thw / image_sizes, pixel_values_videos,
+            video_grid_thw, mm_token_type_ids, moe_mm_token_type_ids
   forward   --model DIR --inputs IN.safetensors --out OUT.safetensors
             run the model once; OUT gets float32 logits [B,S,V] and, for ERNIE-4.5-VL, image_embeds / video_embeds
             and int64 position_ids [3,B,S]; for Granite 4 Vision, deepstack_<k> [num_image_tokens, D] per injected level
   generate  --model DIR --inputs IN.safetensors --max-new-tokens N [--out OUT.safetensors]
             [--temperature T --top-k K --top-p P --seed S --eos ID]
             greedy by default; streams tokens; OUT gets int64 generated_ids [B,N] (new tokens only)
-  demo      the tiny ERNIE-4.5-VL fixture end to end through generate (token ids, device, timings)
+  demo      vlmkit run on the tiny ERNIE-4.5-VL fixture with a picture and a question (random weights: the answer is noise)
   graph-demo  build a small graph in TypeScript and run it
   help      this text
 
@@ -20,6 +34,9 @@ common options:
   --reference vllm|hf      where vLLM and HF transformers differ, whose behaviour to follow (default vllm)
   --cache-dir DIR          where built .onnx files go (default: the model directory when writable)
   --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
+
+--video takes decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate as metadata 'fps'
+(as test-fixtures/processors/video/frames.safetensors); video files are not decoded by this command.
 
 IN holds the HF forward kwargs by their HF names (ERNIE: input_ids, attention_mask, pixel_values, image_grid_thw,
 pixel_values_videos, video_grid_thw, moe_mm_token_type_ids; Granite: input_ids, attention_mask, pixel_values,
@@ -40,7 +57,17 @@ const OPTIONS = {
   'top-p': { type: 'string' },
   seed: { type: 'string' },
   eos: { type: 'string', multiple: true },
+  image: { type: 'string', multiple: true },
+  video: { type: 'string' },
+  prompt: { type: 'string' },
+  json: { type: 'boolean', default: false },
 } as const;
+
+/** How `main` talks to the terminal: whether stdout is one (progress bars), and where bars go (stderr). */
+export interface MainIo {
+  tty?: boolean | undefined;
+  err?: Out | undefined;
+}
 
 function need(v: string | undefined, flag: string): string {
   if (v === undefined || v === '') throw new UsageError(`--${flag} is required`);
@@ -54,13 +81,40 @@ function num(v: string | undefined, flag: string): number | undefined {
   return n;
 }
 
+/** --temperature, --top-k, --top-p, --seed, --eos: the options given, as generate's. */
+function sampling(v: { temperature?: string; 'top-k'?: string; 'top-p'?: string; seed?: string; eos?: string[] }): SamplingFlags {
+  const opt = (k: string, x: number | undefined) => (x === undefined ? {} : { [k]: x });
+  const eos = v.eos?.map((e) => num(e, 'eos')!);
+  return {
+    ...(eos ? { eos } : {}),
+    ...opt('temperature', num(v.temperature, 'temperature')),
+    ...opt('topK', num(v['top-k'], 'top-k')),
+    ...opt('topP', num(v['top-p'], 'top-p')),
+    ...opt('seed', num(v.seed, 'seed')),
+  };
+}
+
+type SamplingFlags = Omit<GenerateOptions, 'maxNewTokens' | 'onToken' | 'signal'>;
+
+/** `vlmkit demo`: what `pnpm demo` runs (the README's first command), on the tiny ERNIE fixture. */
+const DEMO = {
+  model: join(FIXTURE_DIR, 'ernie-tiny'),
+  images: [join(FIXTURE_DIR, 'processors', 'images', 'photo.jpg')],
+  video: undefined,
+  prompt: 'Describe this image.',
+};
+
 function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
   if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got '${v}'`);
   return v as T;
 }
 
 /** Runs the command line; returns the exit code (2 for usage errors). */
-export async function main(argv: readonly string[], out: Out = (s) => process.stdout.write(s)): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  out: Out = (s) => process.stdout.write(s),
+  io: MainIo = { tty: process.stdout.isTTY === true, err: (s) => process.stderr.write(s) },
+): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === undefined || command === 'help' || command === '--help') {
@@ -75,10 +129,48 @@ export async function main(argv: readonly string[], out: Out = (s) => process.st
       case 'forward':
         await forwardCommand({ ...common, model: need(v.model, 'model'), inputs: need(v.inputs, 'inputs'), out: need(v.out, 'out') }, out);
         return 0;
+      case 'run':
+      case 'demo': {
+        const prompt =
+          command === 'demo'
+            ? DEMO
+            : { model: need(v.model, 'model'), images: v.image ?? [], video: v.video, prompt: need(v.prompt, 'prompt') };
+        if (command === 'demo') out(`${DEMO.model}: a tiny ERNIE-4.5-VL with random weights (the answer is noise)\n`);
+        const stop = new AbortController();
+        const onSigint = () => stop.abort();
+        process.once('SIGINT', onSigint);
+        try {
+          await runCommand(
+            {
+              ...common,
+              ...prompt,
+              generate: { maxNewTokens: num(v['max-new-tokens'], 'max-new-tokens') ?? (command === 'demo' ? 24 : 128), ...sampling(v) },
+              json: v.json,
+              tty: io.tty,
+              err: io.err,
+              signal: stop.signal,
+            },
+            out,
+          );
+        } finally {
+          process.off('SIGINT', onSigint);
+        }
+        return 0;
+      }
+      case 'preprocess':
+        await preprocessCommand(
+          {
+            model: need(v.model, 'model'),
+            images: v.image ?? [],
+            video: v.video,
+            prompt: need(v.prompt, 'prompt'),
+            out: need(v.out, 'out'),
+          },
+          out,
+        );
+        return 0;
       case 'generate': {
         const maxNewTokens = num(need(v['max-new-tokens'], 'max-new-tokens'), 'max-new-tokens')!;
-        const eos = v.eos?.map((e) => num(e, 'eos')!);
-        const opt = (k: string, x: number | undefined) => (x === undefined ? {} : { [k]: x });
         await generateCommand(
           {
             ...common,
@@ -87,20 +179,13 @@ export async function main(argv: readonly string[], out: Out = (s) => process.st
             out: v.out,
             generate: {
               maxNewTokens,
-              ...(eos ? { eos } : {}),
-              ...opt('temperature', num(v.temperature, 'temperature')),
-              ...opt('topK', num(v['top-k'], 'top-k')),
-              ...opt('topP', num(v['top-p'], 'top-p')),
-              ...opt('seed', num(v.seed, 'seed')),
+              ...sampling(v),
             },
           },
           out,
         );
         return 0;
       }
-      case 'demo':
-        await demoCommand(device, out);
-        return 0;
       case 'graph-demo': {
         const r = await runGraphDemo(device);
         out(`device: ${r.device} (${r.deviceReason})\n`);

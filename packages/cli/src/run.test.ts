@@ -1,0 +1,173 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FIXTURE_DIR, loadPretrained, type PretrainedModel, readNamedTensors } from '@vlmkit/models';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { main } from './main.js';
+
+const PROCESSORS = join(FIXTURE_DIR, 'processors');
+const IMAGES = join(PROCESSORS, 'images');
+const FRAMES = join(PROCESSORS, 'video', 'frames.safetensors');
+const SUMMARY = /^-- (\d+) prompt tokens, (\d+) new tokens \((stop|length)\), time to first token [\d.]+ ms, [\d.]+ tokens\/s, device cpu$/;
+
+async function cli(argv: string[], io = { tty: false, err: (_: string) => {} }): Promise<string> {
+  let text = '';
+  const code = await main(
+    argv,
+    (s) => {
+      text += s;
+    },
+    io,
+  );
+  expect(code).toBe(0);
+  return text;
+}
+
+/** Text output: the streamed answer, a newline, the summary line. */
+function splitAnswer(text: string): { answer: string; summary: RegExpExecArray } {
+  expect(text.endsWith('\n')).toBe(true);
+  const cut = text.lastIndexOf('\n', text.length - 2);
+  const summary = SUMMARY.exec(text.slice(cut + 1, -1));
+  expect(summary, text).not.toBeNull();
+  return { answer: text.slice(0, cut), summary: summary! };
+}
+
+/**
+ * The reference: HF's processor outputs for the same message (a processor fixture case) through
+ * generate(), decoded as the stream decodes (special tokens skipped).
+ */
+async function reference(model: PretrainedModel, family: string, name: string, maxNewTokens: number) {
+  const inputs = await readNamedTensors(join(PROCESSORS, family, 'cases', name, 'expected.safetensors'));
+  const ids = (await model.generate(inputs, { maxNewTokens })).tokens[0]!;
+  const text = await (await model.processor()).decode(ids, { skipSpecialTokens: true });
+  return { ids, text, promptTokens: inputs.input_ids!.dims[1]! };
+}
+
+// What each processor fixture case's message holds: images (or the video) first, then the text.
+const CASES = {
+  ernie: [
+    { name: 'image-photo', media: ['--image', join(IMAGES, 'photo.jpg')], prompt: 'Describe this image.' },
+    { name: 'image-exif-rot6', media: ['--image', join(IMAGES, 'exif-rot6.jpg')], prompt: 'Describe this image.' },
+    { name: 'video', media: ['--video', FRAMES], prompt: 'Describe what happens in this video.' },
+  ],
+  granite: [
+    { name: 'image-photo', media: ['--image', join(IMAGES, 'photo.jpg')], prompt: 'Describe this image.' },
+    {
+      name: 'two-images',
+      media: ['--image', join(IMAGES, 'tiny.png'), '--image', join(IMAGES, 'gray.png')],
+      prompt: 'Compare the two images.',
+    },
+  ],
+} as const;
+
+for (const [family, checkpoint] of [
+  ['ernie', 'ernie-tiny'],
+  ['granite', 'granite-tiny'],
+] as const) {
+  const dir = join(FIXTURE_DIR, checkpoint);
+  describe(`vlmkit run / preprocess on ${checkpoint}`, () => {
+    let model: PretrainedModel;
+    beforeAll(async () => {
+      model = await loadPretrained(dir, { device: 'cpu' });
+    });
+    afterAll(async () => {
+      await model.release();
+    });
+
+    for (const c of CASES[family]) {
+      it(`run streams the text of the ids generate() gives on HF's processor outputs, then a summary line (${c.name})`, async () => {
+        const text = await cli(['run', '--model', dir, ...c.media, '--prompt', c.prompt, '--max-new-tokens', '10', '--device', 'cpu']);
+        const want = await reference(model, family, c.name, 10);
+        const { answer, summary } = splitAnswer(text);
+        expect(answer).toBe(want.text);
+        expect(Number(summary[1])).toBe(want.promptTokens);
+        expect(Number(summary[2])).toBe(want.ids.length);
+        expect(summary[3]).toBe(want.ids.at(-1) === 2 ? 'stop' : 'length');
+      });
+
+      it(`preprocess writes what HF's processor returns, under HF's names (${c.name})`, async () => {
+        const out = join(await mkdtemp(join(tmpdir(), 'vlmkit-pre-')), 'inputs.safetensors');
+        const text = await cli(['preprocess', '--model', dir, ...c.media, '--prompt', c.prompt, '--out', out]);
+        expect(text).toMatch(/wrote input_ids \[1, \d+\], attention_mask/);
+        const got = await readNamedTensors(out);
+        const want = await readNamedTensors(join(PROCESSORS, family, 'cases', c.name, 'expected.safetensors'));
+        expect(Object.keys(got).sort()).toEqual(Object.keys(want).sort());
+        for (const [k, w] of Object.entries(want)) {
+          const g = got[k]!;
+          expect([k, g.dtype, g.dims]).toEqual([k, w.dtype, w.dims]);
+          if (w.dtype === 'float32') {
+            const a = g.data as Float32Array;
+            const b = w.data as Float32Array;
+            let diff = 0;
+            for (let i = 0; i < b.length; i++) diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+            expect(diff, k).toBeLessThanOrEqual(1e-5);
+          } else {
+            expect(Array.from(g.data as BigInt64Array), k).toEqual(Array.from(w.data as BigInt64Array));
+          }
+        }
+      });
+    }
+
+    it('run --json prints JSON lines: load progress, text pieces, a summary with the ids', async () => {
+      const c = CASES[family][0];
+      const text = await cli(['run', '--model', dir, ...c.media, '--prompt', c.prompt, '--max-new-tokens', '6', '--json']);
+      const lines = text
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      const progress = lines.filter((l) => l.type === 'progress');
+      expect(progress.at(-1)).toMatchObject({ done: 3, total: 3 });
+      const pieces = lines.filter((l) => l.type === 'text').map((l) => l.text as string);
+      const summary = lines.at(-1)!;
+      expect(summary.type).toBe('summary');
+      expect(lines.filter((l) => !['progress', 'text', 'summary'].includes(l.type as string))).toEqual([]);
+      const want = await reference(model, family, c.name, 6);
+      expect(summary.tokens).toEqual(want.ids);
+      expect(pieces.join('')).toBe(want.text);
+      expect(summary).toMatchObject({ text: want.text, promptTokens: want.promptTokens, newTokens: want.ids.length, device: 'cpu' });
+      for (const k of ['timeToFirstTokenMs', 'tokensPerSecond', 'totalMs']) expect(typeof summary[k]).toBe('number');
+    });
+  });
+}
+
+describe('vlmkit run on a terminal, and the demo', () => {
+  it('draws load progress bars on stderr when stdout is a terminal; stdout holds only the answer and summary', async () => {
+    const dir = join(FIXTURE_DIR, 'ernie-tiny');
+    const argv = ['run', '--model', dir, '--image', join(IMAGES, 'tiny.png'), '--prompt', 'Hi', '--max-new-tokens', '4'];
+    let err = '';
+    const onTty = await cli(argv, { tty: true, err: (s) => (err += s) });
+    expect(err).toMatch(/\[#{8}\.{16}\] 1\/3 building graph, creating session: ernie-vision/);
+    expect(err.endsWith('\r\x1b[2K')).toBe(true);
+    let quiet = '';
+    const piped = await cli(argv, { tty: false, err: (s) => (quiet += s) });
+    expect(quiet).toBe('');
+    expect(splitAnswer(onTty).answer).toBe(splitAnswer(piped).answer);
+    expect(onTty).not.toMatch(/\x1b/);
+  });
+
+  it('demo (what pnpm demo runs) answers about photo.jpg on the tiny ERNIE: the text of generate() on HF processor outputs', async () => {
+    const text = await cli(['demo', '--device', 'cpu']);
+    const [header, ...rest] = text.split('\n');
+    expect(header).toMatch(/ernie-tiny: a tiny ERNIE-4.5-VL with random weights \(the answer is noise\)$/);
+    const model = await loadPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu' });
+    try {
+      const want = await reference(model, 'ernie', 'image-photo', 24);
+      const { answer, summary } = splitAnswer(rest.join('\n'));
+      expect(answer).toBe(want.text);
+      expect(Number(summary[2])).toBe(want.ids.length);
+    } finally {
+      await model.release();
+    }
+  });
+
+  it('--video takes decoded frames (.safetensors); a video file is a usage error naming the format', async () => {
+    let text = '';
+    const argv = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--video', join(PROCESSORS, 'video', 'clip.mp4')];
+    const code = await main([...argv, '--prompt', 'x', '--out', join(tmpdir(), 'x.safetensors')], (s) => {
+      text += s;
+    });
+    expect(code).toBe(2);
+    expect(text).toMatch(/^vlmkit: --video takes a \.safetensors of decoded frames/);
+  });
+});

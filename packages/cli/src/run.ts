@@ -1,0 +1,127 @@
+// `vlmkit run` and `vlmkit preprocess`: one user message holding the images (or the video), then
+// the prompt, templated with the generation prompt, as HF's processor.apply_chat_template does it.
+import { open } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { type ChatSummary, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import { type ChatMessage, type ContentPart, Processor, type VideoFrames } from '@vlmkit/processors';
+import type { HostTensor } from '@vlmkit/runtime';
+import { type CommonOptions, type Out, UsageError } from './commands.js';
+import { loadProgressBar } from './progress-bar.js';
+
+export interface PromptOptions {
+  images: readonly string[];
+  /** A .safetensors of decoded frames: `frames` uint8 [N, H, W, 3], metadata `fps`. */
+  video?: string | undefined;
+  prompt: string;
+}
+
+export interface RunCommandOptions extends CommonOptions, PromptOptions {
+  generate: Omit<GenerateOptions, 'onToken'>;
+  /** JSON lines instead of text: `{"type":"progress"|"text"|"summary", ...}`. */
+  json?: boolean | undefined;
+  /** Draw progress bars (stdout is a terminal). */
+  tty?: boolean | undefined;
+  /** Where progress bars go (stderr), so stdout holds only the answer and its summary. */
+  err?: Out | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * A `.safetensors` of decoded RGB frames (`frames` uint8 [N, H, W, 3]; the frame rate in the file's
+ * metadata as `fps`, as test-fixtures/processors/video/frames.safetensors), as the processor's
+ * `{ frames, fps }`.
+ */
+export async function readVideoFrames(path: string): Promise<VideoFrames> {
+  if (!path.endsWith('.safetensors')) {
+    throw new UsageError(
+      `--video takes a .safetensors of decoded frames (frames uint8 [N, H, W, 3], metadata fps), got '${path}'; decode the video first`,
+    );
+  }
+  const t = (await readNamedTensors(path)).frames;
+  if (t === undefined || t.dtype !== 'uint8' || t.dims.length !== 4 || t.dims[3] !== 3) {
+    throw new UsageError(`${path}: expected a tensor 'frames' uint8 [N, H, W, 3]`);
+  }
+  const [n, height, width] = t.dims as [number, number, number, number];
+  const data = t.data as Uint8Array;
+  const size = height * width * 3;
+  const frames = Array.from({ length: n }, (_, i) => ({ width, height, data: data.subarray(i * size, (i + 1) * size) }));
+  const fps = Number((await safetensorsMetadata(path)).fps);
+  return Number.isFinite(fps) && fps > 0 ? { frames, fps } : { frames };
+}
+
+/** The `__metadata__` of a .safetensors header (8-byte little-endian length, then JSON). */
+async function safetensorsMetadata(path: string): Promise<Record<string, string>> {
+  const f = await open(path, 'r');
+  try {
+    const len = Buffer.alloc(8);
+    await f.read(len, 0, 8, 0);
+    const header = Buffer.alloc(Number(len.readBigUInt64LE(0)));
+    await f.read(header, 0, header.length, 8);
+    return ((JSON.parse(header.toString('utf8')) as { __metadata__?: Record<string, string> }).__metadata__ ?? {}) as Record<
+      string,
+      string
+    >;
+  } finally {
+    await f.close();
+  }
+}
+
+/** One user message: the images, then the video, then the prompt's text. */
+export async function userMessage(o: PromptOptions): Promise<ChatMessage[]> {
+  const content: ContentPart[] = o.images.map((path) => ({ type: 'image', path: resolve(path) }));
+  if (o.video !== undefined) content.push({ type: 'video', video: await readVideoFrames(o.video) });
+  content.push({ type: 'text', text: o.prompt });
+  return [{ role: 'user', content }];
+}
+
+/** `vlmkit preprocess`: what HF's processor returns for the message, under HF's names, to a .safetensors file. */
+export async function preprocessCommand(o: { model: string; out: string } & PromptOptions, out: Out): Promise<void> {
+  const processor = await Processor.fromPretrained(o.model);
+  const inputs = await processor.processChat(await userMessage(o), { addGenerationPrompt: true });
+  const tensors = Object.fromEntries(Object.entries(inputs)) as Record<string, HostTensor>;
+  await writeNamedTensors(o.out, tensors);
+  const shapes = Object.entries(tensors).map(([k, v]) => `${k} [${v.dims.join(', ')}]`);
+  out(`${processor.kind}: wrote ${shapes.join(', ')} to ${o.out}\n`);
+}
+
+function summaryLine(s: ChatSummary): string {
+  return (
+    `-- ${s.promptTokens} prompt tokens, ${s.newTokens} new tokens (${s.finishReason}), ` +
+    `time to first token ${s.timeToFirstTokenMs.toFixed(1)} ms, ${s.tokensPerSecond.toFixed(1)} tokens/s, device ${s.device}\n`
+  );
+}
+
+/**
+ * `vlmkit run`: streams the answer as it is generated, then one summary line. With `json`, JSON
+ * lines: `progress` (load steps), `text` (each piece), `summary` (ChatSummary + deviceReason).
+ */
+export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSummary> {
+  const json = (x: Record<string, unknown>) => out(`${JSON.stringify(x)}\n`);
+  const bar = !o.json && o.tty && o.err ? loadProgressBar(o.err) : undefined;
+  const messages = await userMessage(o);
+  let model: Awaited<ReturnType<typeof loadPretrained>>;
+  try {
+    model = await loadPretrained(o.model, {
+      device: o.device,
+      reference: o.reference,
+      cacheDir: o.cacheDir,
+      adapter: o.adapter,
+      onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
+    });
+  } finally {
+    bar?.stop();
+  }
+  try {
+    const stream = model.chat(messages, { ...o.generate, signal: o.signal });
+    for await (const piece of stream) {
+      if (o.json) json({ type: 'text', text: piece });
+      else out(piece);
+    }
+    const summary = await stream.summary();
+    if (o.json) json({ type: 'summary', ...summary, deviceReason: model.deviceReason });
+    else out(`\n${summaryLine(summary)}`);
+    return summary;
+  } finally {
+    await model.release();
+  }
+}
