@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { FIXTURE_DIR, type GenerateOptions } from '@vlmkit/models';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
+import { exportCommand } from './export-command.js';
 import { preprocessCommand, runCommand } from './run.js';
 
 const USAGE = `usage: vlmkit <command> [options]
@@ -25,6 +26,10 @@ commands:
   generate  --model DIR --inputs IN.safetensors --max-new-tokens N [--out OUT.safetensors]
             [--temperature T --top-k K --top-p P --seed S --eos ID]
             greedy by default; streams tokens; OUT gets int64 generated_ids [B,N] (new tokens only)
+  export    --model DIR --out DIR [--adapter DIR]
+            the component graphs as plain ONNX files (vision_encoder.onnx, decoder.onnx, each with .onnx.data
+            when large) and manifest.json (inputs, outputs, dtypes, dims, the KV cache, the host-side rules):
+            runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example)
   demo      vlmkit run on the tiny ERNIE-4.5-VL fixture with a picture and a question (random weights: the answer is noise)
   graph-demo  build a small graph in TypeScript and run it
   help      this text
@@ -32,7 +37,8 @@ commands:
 common options:
   --device auto|cpu|cuda   (default auto: CUDA when its EP binaries and a GPU are present)
   --reference vllm|hf      where vLLM and HF transformers differ, whose behaviour to follow (default vllm)
-  --cache-dir DIR          where built .onnx files go (default: the model directory when writable)
+  --cache-dir DIR          where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit;
+                           keyed by the checkpoint's content, verified on load; never the model directory unless given)
   --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
 
 --video takes decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate as metadata 'fps'
@@ -126,6 +132,9 @@ export async function main(
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter };
     switch (command) {
+      case 'export':
+        await exportCommand({ model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference }, out);
+        return 0;
       case 'forward':
         await forwardCommand({ ...common, model: need(v.model, 'model'), inputs: need(v.inputs, 'inputs'), out: need(v.out, 'out') }, out);
         return 0;

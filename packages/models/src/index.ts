@@ -16,6 +16,16 @@ export {
   ernieVisionEncoderFeeds,
 } from './ernie/vision-encoder.js';
 export { ModelError, type ModelErrorCode } from './errors.js';
+export {
+  EXPORT_FORMAT,
+  EXPORT_VERSION,
+  type ExportManifest,
+  type ExportOptions,
+  type ExportResult,
+  exportModel,
+  type ManifestGraph,
+  type ManifestTensor,
+} from './export.js';
 export { FIXTURE_DIR } from './fixture-dir.js';
 export { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
 export { type GenerationTokens, generationTokens } from './generation-tokens.js';
