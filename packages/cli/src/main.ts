@@ -9,14 +9,14 @@ import { preprocessCommand, runCommand } from './run.js';
 const USAGE = `usage: vlmkit <command> [options]
 
 commands:
-  run       --model DIR [--image PATH ...] [--video FRAMES.safetensors] --prompt TEXT [--max-new-tokens N] [--json]
+  run       --model DIR [--image PATH ...] [--video PATH] --prompt TEXT [--max-new-tokens N] [--json]
             [--temperature T --top-k K --top-p P --seed S --eos ID]
             one user message (the images, the video, then the prompt) through the model directory's processor
             (tokenizer.json, chat template, preprocessor_config.json); streams the answer as it is generated,
             then one summary line (prompt tokens, new tokens, time to first token, tokens/s, device). Progress
             bars while loading when stdout is a terminal; --json prints JSON lines (progress, text, summary).
             Greedy by default, at most 128 new tokens, stops at generation_config.json's eos
-  preprocess --model DIR [--image PATH ...] [--video FRAMES.safetensors] --prompt TEXT --out OUT.safetensors
+  preprocess --model DIR [--image PATH ...] [--video PATH] --prompt TEXT --out OUT.safetensors
             what HF's processor returns for that message with the generation prompt, under HF's names:
             input_ids, attention_mask, pixel_values, image_grid_thw / image_sizes, pixel_values_videos,
             video_grid_thw, mm_token_type_ids, moe_mm_token_type_ids
@@ -41,8 +41,10 @@ common options:
                            keyed by the checkpoint's content, verified on load; never the model directory unless given)
   --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
 
---video takes decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate as metadata 'fps'
-(as test-fixtures/processors/video/frames.safetensors); video files are not decoded by this command.
+--video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
+'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
+as metadata 'fps' (as test-fixtures/processors/video/frames.safetensors). Frames are sampled as the model's video
+processor samples them (video_preprocessor_config.json). ERNIE-4.5-VL only.
 
 IN holds the HF forward kwargs by their HF names (ERNIE: input_ids, attention_mask, pixel_values, image_grid_thw,
 pixel_values_videos, video_grid_thw, moe_mm_token_type_ids; Granite: input_ids, attention_mask, pixel_values,

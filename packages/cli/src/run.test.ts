@@ -136,14 +136,24 @@ describe('vlmkit run on a terminal, and the demo', () => {
     const dir = join(FIXTURE_DIR, 'ernie-tiny');
     const argv = ['run', '--model', dir, '--image', join(IMAGES, 'tiny.png'), '--prompt', 'Hi', '--max-new-tokens', '4'];
     let err = '';
-    const onTty = await cli(argv, { tty: true, err: (s) => (err += s) });
+    const onTty = await cli(argv, {
+      tty: true,
+      err: (s) => {
+        err += s;
+      },
+    });
     expect(err).toMatch(/\[#{8}\.{16}\] 1\/3 building graph, creating session: ernie-vision/);
     expect(err.endsWith('\r\x1b[2K')).toBe(true);
     let quiet = '';
-    const piped = await cli(argv, { tty: false, err: (s) => (quiet += s) });
+    const piped = await cli(argv, {
+      tty: false,
+      err: (s) => {
+        quiet += s;
+      },
+    });
     expect(quiet).toBe('');
     expect(splitAnswer(onTty).answer).toBe(splitAnswer(piped).answer);
-    expect(onTty).not.toMatch(/\x1b/);
+    expect(onTty.includes('\x1b')).toBe(false);
   });
 
   it('demo (what pnpm demo runs) answers about photo.jpg on the tiny ERNIE: the text of generate() on HF processor outputs', async () => {
@@ -161,13 +171,29 @@ describe('vlmkit run on a terminal, and the demo', () => {
     }
   });
 
-  it('--video takes decoded frames (.safetensors); a video file is a usage error naming the format', async () => {
+  it('--video takes a video file too: preprocess of clip.mp4 equals that of its decoded frames and HF', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-pre-'));
+    const base = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--prompt', 'Describe what happens in this video.'];
+    await cli([...base, '--video', join(PROCESSORS, 'video', 'clip.mp4'), '--out', join(dir, 'file.safetensors')]);
+    const got = await readNamedTensors(join(dir, 'file.safetensors'));
+    const want = await readNamedTensors(join(PROCESSORS, 'ernie', 'cases', 'video', 'expected.safetensors'));
+    expect(Object.keys(got).sort()).toEqual(Object.keys(want).sort());
+    expect(Array.from(got.input_ids!.data as BigInt64Array)).toEqual(Array.from(want.input_ids!.data as BigInt64Array));
+    expect(Array.from(got.video_grid_thw!.data as BigInt64Array)).toEqual(Array.from(want.video_grid_thw!.data as BigInt64Array));
+    const a = got.pixel_values_videos!.data as Float32Array;
+    const b = want.pixel_values_videos!.data as Float32Array;
+    expect(a.length).toBe(b.length);
+    expect(a.every((x, i) => Math.abs(x - b[i]!) <= 1e-5)).toBe(true);
+  });
+
+  it('--video with a .safetensors lacking uint8 frames [N, H, W, 3] is a usage error', async () => {
     let text = '';
-    const argv = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--video', join(PROCESSORS, 'video', 'clip.mp4')];
-    const code = await main([...argv, '--prompt', 'x', '--out', join(tmpdir(), 'x.safetensors')], (s) => {
+    const argv = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--prompt', 'x', '--out', join(tmpdir(), 'x.safetensors')];
+    const notFrames = join(PROCESSORS, 'ernie', 'cases', 'video', 'expected.safetensors');
+    const code = await main([...argv, '--video', notFrames], (s) => {
       text += s;
     });
     expect(code).toBe(2);
-    expect(text).toMatch(/^vlmkit: --video takes a \.safetensors of decoded frames/);
+    expect(text).toMatch(/^vlmkit: .*expected a tensor 'frames' uint8 \[N, H, W, 3\]/);
   });
 });

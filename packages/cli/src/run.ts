@@ -10,7 +10,10 @@ import { loadProgressBar } from './progress-bar.js';
 
 export interface PromptOptions {
   images: readonly string[];
-  /** A .safetensors of decoded frames: `frames` uint8 [N, H, W, 3], metadata `fps`. */
+  /**
+   * A video file (decoded by @vlmkit/processors' decodeVideo, which needs the optional node-av), or a
+   * .safetensors of decoded frames: `frames` uint8 [N, H, W, 3], metadata `fps`.
+   */
   video?: string | undefined;
   prompt: string;
 }
@@ -32,11 +35,6 @@ export interface RunCommandOptions extends CommonOptions, PromptOptions {
  * `{ frames, fps }`.
  */
 export async function readVideoFrames(path: string): Promise<VideoFrames> {
-  if (!path.endsWith('.safetensors')) {
-    throw new UsageError(
-      `--video takes a .safetensors of decoded frames (frames uint8 [N, H, W, 3], metadata fps), got '${path}'; decode the video first`,
-    );
-  }
   const t = (await readNamedTensors(path)).frames;
   if (t === undefined || t.dtype !== 'uint8' || t.dims.length !== 4 || t.dims[3] !== 3) {
     throw new UsageError(`${path}: expected a tensor 'frames' uint8 [N, H, W, 3]`);
@@ -69,7 +67,9 @@ async function safetensorsMetadata(path: string): Promise<Record<string, string>
 /** One user message: the images, then the video, then the prompt's text. */
 export async function userMessage(o: PromptOptions): Promise<ChatMessage[]> {
   const content: ContentPart[] = o.images.map((path) => ({ type: 'image', path: resolve(path) }));
-  if (o.video !== undefined) content.push({ type: 'video', video: await readVideoFrames(o.video) });
+  if (o.video?.endsWith('.safetensors')) content.push({ type: 'video', video: await readVideoFrames(o.video) });
+  // A video file: the processor decodes it (as HF's PyAV backend) and samples frames from the container's metadata.
+  else if (o.video !== undefined) content.push({ type: 'video', path: resolve(o.video) });
   content.push({ type: 'text', text: o.prompt });
   return [{ role: 'user', content }];
 }
