@@ -15,7 +15,7 @@ function caseMessages(family: string, name: string): ChatMessage[] {
   return json.messages.map((m) =>
     typeof m.content === 'string'
       ? m
-      : { ...m, content: m.content.map((p) => (p.path === undefined ? p : { ...p, path: join(PROCESSORS, p.path) })) },
+      : { ...m, content: m.content.map((p) => (typeof p.path === 'string' ? { ...p, path: join(PROCESSORS, p.path) } : p)) },
   );
 }
 
@@ -50,7 +50,8 @@ for (const [checkpoint, family] of [
       ]);
     });
 
-    for (const name of ['image-photo', 'two-images', 'text-only']) {
+    // ERNIE's video case: clip.mp4 decoded by the processor (node-av), frames sampled from its metadata.
+    for (const name of ['image-photo', 'two-images', 'text-only', ...(family === 'ernie' ? ['video'] : [])]) {
       it(`streams the ids generate() gives on the processor's tensors, as text (${name})`, async () => {
         const stream = model.chat(caseMessages(family, name), { maxNewTokens: 8 });
         const pieces = await collect(stream);

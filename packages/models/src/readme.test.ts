@@ -22,6 +22,36 @@ describe('README example', () => {
     await model.release();
   });
 
+  it('chat streams the answer to a picture and a question, then a summary', async () => {
+    const progress: string[] = [];
+    const model = await loadPretrained(join(FIXTURE_DIR, 'ernie-tiny'), {
+      device: 'auto',
+      onProgress: ({ stage, name, done, total }) => progress.push(`${done}/${total} ${stage} ${name}`),
+    });
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'image', path: join(FIXTURE_DIR, 'processors/images/photo.jpg') },
+          { type: 'text', text: 'Describe this image.' },
+        ],
+      },
+    ];
+    const stream = model.chat(messages, { maxNewTokens: 32 });
+    let text = '';
+    for await (const piece of stream) text += piece;
+    const { promptTokens, newTokens, finishReason, timeToFirstTokenMs, tokensPerSecond, device } = await stream.summary();
+    await model.release();
+    expect(progress.at(-1)).toBe('3/3 graph ernie-decoder');
+    expect(text.length).toBeGreaterThan(0);
+    expect(promptTokens).toBe(36);
+    expect(newTokens).toBeGreaterThan(0);
+    expect(['stop', 'length']).toContain(finishReason);
+    expect(timeToFirstTokenMs).toBeGreaterThan(0);
+    expect(tokensPerSecond).toBeGreaterThanOrEqual(0);
+    expect(device).toBe('cpu');
+  });
+
   it('loadPretrained picks the model from config.json', async () => {
     const m = await loadPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu' });
     expect(m.modelType).toBe('ernie4_5_vl_moe');
