@@ -2,7 +2,7 @@
 // built dist/, which `pnpm test` builds first: turbo's test task depends on ^build), and checks what it
 // prints against the same computation done here through @vlmkit/models (imported from sources).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +65,14 @@ function ernieInputs(processor: Processor): Promise<ProcessorOutputs> {
 }
 
 beforeAll(() => {
+  // The examples run against the packages' dist/, as a user's would: `pnpm test` (turbo) builds them first;
+  // a bare `vitest run` here needs `pnpm turbo run build --filter=@vlmkit/examples^...` after source changes.
+  const deps = Object.keys((JSON.parse(readFileSync(join(HERE, 'package.json'), 'utf8')) as { dependencies: object }).dependencies);
+  for (const dep of deps.filter((d) => d.startsWith('@vlmkit/'))) {
+    if (!existsSync(join(ROOT, 'packages', dep.slice('@vlmkit/'.length), 'dist/index.js'))) {
+      throw new Error(`${dep} is not built; run \`pnpm turbo run build --filter=@vlmkit/examples^...\` first`);
+    }
+  }
   // The examples compiled as a user would compile them (tsc, no @vlmkit/source condition).
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(HERE, 'tsconfig.build.json')], { cwd: HERE });
 });
