@@ -3,10 +3,11 @@
 // .onnx files. It is the reference port of the manifest's host-side rules (what another language's binding
 // would write) and is tested against `vlmkit forward` (packages/cli/src/export.test.ts).
 //
-//   node tools/export/run-exported.mjs EXPORT_DIR INPUTS.safetensors OUT.safetensors
+//   node tools/export/run-exported.mjs EXPORT_DIR INPUTS.safetensors OUT.safetensors [MAX_NEW_TOKENS]
 //
 // INPUTS holds the HF forward kwargs by their HF names (as for `vlmkit forward`); OUT gets float32 `logits`
-// [B, S, V] of one prefill. onnxruntime-node is imported by name, or from the path in $ORT_NODE.
+// [B, S, V] of the prefill and, with MAX_NEW_TOKENS, int64 `generated_ids` [B, N] of greedy decoding through
+// the KV cache (as `vlmkit generate`). onnxruntime-node is imported by name, or from the path in $ORT_NODE.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -37,7 +38,7 @@ function writeSafetensors(path, tensors) {
   const header = {};
   let offset = 0;
   for (const [name, t] of Object.entries(tensors)) {
-    header[name] = { dtype: 'F32', shape: t.dims, data_offsets: [offset, offset + t.data.byteLength] };
+    header[name] = { dtype: t.dtype, shape: t.dims, data_offsets: [offset, offset + t.data.byteLength] };
     offset += t.data.byteLength;
   }
   let json = JSON.stringify(header);
@@ -177,7 +178,7 @@ function erniePositions(e, mask, types, B, S, imageGrids, videoGrids) {
   return pos;
 }
 
-async function runErnie(dir, man, x) {
+async function prepareErnie(dir, man, x) {
   const e = man.ernie;
   const [B, S] = x.input_ids.dims;
   const ids = Array.from(x.input_ids.data, Number);
@@ -244,7 +245,6 @@ async function runErnie(dir, man, x) {
         cos[(b * S + s) * half + i] = Math.cos(angle);
         sin[(b * S + s) * half + i] = Math.sin(angle);
       }
-  const decoder = await ort.InferenceSession.create(join(dir, g.decoder.file));
   const feeds = {
     input_ids: i64(ids, [B, S]),
     vision_embeds: f32(visionEmbeds, [n, D]),
@@ -255,10 +255,32 @@ async function runErnie(dir, man, x) {
     rope_sin: f32(sin, [B, S, half]),
     ...emptyPast(man.decoder.kv_cache, B),
   };
-  for (const name of Object.keys(feeds)) need(g.decoder, name);
-  const r = await decoder.run(feeds, [need(g.decoder, 'logits')]);
-  await decoder.release();
-  return r.logits;
+  // Decode steps (manifest ernie.position_ids.decode): generated tokens are text at real_tokens + rope_delta.
+  const real = Array.from({ length: B }, (_, b) => mask.slice(b * S, (b + 1) * S).reduce((a, v) => a + v, 0));
+  const delta = real.map((r, b) => {
+    let max = -1;
+    for (let s = 0; s < S; s++) if (mask[b * S + s] !== 0) for (let a = 0; a < 3; a++) max = Math.max(max, pos[(a * B + b) * S + s]);
+    return r === 0 ? 0 : max + 1 - r;
+  });
+  const step = (next, k) => {
+    const c = new Float32Array(B * half);
+    const si = new Float32Array(B * half);
+    for (let b = 0; b < B; b++)
+      for (let i = 0; i < half; i++) {
+        const angle = Math.fround((real[b] + k + delta[b]) * inv[i]);
+        c[b * half + i] = Math.cos(angle);
+        si[b * half + i] = Math.sin(angle);
+      }
+    return {
+      input_ids: i64(next, [B, 1]),
+      vision_embeds: f32(new Float32Array(0), [0, D]),
+      vision_positions: i64([], [0]),
+      moe_token_type: i64(new Array(B).fill(0), [B, 1]),
+      rope_cos: f32(c, [B, 1, half]),
+      rope_sin: f32(si, [B, 1, half]),
+    };
+  };
+  return { B, S, mask, feeds, step };
 }
 
 // --- Granite 4 Vision -----------------------------------------------------------------------------------------
@@ -327,7 +349,7 @@ function granitePack(gr, sizes) {
   return { indices, tiles: layouts.map((l) => l.tiles) };
 }
 
-async function runGranite(dir, man, x) {
+async function prepareGranite(dir, man, x) {
   const gr = man.granite;
   const [B, S] = x.input_ids.dims;
   const ids = Array.from(x.input_ids.data, Number);
@@ -385,25 +407,90 @@ async function runGranite(dir, man, x) {
       feeds[d.decoder_input] = f32(deepstack[k], [deepstack[k].length / D, D]);
     });
   }
-  for (const name of Object.keys(feeds)) need(g.decoder, name);
-  const decoder = await ort.InferenceSession.create(join(dir, g.decoder.file));
-  const r = await decoder.run(feeds, [need(g.decoder, 'logits')]);
-  await decoder.release();
-  return r.logits;
+  // Decode steps: text tokens at the row's real tokens so far, no image rows.
+  const real = Array.from({ length: B }, (_, b) => mask.slice(b * S, (b + 1) * S).reduce((a, v) => a + v, 0));
+  const step = (next, k) => {
+    const f = {
+      input_ids: i64(next, [B, 1]),
+      position_ids: i64(
+        real.map((r) => r + k),
+        [B, 1],
+      ),
+    };
+    if (gr.deepstack.length > 0) {
+      f.image_positions = i64([], [0]);
+      for (const d of gr.deepstack) f[d.decoder_input] = f32(new Float32Array(0), [0, D]);
+    }
+    return f;
+  };
+  return { B, S, mask, feeds, step };
+}
+
+// --- the decoder loop (manifest decoder.kv_cache, attention_mask, generation) -------------------------------
+
+function argmax(a, offset, n) {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (a[offset + i] > a[offset + best]) best = i;
+  return best;
+}
+
+/** Prefill, then `maxNew` greedy steps feeding each run's present.* back as past_key_values.*. */
+async function decode(dir, man, model, maxNew) {
+  const g = man.graphs.decoder;
+  const { kv_cache: kv, vocab_size: V, generation } = man.decoder;
+  const { B, S } = model;
+  for (const name of Object.keys(model.feeds)) need(g, name);
+  const session = await ort.InferenceSession.create(join(dir, g.file));
+  let out = await session.run(model.feeds);
+  const prefill = out[need(g, 'logits')];
+  const tokens = Array.from({ length: B }, () => []);
+  const done = new Array(B).fill(false);
+  let mask = model.mask;
+  let width = S;
+  let seq = S;
+  for (let k = 0; k < maxNew; k++) {
+    const logits = out.logits.data;
+    const next = Array.from({ length: B }, (_, b) => (done[b] ? generation.pad_token_id : argmax(logits, (b * seq + seq - 1) * V, V)));
+    next.forEach((t, b) => {
+      tokens[b].push(t);
+      if (t === generation.eos_token_id) done[b] = true;
+    });
+    if (k === maxNew - 1 || done.every(Boolean)) break;
+    const grown = [];
+    for (let b = 0; b < B; b++) grown.push(...mask.slice(b * width, (b + 1) * width), 1);
+    mask = grown;
+    width += 1;
+    seq = 1;
+    const feeds = { ...model.step(next, k), attention_mask: i64(mask, [B, width]) };
+    for (const l of kv.layers) {
+      feeds[l.past_key] = out[l.present_key];
+      feeds[l.past_value] = out[l.present_value];
+    }
+    out = await session.run(feeds);
+  }
+  await session.release();
+  return { logits: prefill, tokens };
 }
 
 // --- main -----------------------------------------------------------------------------------------------------
 
-const [dir, inputsPath, outPath] = process.argv.slice(2);
+const [dir, inputsPath, outPath, maxNewArg] = process.argv.slice(2);
 if (!dir || !inputsPath || !outPath) {
-  process.stderr.write('usage: node run-exported.mjs EXPORT_DIR INPUTS.safetensors OUT.safetensors\n');
+  process.stderr.write('usage: node run-exported.mjs EXPORT_DIR INPUTS.safetensors OUT.safetensors [MAX_NEW_TOKENS]\n');
   process.exit(2);
 }
 const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
 if (manifest.format !== 'vlmkit-export' || manifest.version !== 1) throw new Error(`${dir}: not a vlmkit export version 1`);
 const inputs = readSafetensors(inputsPath);
-const run = { ernie4_5_vl_moe: runErnie, granite4_vision: runGranite }[manifest.model_type];
-if (!run) throw new Error(`model_type ${manifest.model_type} is not handled by this script`);
-const logits = await run(dir, manifest, inputs);
-writeSafetensors(outPath, { logits: { dims: logits.dims, data: logits.data } });
-process.stdout.write(`logits [${logits.dims.join(', ')}] -> ${outPath}\n`);
+const prepare = { ernie4_5_vl_moe: prepareErnie, granite4_vision: prepareGranite }[manifest.model_type];
+if (!prepare) throw new Error(`model_type ${manifest.model_type} is not handled by this script`);
+const model = await prepare(dir, manifest, inputs);
+const { logits, tokens } = await decode(dir, manifest, model, Number(maxNewArg ?? 0));
+const out = { logits: { dtype: 'F32', dims: logits.dims, data: logits.data } };
+if (tokens[0].length > 0) {
+  out.generated_ids = { dtype: 'I64', dims: [tokens.length, tokens[0].length], data: BigInt64Array.from(tokens.flat(), BigInt) };
+}
+writeSafetensors(outPath, out);
+process.stdout.write(
+  `logits [${logits.dims.join(', ')}]${tokens[0].length ? `, generated_ids [${tokens.length}, ${tokens[0].length}]` : ''} -> ${outPath}\n`,
+);

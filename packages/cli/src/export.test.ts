@@ -1,8 +1,9 @@
 // `vlmkit export` loaded by a plain onnxruntime-node script (tools/export/run-exported.mjs, no @vlmkit
-// import) gives the logits `vlmkit forward` gives, on every fixture case of both models.
+// import) gives the logits `vlmkit forward` gives and the greedy ids `vlmkit generate` gives (through the
+// manifest's KV cache wiring), on every fixture case of both models.
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,6 +67,12 @@ async function exported(c: Case): Promise<string> {
   return dir;
 }
 
+function maxDiff(x: Float32Array, y: Float32Array): number {
+  let d = 0;
+  for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i]! - y[i]!));
+  return d;
+}
+
 const diffs: string[] = [];
 afterAll(() => {
   process.stdout.write(`plain ORT vs vlmkit forward, max |logits diff| per case:\n${diffs.join('\n')}\n`);
@@ -100,24 +107,48 @@ describe('vlmkit export', () => {
     ]);
   });
 
-  it.each(cases)('$model $name: plain onnxruntime-node on the export gives the logits of vlmkit forward', async (c) => {
+  it.each(
+    cases,
+  )('$model $name: plain onnxruntime-node on the export gives the logits of vlmkit forward and the ids of vlmkit generate', async (c) => {
     const dir = await exported(c);
     const inputs = join(c.dir, 'inputs.safetensors');
     const fwd = join(work, `${c.model}-${c.name}-forward.safetensors`);
+    const gen = join(work, `${c.model}-${c.name}-generate.safetensors`);
     const plain = join(work, `${c.model}-${c.name}-plain.safetensors`);
-    const args = ['forward', '--model', join(FIXTURE_DIR, c.checkpoint), '--inputs', inputs, '--out', fwd, '--device', 'cpu'];
-    if (c.adapter) args.push('--adapter', join(FIXTURE_DIR, c.adapter));
-    args.push('--cache-dir', join(work, 'cache'));
-    expect(await main(args, quiet)).toBe(0);
-    await run(process.execPath, [SCRIPT, dir, inputs, plain], { env: { ...process.env, ORT_NODE } });
+    const common = ['--model', join(FIXTURE_DIR, c.checkpoint), '--inputs', inputs, '--device', 'cpu', '--cache-dir', join(work, 'cache')];
+    if (c.adapter) common.push('--adapter', join(FIXTURE_DIR, c.adapter));
+    expect(await main(['forward', ...common, '--out', fwd], quiet)).toBe(0);
+    expect(await main(['generate', ...common, '--max-new-tokens', '8', '--out', gen], quiet)).toBe(0);
+    await run(process.execPath, [SCRIPT, dir, inputs, plain, '8'], { env: { ...process.env, ORT_NODE } });
+    const plainOut = await readNamedTensors(plain);
     const a = (await readNamedTensors(fwd)).logits!;
-    const b = (await readNamedTensors(plain)).logits!;
+    const b = plainOut.logits!;
     expect(b.dims).toEqual(a.dims);
-    const x = a.data as Float32Array;
-    const y = b.data as Float32Array;
-    let d = 0;
-    for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i]! - y[i]!));
+    const d = maxDiff(a.data as Float32Array, b.data as Float32Array);
     diffs.push(`  ${c.model} ${c.name}: ${d}`);
     expect(d).toBeLessThanOrEqual(1e-6);
+    const ids = (await readNamedTensors(gen)).generated_ids!;
+    expect(plainOut.generated_ids!.dims).toEqual(ids.dims);
+    expect(Array.from(plainOut.generated_ids!.data as BigInt64Array)).toEqual(Array.from(ids.data as BigInt64Array));
+  });
+
+  it("the comparison sees a wrong host-side rule: HF's position advance after a video on a vLLM export", async () => {
+    const c = cases.find((x) => x.name === 'video-long-t')!;
+    const dir = join(work, 'wrong-rule');
+    await cp(await exported(c), dir, { recursive: true });
+    const m = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as ExportManifest & {
+      ernie: { position_ids: { advance: string } };
+    };
+    m.ernie.position_ids.advance = 'hf';
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify(m));
+    const inputs = join(c.dir, 'inputs.safetensors');
+    const plain = join(work, 'wrong-rule.safetensors');
+    await run(process.execPath, [SCRIPT, dir, inputs, plain], { env: { ...process.env, ORT_NODE } });
+    const fwd = join(work, `${c.model}-${c.name}-forward.safetensors`);
+    const d = maxDiff(
+      (await readNamedTensors(fwd)).logits!.data as Float32Array,
+      (await readNamedTensors(plain)).logits!.data as Float32Array,
+    );
+    expect(d).toBeGreaterThan(1e-3);
   });
 });

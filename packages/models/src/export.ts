@@ -79,6 +79,8 @@ export interface ExportManifest {
     };
     attention_mask: string;
     logits: string;
+    /** Greedy / sampled decoding as `generate` does it: eos from config.json, pad for finished rows. */
+    generation: { eos_token_id: number | null; pad_token_id: number; rule: string };
   };
   /** Model-specific host-side inputs and their rules. */
   ernie?: Record<string, unknown>;
@@ -164,7 +166,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const r = config.resampler;
       manifest = {
         ...head('ernie4_5_vl_moe', root, null, files, vision, decoder),
-        decoder: decoderSection(text.vocabSize, text.hiddenSize, text.numHiddenLayers, text.numKeyValueHeads, text.headDim),
+        decoder: decoderSection(text.vocabSize, text.hiddenSize, text.numHiddenLayers, text.numKeyValueHeads, text.headDim, config.tokens),
         ernie: {
           tokens: {
             image: config.tokens.image,
@@ -206,7 +208,8 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
             dims: [3, 'batch', 'seq'],
             rule: `get_rope_index over the unmasked tokens of each row: text tokens get cur on t, h and w, then cur += 1; a run of an image's t*h'*w' placeholders (h' = h/m, w' = w/m; a video: t' = t/temporal_merge_size) gets (cur + frame, cur + y, cur + x), then cur = ${config.reference === 'vllm' ? 'max over the item + 1 (vLLM)' : "cur + max(h', w') (HF 5.17)"}; padding gets 0; rope_delta = (max position + 1) - real tokens`,
             advance: config.reference,
-            decode: 'each generated token: position real_tokens_so_far + rope_delta on all three axes',
+            decode:
+              'each generated token: position real_tokens_so_far + rope_delta on all three axes (real_tokens_so_far: ones in the attention mask before this token); vision_embeds [0, hidden], vision_positions [0], moe_token_type 0',
           },
           text_rotary: {
             head_dim: text.headDim,
@@ -227,7 +230,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const text = config.text;
       manifest = {
         ...head('granite4_vision', root, adapter ? resolve(options.adapter!) : null, files, vision, decoder),
-        decoder: decoderSection(text.vocabSize, text.hiddenSize, text.numHiddenLayers, text.numKeyValueHeads, text.headDim),
+        decoder: decoderSection(text.vocabSize, text.hiddenSize, text.numHiddenLayers, text.numKeyValueHeads, text.headDim, config.tokens),
         granite: {
           image_token_id: config.tokens.image,
           image_size: config.vision.imageSize,
@@ -294,7 +297,14 @@ function head(
   };
 }
 
-function decoderSection(vocab: number, hidden: number, layers: number, kvHeads: number, headDim: number): ExportManifest['decoder'] {
+function decoderSection(
+  vocab: number,
+  hidden: number,
+  layers: number,
+  kvHeads: number,
+  headDim: number,
+  tokens: { eos: number | undefined; pad: number },
+): ExportManifest['decoder'] {
   return {
     vocab_size: vocab,
     hidden_size: hidden,
@@ -310,5 +320,10 @@ function decoderSection(vocab: number, hidden: number, layers: number, kvHeads: 
     },
     attention_mask: ATTENTION_MASK,
     logits: 'float32 [B, S, vocab]: output `logits`; the next token comes from the last position of each row',
+    generation: {
+      eos_token_id: tokens.eos ?? null,
+      pad_token_id: tokens.pad,
+      rule: 'one token per row per step (greedy: the first index of the largest logit); a row that emitted eos_token_id emits pad_token_id afterwards; stop when every row is done or after max_new_tokens',
+    },
   };
 }
