@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import type { Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { GraphCache } from './graph-cache.js';
@@ -19,6 +20,8 @@ export interface SessionCacheOptions {
 export interface CachedSessionExtras {
   /** Files the graph's lazy tensors read besides the checkpoint (their content joins the key). */
   extraFiles?: readonly string[];
+  /** Called when the graph is in the cache (built, or found and verified) and its session is being created: progress. */
+  onSession?: (() => void) | undefined;
 }
 
 export interface BuiltSession {
@@ -53,13 +56,35 @@ export async function cachedSession(
 ): Promise<BuiltSession> {
   const t0 = performance.now();
   const cache = await GraphCache.open(o.cacheDir, { logger: o.logger, verify: o.verifyCache });
-  const { modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles);
+  let { modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles);
   const t1 = performance.now();
-  const session = await createSession(modelPath, {
-    name,
-    ...(o.device !== undefined ? { device: o.device } : {}),
-    ...(o.threads !== undefined ? { threads: o.threads } : {}),
-    ...(o.logger !== undefined ? { logger: o.logger } : {}),
-  });
+  extras.onSession?.();
+  const open = () =>
+    createSession(modelPath, {
+      name,
+      ...(o.device !== undefined ? { device: o.device } : {}),
+      ...(o.threads !== undefined ? { threads: o.threads } : {}),
+      ...(o.logger !== undefined ? { logger: o.logger } : {}),
+    });
+  let session: VlmSession;
+  try {
+    session = await open();
+  } catch (e) {
+    // Another process may have removed the entry (pruned as superseded, or found damaged) between the
+    // lookup and the session: look it up (rebuild it) once more. Any other failure is the caller's.
+    if (await stillThere(modelPath)) throw e;
+    ({ modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles));
+    session = await open();
+  }
   return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1 };
+}
+
+async function stillThere(modelPath: string): Promise<boolean> {
+  try {
+    await stat(modelPath);
+    await stat(modelPath.replace(/\.onnx$/, '.json'));
+    return true;
+  } catch {
+    return false;
+  }
 }
