@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,39 @@ const CLIP = fixturePath('video/clip.mp4');
 function pyavFrames(): { shape: number[]; data: Uint8Array } {
   const t = readSafetensors(fixturePath('video/frames.safetensors')).frames!;
   return { shape: t.shape, data: t.data as Uint8Array };
+}
+
+/** Copies the video stream's packets into a Matroska file (no re-encoding): a container without nb_frames. */
+async function remuxToMatroska(src: string, dst: string): Promise<void> {
+  const av = await import('node-av');
+  const input = new av.FormatContext();
+  const output = new av.FormatContext();
+  const packet = new av.Packet();
+  try {
+    expect(await input.openInput(src, null, null)).toBe(0);
+    expect(await input.findStreamInfo(null)).toBeGreaterThanOrEqual(0);
+    const from = input.streams[0]!;
+    expect(output.allocOutputContext2(null, 'matroska', dst)).toBe(0);
+    const to = output.newStream(null);
+    from.codecpar.copy(to.codecpar);
+    to.codecpar.codecTag = 0;
+    to.timeBase = from.timeBase;
+    expect(await output.openOutput()).toBe(0);
+    expect(await output.writeHeader(null)).toBeGreaterThanOrEqual(0);
+    packet.alloc();
+    while ((await input.readFrame(packet)) >= 0) {
+      packet.rescaleTs(from.timeBase, to.timeBase);
+      packet.streamIndex = 0;
+      expect(await output.interleavedWriteFrame(packet)).toBe(0);
+      packet.unref();
+    }
+    expect(await output.writeTrailer()).toBe(0);
+  } finally {
+    packet.free();
+    await output.closeOutput();
+    output.freeContext();
+    await input.closeInput();
+  }
 }
 
 describe('decodeVideo (node-av) vs PyAV', () => {
@@ -47,6 +80,28 @@ describe('decodeVideo (node-av) vs PyAV', () => {
     });
   });
 
+  it('a container without a frame count (Matroska): the sampling function sees the decoded count', async () => {
+    // PyAV reads stream.frames 0 here, so HF's sampling cannot run on such a file; decodeVideo samples
+    // after decoding instead, with the frames it found.
+    const mkv = join(tmpdir(), `vlmkit-clip-${process.pid}.mkv`);
+    await remuxToMatroska(CLIP, mkv);
+    const cfg = ernieVideoProcessorConfig(readJson('ernie', 'video_preprocessor_config.json'));
+    const seen: number[] = [];
+    const video = await decodeVideo(mkv, {
+      frames: (info) => {
+        seen.push(info.totalFrames);
+        return ernieSampleFrameIndices(info.totalFrames, info.fps, cfg);
+      },
+    }).finally(() => rmSync(mkv, { force: true }));
+    expect(video.info).toMatchObject({ totalFrames: 0, fps: 6, duration: 0 });
+    expect(seen).toEqual([12]);
+    const fromMp4 = await decodeVideo(CLIP, { frames: (info) => ernieSampleFrameIndices(info.totalFrames, info.fps, cfg) });
+    expect(video.frameIndices).toEqual(fromMp4.frameIndices);
+    video.frames.forEach((f, k) => {
+      expect(Buffer.compare(Buffer.from(f.data), Buffer.from(fromMp4.frames[k]!.data)), `frame ${video.frameIndices[k]}`).toBe(0);
+    });
+  });
+
   it('a list of indices keeps each listed frame once, in decode order, and stops after the last', async () => {
     const video = await decodeVideo(CLIP, { frames: [5, 2, 2, 99] });
     expect(video.frameIndices).toEqual([2, 5]);
@@ -57,6 +112,7 @@ describe('decodeVideo (node-av) vs PyAV', () => {
     const bogus = join(tmpdir(), `vlmkit-not-a-video-${process.pid}.mp4`);
     writeFileSync(bogus, 'not a video');
     await expect(decodeVideo(bogus)).rejects.toMatchObject({ code: 'NOT_A_VIDEO', message: expect.stringContaining(bogus) });
+    rmSync(bogus);
     const missing = join(tmpdir(), 'vlmkit-no-such-video.mp4');
     await expect(decodeVideo(missing)).rejects.toBeInstanceOf(ProcessorError);
   });
