@@ -181,6 +181,17 @@ describe('graph cache', () => {
     const files = (await readdir(cacheDir)).filter((f) => f.startsWith('vlmkit-'));
     const base = second.modelPath.slice(cacheDir.length + 1, -'.onnx'.length);
     expect(files.sort()).toEqual([`${base}.json`, `${base}.onnx`, `${base}.onnx.data`]);
+    // The remembered digest of a checkpoint that is gone goes with the next build's cleaning.
+    const memos = () => readdir(join(cacheDir, 'digests'));
+    expect(await memos()).toHaveLength(1);
+    const other = await checkpointCopy('clean-other');
+    await flipByte(join(other, 'model.safetensors'));
+    await flipByte(join(other, 'model.safetensors'));
+    const c = await visionGraph(other);
+    await rm(join(dir, 'model.safetensors'));
+    await cache.get(c.graph, 'ernie-vision', other);
+    await c.close();
+    expect(await memos()).toHaveLength(1);
   });
 
   it('a cacheDir that is a file is refused with a clear error', async () => {

@@ -10,7 +10,7 @@
 //                                           written last, so an entry without it is an unfinished build
 //   <root>/digests/<hash of path>.json     remembered sha256 of a checkpoint file, by path + size + mtime + ctime + inode
 import { createHash } from 'node:crypto';
-import { mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
@@ -143,6 +143,14 @@ export class GraphCache {
       throw new ModelError(
         'BAD_CACHE_DIR',
         `graph cache directory ${dir} cannot be used: ${why}. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
+      );
+    }
+    try {
+      await access(join(dir, 'digests'), constants.W_OK);
+    } catch {
+      throw new ModelError(
+        'BAD_CACHE_DIR',
+        `graph cache directory ${dir} is not writable. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
       );
     }
     return new GraphCache(dir, options);
@@ -340,6 +348,18 @@ export class GraphCache {
         await this.remove(base);
         this.log(`removed superseded cached graph ${base}`);
       } else if (e!.checkpoint === checkpoint) mine.push({ base, createdAt: e!.createdAt });
+    }
+    // Remembered digests of files that are gone.
+    for (const n of await readdir(join(this.root, 'digests'))) {
+      const memo = await readJson<DigestMemo>(join(this.root, 'digests', n));
+      if (
+        memo &&
+        (await stat(memo.path).then(
+          () => false,
+          () => true,
+        ))
+      )
+        await rm(join(this.root, 'digests', n), { force: true });
     }
     mine.sort((a, b) => b.createdAt - a.createdAt);
     for (const { base } of mine.slice(keep)) {
