@@ -83,6 +83,20 @@ describe('graph cache', () => {
     }
   });
 
+  it('cacheDir set to the model directory (asked for): external data points into the .safetensors, nothing copied for file tensors', async () => {
+    const dir = await checkpointCopy('in-model-dir');
+    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir: dir, logger: () => {} });
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'images')!;
+    const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
+    await m.release();
+    const expected = await readTensors(join(c.dir, 'expected.safetensors'));
+    expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
+    const files = await readdir(dir);
+    // The vision encoder's weights are all plain checkpoint tensors: its graph has no data file of its own.
+    const vision = files.filter((f) => f.startsWith('vlmkit-ernie-vision-'));
+    expect(vision.map((f) => f.replace(/-[0-9a-f]+\./, '.')).sort()).toEqual(['vlmkit-ernie-vision.json', 'vlmkit-ernie-vision.onnx']);
+  });
+
   it('a damaged .onnx.data or .onnx is detected, rebuilt and reported, never served', async () => {
     const dir = await checkpointCopy('damage');
     const cacheDir = join(work, 'cache-damage');
