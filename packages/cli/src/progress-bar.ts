@@ -5,7 +5,8 @@ const WIDTH = 24;
 
 function label(p: LoadProgress): string {
   if (p.done === p.total) return 'loaded';
-  return p.stage === 'weights' ? 'reading and mapping weights' : `building graph, creating session: ${p.name}`;
+  if (p.stage === 'weights') return 'reading and mapping weights';
+  return p.stage === 'build' ? `building graph ${p.name} (or verifying the cached one)` : `creating session ${p.name}`;
 }
 
 /**

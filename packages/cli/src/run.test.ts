@@ -117,7 +117,19 @@ for (const [family, checkpoint] of [
         .split('\n')
         .map((l) => JSON.parse(l) as Record<string, unknown>);
       const progress = lines.filter((l) => l.type === 'progress');
-      expect(progress.at(-1)).toMatchObject({ done: 3, total: 3 });
+      expect(progress.map((p) => p.stage)).toEqual([
+        'weights',
+        'weights',
+        'build',
+        'build',
+        'session',
+        'session',
+        'build',
+        'build',
+        'session',
+        'session',
+      ]);
+      expect(progress.at(-1)).toMatchObject({ done: 5, total: 5 });
       const pieces = lines.filter((l) => l.type === 'text').map((l) => l.text as string);
       const summary = lines.at(-1)!;
       expect(summary.type).toBe('summary');
@@ -142,7 +154,9 @@ describe('vlmkit run on a terminal, and the demo', () => {
         err += s;
       },
     });
-    expect(err).toMatch(/\[#{8}\.{16}\] 1\/3 building graph, creating session: ernie-vision/);
+    expect(err).toMatch(/\[#{5}\.{19}\] 1\/5 building graph ernie-vision \(or verifying the cached one\) [\d.]+ s/);
+    expect(err).toMatch(/\[#{14}\.{10}\] 3\/5 building graph ernie-decoder/);
+    expect(err).toMatch(/\[#{19}\.{5}\] 4\/5 creating session ernie-decoder/);
     expect(err.endsWith('\r\x1b[2K')).toBe(true);
     let quiet = '';
     const piped = await cli(argv, {

@@ -41,12 +41,16 @@ for (const [checkpoint, family] of [
 
     it('reports each load step as it starts and ends', () => {
       expect(progress.map((p) => `${p.stage}:${p.name}:${p.done}/${p.total}`)).toEqual([
-        'weights:checkpoint:0/3',
-        'weights:checkpoint:1/3',
-        `graph:${family}-vision:1/3`,
-        `graph:${family}-vision:2/3`,
-        `graph:${family}-decoder:2/3`,
-        `graph:${family}-decoder:3/3`,
+        'weights:checkpoint:0/5',
+        'weights:checkpoint:1/5',
+        `build:${family}-vision:1/5`,
+        `build:${family}-vision:2/5`,
+        `session:${family}-vision:2/5`,
+        `session:${family}-vision:3/5`,
+        `build:${family}-decoder:3/5`,
+        `build:${family}-decoder:4/5`,
+        `session:${family}-decoder:4/5`,
+        `session:${family}-decoder:5/5`,
       ]);
     });
 

@@ -1,9 +1,10 @@
 /**
  * What a model load is doing, for progress bars: reading the checkpoint's headers and mapping its
- * weights (`weights`), then per session graph (`graph`: building it, or finding it in the cache,
- * and creating its ORT session; on a real checkpoint these are the steps that take long).
+ * weights (`weights`), then per session: building its graph, or finding and verifying it in the
+ * graph cache (`build`), and creating its ORT session (`session`). On a real checkpoint the last
+ * two take long (writing or hashing gigabytes of weights, ORT's graph optimizations).
  */
-export type LoadStage = 'weights' | 'graph';
+export type LoadStage = 'weights' | 'build' | 'session';
 
 export interface LoadProgress {
   stage: LoadStage;
@@ -16,20 +17,47 @@ export interface LoadProgress {
 
 export type OnLoadProgress = (p: LoadProgress) => void;
 
-/** Counts a load's steps and reports each one's start and end to `onProgress`. */
+/** Counts a load's steps (weights, then build and session per session) and reports each one's start and end. */
 export class LoadSteps {
   private done = 0;
+  private readonly total: number;
 
   constructor(
-    private readonly total: number,
+    sessions: number,
     private readonly onProgress: OnLoadProgress | undefined,
-  ) {}
+  ) {
+    this.total = 1 + 2 * sessions;
+  }
 
-  async run<T>(stage: LoadStage, name: string, step: () => Promise<T>): Promise<T> {
+  private report(stage: LoadStage, name: string): void {
     this.onProgress?.({ stage, name, done: this.done, total: this.total });
+  }
+
+  /** The `weights` step. */
+  async weights<T>(step: () => Promise<T>): Promise<T> {
+    this.report('weights', 'checkpoint');
     const result = await step();
     this.done++;
-    this.onProgress?.({ stage, name, done: this.done, total: this.total });
+    this.report('weights', 'checkpoint');
+    return result;
+  }
+
+  /**
+   * A session's `build` then `session` steps: `step` builds (or finds) the graph and calls
+   * `onSession` when it starts creating the session (cachedSession's `onSession`).
+   */
+  async session<T>(name: string, step: (onSession: () => void) => Promise<T>): Promise<T> {
+    let building = true;
+    this.report('build', name);
+    const result = await step(() => {
+      building = false;
+      this.done++;
+      this.report('build', name);
+      this.report('session', name);
+    });
+    // A step that never reported its session (a cache hit that opened nothing new) still counts both.
+    this.done += building ? 2 : 1;
+    this.report('session', name);
     return result;
   }
 }

@@ -42,7 +42,7 @@ describe('README example', () => {
     for await (const piece of stream) text += piece;
     const { promptTokens, newTokens, finishReason, timeToFirstTokenMs, tokensPerSecond, device } = await stream.summary();
     await model.release();
-    expect(progress.at(-1)).toBe('3/3 graph ernie-decoder');
+    expect(progress.at(-1)).toBe('5/5 session ernie-decoder');
     expect(text.length).toBeGreaterThan(0);
     expect(promptTokens).toBe(36);
     expect(newTokens).toBeGreaterThan(0);

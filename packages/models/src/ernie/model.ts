@@ -80,17 +80,17 @@ export class Ernie45VL {
     const root = resolve(dir);
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = ernie45VLConfig(json, options.reference ?? 'vllm');
-    const steps = new LoadSteps(3, options.onProgress);
-    const { ckpt, mapped } = await steps.run('weights', 'checkpoint', async () => {
+    const steps = new LoadSteps(2, options.onProgress);
+    const { ckpt, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       return { ckpt, mapped: await loadErnieWeights(ckpt, config) };
     });
     const t1 = performance.now();
-    const vision = await steps.run('graph', 'ernie-vision', () =>
-      cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options),
+    const vision = await steps.session('ernie-vision', (onSession) =>
+      cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options, { onSession }),
     );
-    const decoder = await steps.run('graph', 'ernie-decoder', () =>
-      cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options),
+    const decoder = await steps.session('ernie-decoder', (onSession) =>
+      cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options, { onSession }),
     );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
     await ckpt.close();

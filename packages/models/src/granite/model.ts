@@ -69,21 +69,26 @@ export class Granite4Vision {
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
     const config = granite4VisionConfig(json);
     const text = config.text;
-    const steps = new LoadSteps(3, options.onProgress);
-    const { ckpt, adapter, mapped } = await steps.run('weights', 'checkpoint', async () => {
+    const steps = new LoadSteps(2, options.onProgress);
+    const { ckpt, adapter, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
       return { ckpt, adapter, mapped };
     });
     const t1 = performance.now();
-    const vision = await steps.run('graph', 'granite-vision', () =>
-      cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), root, 'granite-vision', options),
+    const vision = await steps.session('granite-vision', (onSession) =>
+      cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), root, 'granite-vision', options, {
+        onSession,
+      }),
     );
     const levels = config.levels.map((l) => l.llmLayer);
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
-    const decoder = await steps.run('graph', 'granite-decoder', () =>
-      cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, { extraFiles }),
+    const decoder = await steps.session('granite-decoder', (onSession) =>
+      cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, {
+        extraFiles,
+        onSession,
+      }),
     );
     await ckpt.close();
     return new Granite4Vision(config, vision.session, decoder.session, {
