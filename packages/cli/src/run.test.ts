@@ -200,6 +200,22 @@ describe('vlmkit run on a terminal, and the demo', () => {
     expect(a.every((x, i) => Math.abs(x - b[i]!) <= 1e-5)).toBe(true);
   });
 
+  it('run fails before loading the model when the directory has no processor files or an image is missing', async () => {
+    const image = join(IMAGES, 'photo.jpg');
+    const noTokenizer = ['run', '--model', join(FIXTURE_DIR, 'ernie-tiny-bf16'), '--image', image, '--prompt', 'x'];
+    const err = (await main(noTokenizer, () => {}).catch((e: unknown) => e)) as Error & { code?: string };
+    expect(err.code).toBe('TOKENIZER_ERROR');
+    expect(err.message).toMatch(/tokenizer\.json/);
+    let text = '';
+    const missing = ['run', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--image', join(IMAGES, 'nope.jpg'), '--prompt', 'x', '--json'];
+    const code = await main(missing, (s) => {
+      text += s;
+    });
+    expect(code).toBe(2);
+    expect(text).toMatch(/^vlmkit: cannot read .*nope\.jpg/);
+    expect(text).not.toMatch(/"type":"progress"/);
+  });
+
   it('--video with a .safetensors lacking uint8 frames [N, H, W, 3] is a usage error', async () => {
     let text = '';
     const argv = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--prompt', 'x', '--out', join(tmpdir(), 'x.safetensors')];

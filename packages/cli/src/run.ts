@@ -1,6 +1,7 @@
 // `vlmkit run` and `vlmkit preprocess`: one user message holding the images (or the video), then
 // the prompt, templated with the generation prompt, as HF's processor.apply_chat_template does it.
-import { open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type ChatSummary, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type ChatMessage, type ContentPart, Processor, type VideoFrames } from '@vlmkit/processors';
@@ -64,6 +65,14 @@ async function safetensorsMetadata(path: string): Promise<Record<string, string>
   }
 }
 
+async function assertReadable(path: string): Promise<void> {
+  try {
+    await access(path, constants.R_OK);
+  } catch (e) {
+    throw new UsageError(`cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
 /** One user message: the images, then the video, then the prompt's text. */
 export async function userMessage(o: PromptOptions): Promise<ChatMessage[]> {
   const content: ContentPart[] = o.images.map((path) => ({ type: 'image', path: resolve(path) }));
@@ -98,7 +107,10 @@ function summaryLine(s: ChatSummary): string {
 export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSummary> {
   const json = (x: Record<string, unknown>) => out(`${JSON.stringify(x)}\n`);
   const bar = !o.json && o.tty && o.err ? loadProgressBar(o.err) : undefined;
+  // Fail before the long model load: the media readable, the processor files there.
+  for (const path of [...o.images, ...(o.video === undefined ? [] : [o.video])]) await assertReadable(path);
   const messages = await userMessage(o);
+  await Processor.fromPretrained(o.model);
   let model: Awaited<ReturnType<typeof loadPretrained>>;
   try {
     model = await loadPretrained(o.model, {
