@@ -1,6 +1,8 @@
 // The KV cache inputs and outputs both decoder models declare: the HF / optimum ONNX decoder naming.
 // Written once here; the models package hands these to @vlmkit/runtime's KvCache.
+import type { Graph } from '@vlmkit/onnx-graph';
 import { MoeDecoderError } from './errors.js';
+import type { KvPair } from './types.js';
 
 export type KvKind = 'key' | 'value';
 
@@ -19,6 +21,15 @@ export const KV_CACHE_IO = {
   past: (layer: number, kind: KvKind): PastName => `past_key_values.${layer}.${kind}`,
   present: (layer: number, kind: KvKind): PresentName => `present.${layer}.${kind}`,
 } as const;
+
+/** The `past_key_values.*` graph inputs of every layer: float32 [batch, Hkv, past, headDim]. */
+export function pastInputs(g: Graph, layers: number, kvHeads: number, headDim: number): KvPair[] {
+  const shape = ['batch', kvHeads, 'past', headDim] as const;
+  return Array.from({ length: layers }, (_, i) => ({
+    key: g.input(KV_CACHE_IO.past(i, 'key'), 'float32', [...shape]),
+    value: g.input(KV_CACHE_IO.past(i, 'value'), 'float32', [...shape]),
+  }));
+}
 
 /** The `past_key_values.*` feeds of every layer, in layer order. */
 export function pastFeeds<T>(past: readonly KvTensors<T>[]): Record<PastName, T> {

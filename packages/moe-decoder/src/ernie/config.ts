@@ -1,5 +1,6 @@
 import { type ConfigObject, fields } from '@vlmkit/config';
 
+import { defaultRope } from '../rope-config.js';
 /** Which feed-forward a decoder layer has: a dense SiLU MLP or the modality-isolated MoE. */
 export type ErnieMlpType = 'dense' | 'sparse';
 
@@ -74,17 +75,8 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
   }
 
   // Rotary: HF keeps theta and mrope_section [h, w, t] in rope_parameters; Baidu has rope_theta and freq_allocation.
-  const rp = j.optionalObj('rope_parameters') ?? j.optionalObj('rope_scaling');
-  if (rp !== undefined) {
-    rp.oneOf(rp.has('rope_type') || !rp.has('type') ? 'rope_type' : 'type', ['default'], {
-      default: 'default',
-      from: 'HF rope_parameters',
-      code: 'UNSUPPORTED_CONFIG',
-      why: 'ERNIE uses the default rope.',
-    });
-  }
   // HF: Ernie4_5_VLMoeTextConfig.default_theta; vLLM: set_default_rope_theta(config, default_theta=500000).
-  const ropeTheta = rp?.optionalPositive('rope_theta') ?? j.positive('rope_theta', { default: 500000, from: `${HF}.default_theta` });
+  const { parameters: rp, theta: ropeTheta } = defaultRope(j, 'ERNIE', { default: 500000, from: `${HF}.default_theta` });
   let freqAllocation: number;
   let freqField: [ConfigObject, string];
   if (rp?.has('mrope_section')) {

@@ -1,6 +1,5 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
-import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds } from '../kv-io.js';
-import type { KvPair } from '../types.js';
+import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
@@ -102,13 +101,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
   const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
   const ropeCos = g.input(io.ropeCos, 'float32', ['batch', 'seq', hd / 2]);
   const ropeSin = g.input(io.ropeSin, 'float32', ['batch', 'seq', hd / 2]);
-  const past: KvPair[] = [];
-  for (let i = 0; i < config.numHiddenLayers; i++) {
-    past.push({
-      key: g.input(io.past(i, 'key'), 'float32', ['batch', hkv, 'past', hd]),
-      value: g.input(io.past(i, 'value'), 'float32', ['batch', hkv, 'past', hd]),
-    });
-  }
+  const past = pastInputs(g, config.numHiddenLayers, hkv, hd);
   const out = buildErnieTextDecoder(
     g,
     weights,

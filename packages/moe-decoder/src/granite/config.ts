@@ -1,5 +1,6 @@
 import { fields } from '@vlmkit/config';
 
+import { defaultRope } from '../rope-config.js';
 /**
  * The dense Granite text decoder of Granite 4 Vision (HF 5.17
  * `Granite4VisionTextModel` + `lm_head`; vLLM `GraniteModel` /
@@ -95,18 +96,8 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
   }
 
   // HF 5.17 keeps theta in rope_parameters; older hub files have rope_theta and rope_scaling at the top.
-  const rp = j.optionalObj('rope_parameters') ?? j.optionalObj('rope_scaling');
-  if (rp !== undefined) {
-    rp.oneOf(rp.has('rope_type') || !rp.has('type') ? 'rope_type' : 'type', ['default'], {
-      default: 'default',
-      from: 'HF rope_parameters',
-      code: 'UNSUPPORTED_CONFIG',
-      why: 'Granite 4 Vision uses the default rope.',
-    });
-  }
   // Granite4VisionTextConfig sets no default_theta: PreTrainedConfig's standardize_rope_params falls back to 10000.
-  const ropeTheta =
-    rp?.optionalPositive('rope_theta') ?? j.positive('rope_theta', { default: 10000, from: 'HF PreTrainedConfig rope default' });
+  const { theta: ropeTheta } = defaultRope(j, 'Granite 4 Vision', { default: 10000, from: 'HF PreTrainedConfig rope default' });
 
   // granitemoehybrid: shared_intermediate_size is the size of its (only) shared_mlp.
   const intermediateSize = j.has('shared_intermediate_size') ? j.int('shared_intermediate_size') : j.int('intermediate_size');

@@ -1,6 +1,5 @@
 import { Graph, type Weights } from '@vlmkit/onnx-graph';
-import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds } from '../kv-io.js';
-import type { KvPair } from '../types.js';
+import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 
@@ -89,13 +88,7 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
   const deepstack = options.levels.map((_, k) => g.input(io.deepstack(k), 'float32', ['image_tokens', D]));
   const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
   const positionIds = g.input(io.positionIds, 'int64', ['batch', 'seq']);
-  const past: KvPair[] = [];
-  for (let i = 0; i < config.numHiddenLayers; i++) {
-    past.push({
-      key: g.input(io.past(i, 'key'), 'float32', ['batch', hkv, 'past', hd]),
-      value: g.input(io.past(i, 'value'), 'float32', ['batch', hkv, 'past', hd]),
-    });
-  }
+  const past = pastInputs(g, config.numHiddenLayers, hkv, hd);
   const out = buildGraniteTextDecoder(
     g,
     weights,
