@@ -87,10 +87,16 @@ export function chat(
     if (options.signal?.aborted) stop.abort();
     options.signal?.addEventListener('abort', abort, { once: true });
 
-    // generate() reports each new id through onToken (synchronously, between its awaits); the ids
-    // wait in `queue` until this generator detokenizes and yields them.
+    // generate() reports each new id through onToken; the ids wait in `queue` until this generator
+    // detokenizes and yields them. Generation runs at most one token ahead of the consumer (onToken's
+    // promise holds the next step back), so a slow reader, or one that stops, leaves no work running on.
     const queue: number[] = [];
     let wake: (() => void) | undefined;
+    let drained: (() => void) | undefined;
+    const release = () => {
+      drained?.();
+      drained = undefined;
+    };
     let firstAt: number | undefined;
     let lastAt = t0;
     let generated: (GenerateResult & { visionMs: number }) | undefined;
@@ -108,6 +114,11 @@ export function chat(
           firstAt ??= lastAt;
           queue.push(tokens[0]!);
           wake?.();
+          // Once stopped (abort, or the consumer left), nothing will drain the queue: never wait then.
+          if (queue.length <= 1 || stop.signal.aborted) return;
+          return new Promise<void>((resolve) => {
+            drained = resolve;
+          });
         },
       })
       .then(
@@ -129,7 +140,9 @@ export function chat(
     try {
       for (;;) {
         while (queue.length > 0) {
-          const piece = await detokenizer.push(queue.shift()!);
+          const id = queue.shift()!;
+          if (queue.length <= 1) release();
+          const piece = await detokenizer.push(id);
           if (piece !== '') {
             text += piece;
             yield piece;
@@ -151,6 +164,7 @@ export function chat(
     } finally {
       // The consumer may have stopped early: end generation and wait for it, so the sessions are idle.
       stop.abort();
+      release();
       options.signal?.removeEventListener('abort', abort);
       await running;
       if (generated) {

@@ -6,8 +6,11 @@ export interface GenerateOptions extends SamplingOptions {
   /** Token id(s) that end a row; the row then emits `padTokenId` until every row is done. */
   eos?: number | readonly number[];
   padTokenId?: number;
-  /** Called after each step with the new token of every row (streaming). */
-  onToken?: (tokens: readonly number[], step: number) => void;
+  /**
+   * Called after each step with the new token of every row (streaming). A returned promise is
+   * awaited before the next step: a consumer can hold generation back (backpressure).
+   */
+  onToken?: (tokens: readonly number[], step: number) => unknown;
   /** Stops generation before the next step once aborted; the tokens so far are returned. */
   signal?: AbortSignal | undefined;
 }
@@ -53,7 +56,7 @@ export async function generateTokens(steps: DecodeSteps, o: GenerateOptions): Pr
       tokens[b]!.push(t);
       if (eos.has(t)) done[b] = true;
     });
-    o.onToken?.(next, n);
+    await o.onToken?.(next, n);
     if (n === o.maxNewTokens - 1 || done.every(Boolean) || o.signal?.aborted) break;
     t0 = performance.now();
     logits = await steps.step(next);
