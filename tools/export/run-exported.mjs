@@ -453,7 +453,7 @@ async function decode(dir, man, model, maxNew) {
     const next = Array.from({ length: B }, (_, b) => (done[b] ? generation.pad_token_id : argmax(logits, (b * seq + seq - 1) * V, V)));
     next.forEach((t, b) => {
       tokens[b].push(t);
-      if (t === generation.eos_token_id) done[b] = true;
+      if (generation.eos_token_ids.includes(t)) done[b] = true;
     });
     if (k === maxNew - 1 || done.every(Boolean)) break;
     const grown = [];

@@ -22,6 +22,7 @@ import { type ErnieReference, ernie45VLConfig } from './ernie/config.js';
 import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
 import { ModelError } from './errors.js';
+import { type GenerationTokens, readGenerationConfig } from './generation-tokens.js';
 import { granite4VisionConfig } from './granite/config.js';
 import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
 import { loadGraniteWeights } from './granite/weights.js';
@@ -80,7 +81,7 @@ export interface ExportManifest {
     attention_mask: string;
     logits: string;
     /** Greedy / sampled decoding as `generate` does it: eos from config.json, pad for finished rows. */
-    generation: { eos_token_id: number | null; pad_token_id: number; rule: string };
+    generation: { eos_token_ids: number[]; pad_token_id: number; rule: string };
   };
   /** Model-specific host-side inputs and their rules. */
   ernie?: Record<string, unknown>;
@@ -157,7 +158,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
   try {
     if (type === 'ernie4_5_vl_moe' || type === 'ernie4_5_moe_vl') {
       if (options.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
-      const config = ernie45VLConfig(json, options.reference ?? 'vllm');
+      const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
       const mapped = await loadErnieWeights(ckpt, config);
       const vision = await writeGraph(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), out, 'vision_encoder', t);
       const decoder = await writeGraph(buildErnieTextDecoderModel(mapped.decoder, config.text), out, 'decoder', t);
@@ -221,7 +222,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
         },
       };
     } else if (type === 'granite4_vision') {
-      const config = granite4VisionConfig(json);
+      const config = granite4VisionConfig(json, await readGenerationConfig(root));
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
       const vision = await writeGraph(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), out, 'vision_encoder', t);
@@ -303,7 +304,7 @@ function decoderSection(
   layers: number,
   kvHeads: number,
   headDim: number,
-  tokens: { eos: number | undefined; pad: number },
+  tokens: GenerationTokens,
 ): ExportManifest['decoder'] {
   return {
     vocab_size: vocab,
@@ -321,9 +322,9 @@ function decoderSection(
     attention_mask: ATTENTION_MASK,
     logits: 'float32 [B, S, vocab]: output `logits`; the next token comes from the last position of each row',
     generation: {
-      eos_token_id: tokens.eos ?? null,
+      eos_token_ids: [...tokens.eos],
       pad_token_id: tokens.pad,
-      rule: 'one token per row per step (greedy: the first index of the largest logit); a row that emitted eos_token_id emits pad_token_id afterwards; stop when every row is done or after max_new_tokens',
+      rule: 'one token per row per step (greedy: the first index of the largest logit); a row that emitted one of eos_token_ids emits pad_token_id afterwards; stop when every row is done or after max_new_tokens',
     },
   };
 }

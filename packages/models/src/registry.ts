@@ -6,6 +6,7 @@ import { type ChatModel, type ChatOptions, type ChatStream, chat } from './chat.
 import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
+import type { GenerationTokens } from './generation-tokens.js';
 import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
 import { GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
 
@@ -29,6 +30,8 @@ export interface PretrainedModel {
   readonly device: string;
   readonly deviceReason: string;
   readonly timings: { loadMs: number; buildMs: number; sessionMs: number };
+  /** The ids generation stops on by default (generation_config.json's, else config.json's, as HF generate reads them). */
+  readonly eos: readonly number[];
   /** HF forward kwargs in; float32 `logits` [B,S,V] and model-specific extras out. */
   forwardNamed(inputs: Record<string, HostTensor>): Promise<Record<string, HostTensor>>;
   generate(inputs: Record<string, HostTensor>, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
@@ -85,10 +88,9 @@ export async function loadPretrained(dir: string, options: LoadOptions = {}): Pr
   return withChat(await loader(dir, options), dir);
 }
 
-/** Adds chat() on the directory's processor; eos from generation_config.json as HF generate reads it. */
+/** Adds chat() on the directory's processor; eos is the model's (generation_config.json, else config.json). */
 function withChat(m: LoadedModel, dir: string): PretrainedModel {
   let processor: Promise<Processor> | undefined;
-  let eos: Promise<number[] | undefined> | undefined;
   const model: PretrainedModel = {
     // The spread reads the device getters once: the device never changes after load.
     ...m,
@@ -100,10 +102,7 @@ function withChat(m: LoadedModel, dir: string): PretrainedModel {
       const chatModel: ChatModel = {
         device: m.device,
         generate: (inputs, o) => m.generate(inputs, o),
-        eos: () => {
-          eos ??= generationConfigEos(dir);
-          return eos;
-        },
+        eos: async () => m.eos,
       };
       return chat(chatModel, model.processor(), messages, options);
     },
@@ -111,24 +110,11 @@ function withChat(m: LoadedModel, dir: string): PretrainedModel {
   return model;
 }
 
-/** generation_config.json's eos_token_id (an id or a list), what HF generate stops on; undefined without one. */
-async function generationConfigEos(dir: string): Promise<number[] | undefined> {
-  let json: { eos_token_id?: unknown };
-  try {
-    json = JSON.parse(await readFile(join(resolve(dir), 'generation_config.json'), 'utf8')) as { eos_token_id?: unknown };
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new ModelError('BAD_CONFIG', `cannot read ${join(dir, 'generation_config.json')}: ${(e as Error).message}`);
-  }
-  const v = json.eos_token_id;
-  const ids = typeof v === 'number' ? [v] : Array.isArray(v) ? v : [];
-  return ids.length > 0 && ids.every((x) => Number.isInteger(x)) ? (ids as number[]) : undefined;
-}
-
 interface Assembled<I> {
   readonly device: string;
   readonly deviceReason: string;
   readonly timings: PretrainedModel['timings'];
+  readonly config: { readonly tokens: GenerationTokens };
   generate(inputs: I, o: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
   release(): Promise<void>;
 }
@@ -144,6 +130,7 @@ function adapt<I>(modelType: string, m: Assembled<I>, named: (inputs: I) => Prom
       return m.deviceReason;
     },
     timings: m.timings,
+    eos: m.config.tokens.eos,
     forwardNamed: (inputs) => named(inputs as I),
     generate: (inputs, o) => m.generate(inputs as I, o),
     release: () => m.release(),

@@ -24,12 +24,17 @@ export interface Ernie45VLConfig {
  * each component's part through its own reader, so a bad field throws `ConfigError` (from
  * @vlmkit/config) naming its path.
  */
-export function ernie45VLConfig(json: Record<string, unknown>, reference: ErnieReference = 'vllm'): Ernie45VLConfig {
+export function ernie45VLConfig(
+  json: Record<string, unknown>,
+  reference: ErnieReference = 'vllm',
+  /** The checkpoint's generation_config.json, when it has one: eos / pad as HF generate reads them. */
+  generationConfig?: unknown,
+): Ernie45VLConfig {
   return {
     vision: ErnieVisionConfig.fromHfConfig(json, { reference }),
     resampler: resamplerFromHf(json),
     text: ernieTextConfigFromHf(json),
-    tokens: ernieTokens(json),
+    tokens: ernieTokens(json, generationConfig),
     reference,
   };
 }

@@ -14,6 +14,7 @@ import { Checkpoint } from '@vlmkit/safetensors';
 import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { readGenerationConfig } from '../generation-tokens.js';
 import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
@@ -79,7 +80,7 @@ export class Ernie45VL {
     const t0 = performance.now();
     const root = resolve(dir);
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
-    const config = ernie45VLConfig(json, options.reference ?? 'vllm');
+    const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
     const steps = new LoadSteps(2, options.onProgress);
     const { ckpt, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
@@ -122,7 +123,7 @@ export class Ernie45VL {
     const { image, video } = await this.encodeVision(inputs);
     const visionMs = performance.now() - t0;
     const result = await generateTokens(this.decodeSteps(prompt, image, video), {
-      ...(this.config.tokens.eos !== undefined ? { eos: this.config.tokens.eos } : {}),
+      eos: this.config.tokens.eos,
       padTokenId: this.config.tokens.pad,
       ...options,
     });

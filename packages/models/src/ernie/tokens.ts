@@ -1,4 +1,4 @@
-import { ModelError } from '../errors.js';
+import { fields } from '@vlmkit/config';
 import { type GenerationTokens, generationTokens } from '../generation-tokens.js';
 
 /** The token ids an ERNIE-4.5-VL prompt is read with. */
@@ -13,27 +13,29 @@ export interface ErnieTokens extends GenerationTokens {
   videoEnd: number | undefined;
 }
 
-function num(v: unknown): number | undefined {
-  return typeof v === 'number' && Number.isInteger(v) ? v : undefined;
-}
-
-/** Reads the token ids from either config layout: HF 5.17 (`text_config`, `image_token_id`) or the hub's (`im_patch_id`). */
-export function ernieTokens(config: Record<string, unknown>): ErnieTokens {
-  const image = num(config.image_token_id) ?? num(config.im_patch_id);
-  if (image === undefined) {
-    throw new ModelError(
-      'BAD_CONFIG',
-      'config.json has neither image_token_id (HF layout) nor im_patch_id (hub layout): cannot find image placeholders',
+/**
+ * Reads the token ids from either config layout: HF 5.17 (`text_config`, `image_token_id`) or the hub's
+ * (`im_patch_id`); eos / pad as for every model (`generationTokens`, generation_config.json first).
+ */
+export function ernieTokens(config: Record<string, unknown>, generationConfig?: unknown): ErnieTokens {
+  const c = fields(config, 'ERNIE-4.5-VL config');
+  if (!c.has('image_token_id') && !c.has('im_patch_id')) {
+    c.fail(
+      'MISSING_CONFIG_FIELD',
+      'image_token_id',
+      'is missing (HF layout), and so is im_patch_id (hub layout): cannot find image placeholders.',
     );
   }
+  const image = c.optionalInt('image_token_id', { min: 0 }) ?? c.int('im_patch_id', { min: 0 });
   return {
     image,
-    video: num(config.video_token_id) ?? image,
-    imageStart: num(config.image_start_token_id),
-    imageEnd: num(config.image_end_token_id),
-    videoStart: num(config.video_start_token_id),
-    videoEnd: num(config.video_end_token_id),
-    ...generationTokens(config),
+    // vLLM (hub layout): videos reuse im_patch_id.
+    video: c.optionalInt('video_token_id', { min: 0 }) ?? image,
+    imageStart: c.optionalInt('image_start_token_id', { min: 0 }),
+    imageEnd: c.optionalInt('image_end_token_id', { min: 0 }),
+    videoStart: c.optionalInt('video_start_token_id', { min: 0 }),
+    videoEnd: c.optionalInt('video_end_token_id', { min: 0 }),
+    ...generationTokens(config, generationConfig),
   };
 }
 

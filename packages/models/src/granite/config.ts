@@ -32,14 +32,18 @@ export interface Granite4VisionConfig {
  * through moe-decoder's `graniteDeepstackPlan` (checked against the decoder
  * depth), the rest here. Throws `ConfigError` (from @vlmkit/config) naming the field.
  */
-export function granite4VisionConfig(json: Record<string, unknown>): Granite4VisionConfig {
+export function granite4VisionConfig(
+  json: Record<string, unknown>,
+  /** The checkpoint's generation_config.json, when it has one: eos / pad as HF generate reads them. */
+  generationConfig?: unknown,
+): Granite4VisionConfig {
   const c: ConfigObject = fields(json, 'Granite 4 Vision config');
   // HF Granite4VisionConfig.__post_init__: no vision_config -> SiglipVisionConfig() with its defaults.
   const vision = SiglipVisionConfig.fromHfConfig(c.has('vision_config') ? json : { vision_config: {} });
   const projector = windowFromHf(json);
   const text = graniteTextConfigFromHf(json);
   const levels = graniteDeepstackPlan(json, text.numHiddenLayers).map((l, k) => ({ k, ...l }));
-  const tokens = graniteTokens(json);
+  const tokens = graniteTokens(json, generationConfig);
   return {
     vision,
     projector,

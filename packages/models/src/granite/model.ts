@@ -13,6 +13,7 @@ import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { GrowingMask, lastPositionLogits } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
+import { readGenerationConfig } from '../generation-tokens.js';
 import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
@@ -67,7 +68,7 @@ export class Granite4Vision {
     const t0 = performance.now();
     const root = resolve(dir);
     const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
-    const config = granite4VisionConfig(json);
+    const config = granite4VisionConfig(json, await readGenerationConfig(root));
     const text = config.text;
     const steps = new LoadSteps(2, options.onProgress);
     const { ckpt, adapter, mapped } = await steps.weights(async () => {
@@ -112,7 +113,7 @@ export class Granite4Vision {
     const deepstack = await this.encodeVision(inputs, p.imagePositions.length);
     const visionMs = performance.now() - t0;
     const result = await generateTokens(this.decodeSteps(p, deepstack), {
-      ...(this.config.tokens.eos !== undefined ? { eos: this.config.tokens.eos } : {}),
+      eos: this.config.tokens.eos,
       padTokenId: this.config.tokens.pad,
       ...options,
     });

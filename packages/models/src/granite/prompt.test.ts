@@ -14,7 +14,7 @@ const ids = (xs: (number | bigint)[]) => BigInt64Array.from(xs, (x) => BigInt(x)
 
 describe('analyzeGranitePrompt', () => {
   it('config tokens: the placeholder, eos and pad of granite-tiny (text_config)', () => {
-    expect(config.tokens).toEqual({ image: 255, eos: 2, pad: 0 });
+    expect(config.tokens).toEqual({ image: 255, eos: [2], pad: 0 });
     expect(config.imageTokenId).toBe(255);
   });
 
