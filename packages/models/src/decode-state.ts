@@ -1,4 +1,5 @@
 import { type HostTensor, int64 } from '@vlmkit/runtime';
+import { ModelError } from './errors.js';
 
 /** The attention mask of a decode loop: the prompt's [B, S] (left padding kept), one real column more per step. */
 export class GrowingMask {
@@ -30,4 +31,25 @@ export function lastPositionLogits(logits: HostTensor, batch: number, seq: numbe
   const out = new Float32Array(batch * vocab);
   for (let b = 0; b < batch; b++) out.set(all.subarray((b * seq + seq - 1) * vocab, (b * seq + seq) * vocab), b * vocab);
   return out;
+}
+
+/** A prompt batch's shape checked against its ids and mask, and each row's count of real (unmasked) tokens. */
+export interface PromptBatch {
+  batch: number;
+  seq: number;
+  attentionMask: BigInt64Array;
+  /** Unmasked tokens per row: where each row's generated tokens continue. */
+  realTokens: number[];
+}
+
+/** Checks input_ids / attention_mask against [B, S] (a missing mask is all ones) and counts real tokens per row. */
+export function promptBatch(inputIds: BigInt64Array, shape: readonly [number, number], attentionMask?: BigInt64Array): PromptBatch {
+  const [B, S] = shape;
+  if (inputIds.length !== B * S)
+    throw new ModelError('BAD_INPUT', `input_ids has ${inputIds.length} values, shape [${B}, ${S}] needs ${B * S}`);
+  const mask = attentionMask ?? new BigInt64Array(B * S).fill(1n);
+  if (mask.length !== B * S)
+    throw new ModelError('BAD_INPUT', `attention_mask must have the shape of input_ids [${B}, ${S}], got ${mask.length} values`);
+  const realTokens = Array.from({ length: B }, (_, b) => mask.subarray(b * S, (b + 1) * S).reduce((a, v) => a + Number(v), 0));
+  return { batch: B, seq: S, attentionMask: mask, realTokens };
 }

@@ -9,11 +9,10 @@ import {
   ernieRotaryTables,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
-import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
+import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { GrowingMask, lastPositionLogits } from '../decode-state.js';
+import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
-import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
@@ -50,30 +49,29 @@ export interface ErnieLoadOptions extends SessionCacheOptions {
   onProgress?: OnLoadProgress | undefined;
 }
 
-export interface ErnieTimings {
-  /** Reading config.json and the safetensors headers, mapping weights. */
-  loadMs: number;
-  /** Building the graphs and writing (or finding) them in the cache. */
-  buildMs: number;
-  /** Creating the ORT sessions. */
-  sessionMs: number;
+export type ErnieTimings = ModelTimings;
+
+/** The vision encoder's outputs for a prompt: the resampler embeddings of its images and of its videos. */
+interface ErnieVision {
+  image: HostTensor<'float32'> | undefined;
+  video: HostTensor<'float32'> | undefined;
 }
 
 /** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
-export class Ernie45VL {
+export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVision> {
+  protected readonly dims;
+  protected readonly io = ERNIE_DECODER_IO;
+  protected readonly tokens;
+
   private constructor(
     readonly config: Ernie45VLConfig,
-    private readonly vision: VlmSession,
-    private readonly decoder: VlmSession,
-    readonly timings: ErnieTimings,
-  ) {}
-
-  /** The ORT device the sessions run on, and why it was chosen. */
-  get device(): string {
-    return this.decoder.device;
-  }
-  get deviceReason(): string {
-    return this.decoder.deviceReason;
+    vision: VlmSession,
+    decoder: VlmSession,
+    timings: ErnieTimings,
+  ) {
+    super(vision, decoder, timings);
+    this.dims = config.text;
+    this.tokens = config.tokens;
   }
 
   static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
@@ -107,7 +105,7 @@ export class Ernie45VL {
     const prompt = this.prompt(inputs);
     const { image, video } = await this.encodeVision(inputs);
     const cache = this.newCache(prompt.batch);
-    const out = await this.decoder.run(this.prefillFeeds(prompt, image, video, cache), { outputs: [ERNIE_DECODER_IO.logits] });
+    const out = await this.decoder.run(this.prefillFeeds(prompt, { image, video }, cache), { outputs: [ERNIE_DECODER_IO.logits] });
     return {
       logits: out[ERNIE_DECODER_IO.logits] as HostTensor<'float32'>,
       imageEmbeds: image,
@@ -116,27 +114,7 @@ export class Ernie45VL {
     };
   }
 
-  /** Greedy by default; sampling with temperature/topK/topP/seed. Returns the new tokens only. */
-  async generate(inputs: ErnieInputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
-    const prompt = this.prompt(inputs);
-    const t0 = performance.now();
-    const { image, video } = await this.encodeVision(inputs);
-    const visionMs = performance.now() - t0;
-    const result = await generateTokens(this.decodeSteps(prompt, image, video), {
-      eos: this.config.tokens.eos,
-      padTokenId: this.config.tokens.pad,
-      ...options,
-    });
-    return { ...result, visionMs };
-  }
-
-  async release(): Promise<void> {
-    await this.vision.release();
-    await this.decoder.release();
-  }
-
-  /** The HF-named inputs checked (../inputs-check.ts) and read into the prompt analysis. */
-  private prompt(inputs: ErnieInputs): ErniePrompt {
+  protected prompt(inputs: ErnieInputs): ErniePrompt {
     const ids = tokenIds(inputs.input_ids);
     return analyzeErniePrompt(
       {
@@ -151,9 +129,7 @@ export class Ernie45VL {
     );
   }
 
-  private async encodeVision(
-    inputs: ErnieInputs,
-  ): Promise<{ image: HostTensor<'float32'> | undefined; video: HostTensor<'float32'> | undefined }> {
+  protected async encodeVision(inputs: ErnieInputs): Promise<ErnieVision> {
     const run = async (pixelValues: HostTensor | undefined, g: HostTensor | undefined, name: string, gridName: string) => {
       const gs = grids(g, gridName);
       if (gs.length === 0) return undefined;
@@ -177,25 +153,9 @@ export class Ernie45VL {
     };
   }
 
-  private newCache(batch: number): KvCache {
-    const t = this.config.text;
-    return new KvCache({
-      numLayers: t.numHiddenLayers,
-      numKvHeads: t.numKeyValueHeads,
-      headDim: t.headDim,
-      batchSize: batch,
-      names: ERNIE_DECODER_IO,
-    });
-  }
-
-  private prefillFeeds(
-    p: ErniePrompt,
-    image: HostTensor | undefined,
-    video: HostTensor | undefined,
-    cache: KvCache,
-  ): ErnieDecoderFeeds<HostTensor> {
+  protected prefillFeeds(p: ErniePrompt, { image, video }: ErnieVision, cache: KvCache): ErnieDecoderFeeds<HostTensor> {
     const D = this.config.text.hiddenSize;
-    const parts = [image, video].filter((x): x is HostTensor => x !== undefined);
+    const parts = [image, video].filter((x): x is HostTensor<'float32'> => x !== undefined);
     const n = parts.reduce((a, x) => a + x.dims[0]!, 0);
     const embeds = new Float32Array(n * D);
     let o = 0;
@@ -216,46 +176,22 @@ export class Ernie45VL {
     });
   }
 
-  private decodeSteps(p: ErniePrompt, image: HostTensor | undefined, video: HostTensor | undefined): DecodeSteps {
+  /** Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes. */
+  protected stepFeeds(p: ErniePrompt, { tokens, attentionMask, realTokens, cache }: DecodeStep): ErnieDecoderFeeds<HostTensor> {
     const B = p.batch;
-    const V = this.config.text.vocabSize;
     const D = this.config.text.hiddenSize;
-    const cache = this.newCache(B);
-    const realTokens = Array.from({ length: B }, (_, b) =>
-      p.attentionMask.subarray(b * p.seq, (b + 1) * p.seq).reduce((a, v) => a + Number(v), 0),
-    );
-    const mask = new GrowingMask(p.attentionMask, B, p.seq);
-    return {
-      batchSize: B,
-      vocabSize: V,
-      prefill: async () => {
-        const out = await this.decoder.run(this.prefillFeeds(p, image, video, cache));
-        cache.update(out);
-        return lastPositionLogits(out[ERNIE_DECODER_IO.logits]!, B, p.seq, V);
-      },
-      step: async (tokens) => {
-        // Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes.
-        const pos = ernieDecodePositions(p.ropeDeltas, realTokens);
-        realTokens.forEach((_, b) => {
-          realTokens[b]!++;
-        });
-        const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
-        const out = await this.decoder.run(
-          ernieDecoderFeeds<HostTensor>({
-            inputIds: int64(tokens, [B, 1]),
-            visionEmbeds: float32(new Float32Array(0), [0, D]),
-            visionPositions: int64([], [0]),
-            moeTokenType: int64(new Array<number>(B).fill(0), [B, 1]),
-            attentionMask: mask.next(),
-            ropeCos: float32(rope.cos, rope.shape),
-            ropeSin: float32(rope.sin, rope.shape),
-            past: cache.layers(),
-          }),
-        );
-        cache.update(out);
-        return lastPositionLogits(out[ERNIE_DECODER_IO.logits]!, B, 1, V);
-      },
-    };
+    const pos = ernieDecodePositions(p.ropeDeltas, realTokens);
+    const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
+    return ernieDecoderFeeds<HostTensor>({
+      inputIds: int64(tokens, [B, 1]),
+      visionEmbeds: float32(new Float32Array(0), [0, D]),
+      visionPositions: int64([], [0]),
+      moeTokenType: int64(new Array<number>(B).fill(0), [B, 1]),
+      attentionMask,
+      ropeCos: float32(rope.cos, rope.shape),
+      ropeSin: float32(rope.sin, rope.shape),
+      past: cache.layers(),
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import { ernieRopeIndex, type GridThw } from '@vlmkit/mrope';
+import { promptBatch } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import type { Ernie45VLConfig } from './config.js';
 import { visionExpertMask } from './tokens.js';
@@ -17,6 +18,8 @@ export interface ErniePrompt {
   /** [3, B, S] (t, h, w) and the per-row decode deltas. */
   positionIds: BigInt64Array;
   ropeDeltas: number[];
+  /** Unmasked tokens per row: where each row's generated tokens continue (`ernieDecodePositions`). */
+  realTokens: number[];
 }
 
 /** A prompt batch as plain arrays (the model reads them out of its HF-named inputs, checked by ../inputs-check.ts). */
@@ -43,12 +46,7 @@ export function placeholderCount(grids: readonly GridThw[], config: Ernie45VLCon
  * 3D position ids (vLLM or HF rules, per `config.reference`).
  */
 export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig): ErniePrompt {
-  const [B, S] = p.shape;
-  if (p.inputIds.length !== B * S)
-    throw new ModelError('BAD_INPUT', `input_ids has ${p.inputIds.length} values, shape [${B}, ${S}] needs ${B * S}`);
-  const mask = p.attentionMask ?? new BigInt64Array(B * S).fill(1n);
-  if (mask.length !== B * S)
-    throw new ModelError('BAD_INPUT', `attention_mask must have the shape of input_ids [${B}, ${S}], got ${mask.length} values`);
+  const { batch: B, seq: S, attentionMask: mask, realTokens } = promptBatch(p.inputIds, p.shape, p.attentionMask);
   const t = config.tokens;
   const ids = Array.from(p.inputIds, Number);
   const imagePositions: number[] = [];
@@ -94,6 +92,7 @@ export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig
     moeTokenType: moe,
     positionIds: pos.positionIds as BigInt64Array,
     ropeDeltas: pos.mropePositionDeltas,
+    realTokens,
   };
 }
 

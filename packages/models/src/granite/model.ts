@@ -7,12 +7,11 @@ import {
   graniteDecodePositions,
   graniteDecoderFeeds,
 } from '@vlmkit/moe-decoder';
-import { float32, type HostTensor, int64, KvCache, type VlmSession } from '@vlmkit/runtime';
+import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
-import { GrowingMask, lastPositionLogits } from '../decode-state.js';
+import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
-import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from '../generate.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
@@ -49,19 +48,20 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
-export class Granite4Vision {
+export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
+  protected readonly dims;
+  protected readonly io = GRANITE_DECODER_IO;
+  protected readonly tokens;
+
   private constructor(
     readonly config: Granite4VisionConfig,
-    private readonly vision: VlmSession,
-    private readonly decoder: VlmSession,
-    readonly timings: { loadMs: number; buildMs: number; sessionMs: number },
-  ) {}
-
-  get device(): string {
-    return this.decoder.device;
-  }
-  get deviceReason(): string {
-    return this.decoder.deviceReason;
+    vision: VlmSession,
+    decoder: VlmSession,
+    timings: ModelTimings,
+  ) {
+    super(vision, decoder, timings);
+    this.dims = config.text;
+    this.tokens = config.tokens;
   }
 
   static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
@@ -101,32 +101,13 @@ export class Granite4Vision {
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
     const p = this.prompt(inputs);
-    const deepstack = await this.encodeVision(inputs, p.imagePositions.length);
+    const deepstack = await this.encodeVision(inputs, p);
     const logits = GRANITE_DECODER_IO.logits;
     const out = await this.decoder.run(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), { outputs: [logits] });
     return { logits: out[logits] as HostTensor<'float32'>, deepstack };
   }
 
-  async generate(inputs: GraniteInputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
-    const p = this.prompt(inputs);
-    const t0 = performance.now();
-    const deepstack = await this.encodeVision(inputs, p.imagePositions.length);
-    const visionMs = performance.now() - t0;
-    const result = await generateTokens(this.decodeSteps(p, deepstack), {
-      eos: this.config.tokens.eos,
-      padTokenId: this.config.tokens.pad,
-      ...options,
-    });
-    return { ...result, visionMs };
-  }
-
-  async release(): Promise<void> {
-    await this.vision.release();
-    await this.decoder.release();
-  }
-
-  /** The HF-named inputs checked (../inputs-check.ts) and read into the prompt analysis. */
-  private prompt(inputs: GraniteInputs): GranitePrompt {
+  protected prompt(inputs: GraniteInputs): GranitePrompt {
     const ids = tokenIds(inputs.input_ids);
     return analyzeGranitePrompt(
       {
@@ -139,7 +120,8 @@ export class Granite4Vision {
     );
   }
 
-  private async encodeVision(inputs: GraniteInputs, placeholders: number): Promise<HostTensor<'float32'>[]> {
+  protected async encodeVision(inputs: GraniteInputs, prompt: GranitePrompt): Promise<HostTensor<'float32'>[]> {
+    const placeholders = prompt.imagePositions.length;
     const D = this.config.text.hiddenSize;
     const sizes = imageSizes(inputs.image_sizes);
     if (sizes.length === 0) {
@@ -163,18 +145,7 @@ export class Granite4Vision {
     return this.config.levels.map((l) => out[GRANITE_VISION_ENCODER_IO.deepstack(l.k)] as HostTensor<'float32'>);
   }
 
-  private newCache(batch: number): KvCache {
-    const t = this.config.text;
-    return new KvCache({
-      numLayers: t.numHiddenLayers,
-      numKvHeads: t.numKeyValueHeads,
-      headDim: t.headDim,
-      batchSize: batch,
-      names: GRANITE_DECODER_IO,
-    });
-  }
-
-  private prefillFeeds(p: GranitePrompt, deepstack: readonly HostTensor[], cache: KvCache): GraniteDecoderFeeds<HostTensor> {
+  protected prefillFeeds(p: GranitePrompt, deepstack: readonly HostTensor[], cache: KvCache): GraniteDecoderFeeds<HostTensor> {
     return graniteDecoderFeeds<HostTensor>({
       inputIds: int64(p.inputIds, [p.batch, p.seq]),
       attentionMask: int64(p.attentionMask, [p.batch, p.seq]),
@@ -184,41 +155,17 @@ export class Granite4Vision {
     });
   }
 
-  private decodeSteps(p: GranitePrompt, deepstack: readonly HostTensor[]): DecodeSteps {
+  /** Generated tokens are text: no image rows, and each row continues at its count of real tokens so far. */
+  protected stepFeeds(p: GranitePrompt, { tokens, attentionMask, realTokens, cache }: DecodeStep): GraniteDecoderFeeds<HostTensor> {
     const B = p.batch;
-    const V = this.config.text.vocabSize;
     const D = this.config.text.hiddenSize;
-    const logits = GRANITE_DECODER_IO.logits;
-    const cache = this.newCache(B);
-    const realTokens = [...p.realTokens];
-    const mask = new GrowingMask(p.attentionMask, B, p.seq);
-    return {
-      batchSize: B,
-      vocabSize: V,
-      prefill: async () => {
-        const out = await this.decoder.run(this.prefillFeeds(p, deepstack, cache));
-        cache.update(out);
-        return lastPositionLogits(out[logits]!, B, p.seq, V);
-      },
-      step: async (tokens) => {
-        // Generated tokens are text: no image rows, and each row continues at its count of real tokens so far.
-        const positions = graniteDecodePositions(realTokens);
-        realTokens.forEach((_, b) => {
-          realTokens[b]!++;
-        });
-        const out = await this.decoder.run(
-          graniteDecoderFeeds<HostTensor>({
-            inputIds: int64(tokens, [B, 1]),
-            attentionMask: mask.next(),
-            positionIds: int64(positions, [B, 1]),
-            past: cache.layers(),
-            image: { positions: int64([], [0]), deepstack: this.config.levels.map(() => float32(new Float32Array(0), [0, D])) },
-          }),
-        );
-        cache.update(out);
-        return lastPositionLogits(out[logits]!, B, 1, V);
-      },
-    };
+    return graniteDecoderFeeds<HostTensor>({
+      inputIds: int64(tokens, [B, 1]),
+      attentionMask,
+      positionIds: int64(graniteDecodePositions(realTokens), [B, 1]),
+      past: cache.layers(),
+      image: { positions: int64([], [0]), deepstack: this.config.levels.map(() => float32(new Float32Array(0), [0, D])) },
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import { granitePositionIds } from '@vlmkit/moe-decoder';
+import { promptBatch } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import type { Granite4VisionConfig } from './config.js';
 
@@ -31,12 +32,7 @@ export interface GranitePromptInputs {
  * planned (the vision encoder's `packPlan`), as HF does before scattering.
  */
 export function analyzeGranitePrompt(p: GranitePromptInputs, config: Granite4VisionConfig): GranitePrompt {
-  const [B, S] = p.shape;
-  if (p.inputIds.length !== B * S)
-    throw new ModelError('BAD_INPUT', `input_ids has ${p.inputIds.length} values, shape [${B}, ${S}] needs ${B * S}`);
-  const mask = p.attentionMask ?? new BigInt64Array(B * S).fill(1n);
-  if (mask.length !== B * S)
-    throw new ModelError('BAD_INPUT', `attention_mask must have the shape of input_ids [${B}, ${S}], got ${mask.length} values`);
+  const { batch: B, seq: S, attentionMask: mask, realTokens } = promptBatch(p.inputIds, p.shape, p.attentionMask);
   if (p.positionIds !== undefined && p.positionIds.length !== B * S)
     throw new ModelError('BAD_INPUT', `position_ids must have the shape of input_ids [${B}, ${S}], got ${p.positionIds.length} values`);
   const image = BigInt(config.tokens.image);
@@ -46,6 +42,5 @@ export function analyzeGranitePrompt(p: GranitePromptInputs, config: Granite4Vis
   });
   // HF prepare_inputs_for_generation: cumsum(attention_mask) - 1, masked_fill_(attention_mask == 0, 1).
   const positionIds = p.positionIds ?? granitePositionIds(mask, B, 1);
-  const realTokens = Array.from({ length: B }, (_, b) => mask.subarray(b * S, (b + 1) * S).reduce((a, v) => a + Number(v), 0));
   return { batch: B, seq: S, inputIds: p.inputIds, attentionMask: mask, positionIds, imagePositions, realTokens };
 }

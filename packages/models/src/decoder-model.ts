@@ -1,0 +1,115 @@
+// The shape both assembled models share: a vision encoder session and a decoder session with a KV cache,
+// a prompt analysis, and generation on the shared decode loop (generate.ts). Each model states what differs:
+// how a prompt is read, how its vision features are computed, and the decoder's feeds.
+import { type HostTensor, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
+import { GrowingMask, lastPositionLogits, type PromptBatch } from './decode-state.js';
+import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
+import type { GenerationTokens } from './generation-tokens.js';
+
+export interface ModelTimings {
+  /** Reading config.json and the safetensors headers, mapping weights. */
+  loadMs: number;
+  /** Building the graphs and writing (or finding) them in the cache. */
+  buildMs: number;
+  /** Creating the ORT sessions. */
+  sessionMs: number;
+}
+
+/** What the decode loop reads of a model's parsed text config. */
+export interface DecoderDims {
+  readonly numHiddenLayers: number;
+  readonly numKeyValueHeads: number;
+  readonly headDim: number;
+  readonly vocabSize: number;
+}
+
+/** One decode step: the new token per row, the grown mask, each row's real tokens before this one, the cache. */
+export interface DecodeStep {
+  tokens: readonly number[];
+  attentionMask: HostTensor<'int64'>;
+  realTokens: readonly number[];
+  cache: KvCache;
+}
+
+/** A decoder's I/O that the loop needs: its KV cache names and its logits output. */
+export interface DecoderIo extends KvCacheNames {
+  readonly logits: string;
+}
+
+export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
+  protected constructor(
+    protected readonly vision: VlmSession,
+    protected readonly decoder: VlmSession,
+    readonly timings: ModelTimings,
+  ) {}
+
+  /** The ORT device the sessions run on, and why it was chosen. */
+  get device(): string {
+    return this.decoder.device;
+  }
+  get deviceReason(): string {
+    return this.decoder.deviceReason;
+  }
+
+  protected abstract readonly dims: DecoderDims;
+  protected abstract readonly io: DecoderIo;
+  protected abstract readonly tokens: GenerationTokens;
+  /** The HF-named inputs checked (./inputs-check.ts) and read into the model's prompt analysis. */
+  protected abstract prompt(inputs: Inputs): Prompt;
+  protected abstract encodeVision(inputs: Inputs, prompt: Prompt): Promise<Vision>;
+  protected abstract prefillFeeds(prompt: Prompt, vision: Vision, cache: KvCache): Record<string, HostTensor>;
+  protected abstract stepFeeds(prompt: Prompt, step: DecodeStep): Record<string, HostTensor>;
+
+  /** Greedy by default; sampling with temperature/topK/topP/seed. Returns the new tokens only. */
+  async generate(inputs: Inputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
+    const p = this.prompt(inputs);
+    const t0 = performance.now();
+    const vision = await this.encodeVision(inputs, p);
+    const visionMs = performance.now() - t0;
+    const result = await generateTokens(this.decodeSteps(p, vision), { eos: this.tokens.eos, padTokenId: this.tokens.pad, ...options });
+    return { ...result, visionMs };
+  }
+
+  async release(): Promise<void> {
+    await this.vision.release();
+    await this.decoder.release();
+  }
+
+  protected newCache(batch: number): KvCache {
+    const d = this.dims;
+    return new KvCache({
+      numLayers: d.numHiddenLayers,
+      numKvHeads: d.numKeyValueHeads,
+      headDim: d.headDim,
+      batchSize: batch,
+      names: this.io,
+    });
+  }
+
+  /** The prompt run, then one token per row per step, the cache carried between runs. */
+  protected decodeSteps(p: Prompt, vision: Vision): DecodeSteps {
+    const B = p.batch;
+    const V = this.dims.vocabSize;
+    const cache = this.newCache(B);
+    const realTokens = [...p.realTokens];
+    const mask = new GrowingMask(p.attentionMask, B, p.seq);
+    return {
+      batchSize: B,
+      vocabSize: V,
+      prefill: async () => {
+        const out = await this.decoder.run(this.prefillFeeds(p, vision, cache));
+        cache.update(out);
+        return lastPositionLogits(out[this.io.logits]!, B, p.seq, V);
+      },
+      step: async (tokens) => {
+        const feeds = this.stepFeeds(p, { tokens, attentionMask: mask.next(), realTokens, cache });
+        realTokens.forEach((_, b) => {
+          realTokens[b]!++;
+        });
+        const out = await this.decoder.run(feeds);
+        cache.update(out);
+        return lastPositionLogits(out[this.io.logits]!, B, 1, V);
+      },
+    };
+  }
+}
