@@ -15,11 +15,25 @@ function error(f: () => unknown): ModelError {
 
 describe('input checks shared by ERNIE and Granite', () => {
   it('input_ids: int64 [B, S]', () => {
-    expect(tokenIds(int64([1, 2, 3, 4, 5, 6], [2, 3]))).toEqual({ data: BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]), batch: 2, seq: 3 });
-    const e = error(() => tokenIds(hostTensor('int32', Int32Array.from([1, 2]), [1, 2])));
+    expect(tokenIds(int64([1, 2, 3, 4, 5, 6], [2, 3]), 10)).toEqual({
+      data: BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]),
+      batch: 2,
+      seq: 3,
+    });
+    const e = error(() => tokenIds(hostTensor('int32', Int32Array.from([1, 2]), [1, 2]), 10));
     expect(e.code).toBe('BAD_INPUT');
     expect(e.message).toBe('input_ids must be int64 [B, S], got int32 [1, 2]');
-    expect(error(() => tokenIds(int64([1, 2], [2]))).message).toBe('input_ids must be int64 [B, S], got int64 [2]');
+    expect(error(() => tokenIds(int64([1, 2], [2]), 10)).message).toBe('input_ids must be int64 [B, S], got int64 [2]');
+  });
+
+  it('input_ids: every id in [0, vocab_size): negative ids (which Gather would wrap) and ids past the table are refused by position', () => {
+    expect(error(() => tokenIds(int64([1, 2, 3, -5], [2, 2]), 10)).message).toBe(
+      "input_ids[1, 1] is -5: token ids must be in [0, 10) (the model's vocab_size)",
+    );
+    expect(error(() => tokenIds(int64([10, 0], [1, 2]), 10)).message).toBe(
+      "input_ids[0, 0] is 10: token ids must be in [0, 10) (the model's vocab_size)",
+    );
+    expect(tokenIds(int64([0, 9], [1, 2]), 10).data).toEqual(BigInt64Array.from([0n, 9n]));
   });
 
   it('per-token inputs: int64 with the shape of input_ids, named in the error', () => {

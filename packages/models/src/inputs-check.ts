@@ -7,11 +7,22 @@ function dims(t: HostTensor): string {
   return `[${t.dims.join(', ')}]`;
 }
 
-/** `input_ids`: int64 [B, S]. */
-export function tokenIds(t: HostTensor, name = 'input_ids'): { data: BigInt64Array; batch: number; seq: number } {
+/**
+ * `input_ids`: int64 [B, S] with every id in [0, vocabSize). A negative id would be read by ONNX Gather as
+ * counted from the end of the table (id -5 = id V-5): a wrong answer, so it is refused by position.
+ */
+export function tokenIds(t: HostTensor, vocabSize: number, name = 'input_ids'): { data: BigInt64Array; batch: number; seq: number } {
   if (t.dtype !== 'int64' || t.dims.length !== 2)
     throw new ModelError('BAD_INPUT', `${name} must be int64 [B, S], got ${t.dtype} ${dims(t)}`);
-  return { data: t.data as BigInt64Array, batch: t.dims[0]!, seq: t.dims[1]! };
+  const data = t.data as BigInt64Array;
+  const seq = t.dims[1]!;
+  const vocab = BigInt(vocabSize);
+  const bad = data.findIndex((v) => v < 0n || v >= vocab);
+  if (bad >= 0) {
+    const at = seq > 0 ? `[${Math.floor(bad / seq)}, ${bad % seq}]` : `${bad}`;
+    throw new ModelError('BAD_INPUT', `${name}${at} is ${data[bad]}: token ids must be in [0, ${vocabSize}) (the model's vocab_size)`);
+  }
+  return { data, batch: t.dims[0]!, seq };
 }
 
 /** Any int64 input, read as its flat data; the shape is checked against the prompt where it is used. */

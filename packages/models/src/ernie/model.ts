@@ -115,7 +115,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
   }
 
   protected prompt(inputs: ErnieInputs): ErniePrompt {
-    const ids = tokenIds(inputs.input_ids);
+    const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
     return analyzeErniePrompt(
       {
         inputIds: ids.data,

@@ -108,7 +108,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
   }
 
   protected prompt(inputs: GraniteInputs): GranitePrompt {
-    const ids = tokenIds(inputs.input_ids);
+    const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
     return analyzeGranitePrompt(
       {
         inputIds: ids.data,
