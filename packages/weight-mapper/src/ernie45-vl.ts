@@ -8,7 +8,7 @@
 import type { Weights } from '@vlmkit/onnx-graph';
 import type { Checkpoint } from '@vlmkit/safetensors';
 import { type ComponentParameters, type ComponentWithConfig, withSources } from './components.js';
-import { type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
+import { FLOAT_PARAMETER_DTYPES, type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
 import type { MappingReport } from './report.js';
 import { prefix, regex, substring } from './rules.js';
 import { pack, range, row, type Source, stack, stackExperts, tensor, transpose } from './source.js';
@@ -41,6 +41,7 @@ export function ernie45VlMapping(
   const text = components.decoder.config;
   return {
     name: 'ERNIE-4.5-VL',
+    dtypes: FLOAT_PARAMETER_DTYPES,
     renames: [
       // HF 5.17 saves the tower under model.; Baidu's checkpoints have it at the top.
       prefix('model.vision_model.', 'vision_model.'),

@@ -15,7 +15,7 @@
 import type { Weights } from '@vlmkit/onnx-graph';
 import type { Checkpoint } from '@vlmkit/safetensors';
 import { type ComponentParameters, type ComponentWithConfig, withSources } from './components.js';
-import { type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
+import { FLOAT_PARAMETER_DTYPES, type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
 import type { MappingReport } from './report.js';
 import { prefix, regex } from './rules.js';
 import { firstOf, pack, type Source, tensor } from './source.js';
@@ -45,6 +45,7 @@ export function granite4VisionMapping(
 ): MappingTable & { components: Record<Granite4VisionComponent, readonly ParamSpec[]> } {
   return {
     name: 'Granite 4 Vision',
+    dtypes: FLOAT_PARAMETER_DTYPES,
     renames: [prefix('model.vision_tower.vision_model.', 'model.vision_tower.')],
     ignore: [
       regex(/^model\.vision_tower\.(post_layernorm|head)\./, ''),

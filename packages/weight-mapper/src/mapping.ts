@@ -7,7 +7,7 @@
  */
 import { basename } from 'node:path';
 import { lazyTensor, nearestNames, type TensorRef, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
-import type { Checkpoint, Tensor } from '@vlmkit/safetensors';
+import type { Checkpoint, DType, Tensor } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import { loadTyped } from './load.js';
 import { describe, firstTensor, type Plan, resolve } from './plan.js';
@@ -33,6 +33,11 @@ export interface MappingTable {
   /** Canonical names deliberately left unused (unless a parameter uses them). */
   readonly ignore: readonly NameMatcher[];
   readonly components: Readonly<Record<string, readonly ParamSpec[]>>;
+  /**
+   * The dtypes a parameter may be stored as (UNSUPPORTED_DTYPE otherwise); default: any. The model tables allow
+   * FLOAT_PARAMETER_DTYPES: their graphs cast parameters to float, so an int8 / I32 / U8 tensor would run with wrong numbers.
+   */
+  readonly dtypes?: readonly DType[];
 }
 
 export interface MapOptions {
@@ -57,6 +62,21 @@ export interface TensorOverlay {
 export interface Mapped<C extends string = string> {
   readonly components: Record<C, Weights>;
   readonly report: MappingReport;
+}
+
+/** The float types the model graphs read (and cast) exactly: what the model tables allow (`MappingTable.dtypes`). */
+export const FLOAT_PARAMETER_DTYPES: readonly DType[] = ['F32', 'F16', 'BF16'];
+
+/** Names the quantization format when the checkpoint carries one's side tensors (no loader for them exists yet). */
+function quantizedHint(ckpt: Checkpoint): string {
+  const names = ckpt.names();
+  if (names.some((n) => n.endsWith('.SCB') || n.endsWith('.weight_format'))) {
+    return ' This looks like a bitsandbytes int8 checkpoint (SCB scales): quantized checkpoints are not supported; use the float checkpoint.';
+  }
+  if (names.some((n) => /\.(qweight|qzeros|scales|g_idx)$/.test(n))) {
+    return ' This looks like a GPTQ/AWQ checkpoint (qweight/scales): quantized checkpoints are not supported; use the float checkpoint.';
+  }
+  return '';
 }
 
 /** Missing parameters beyond this many get no nearest names (edit distance over a large checkpoint is slow). */
@@ -107,6 +127,16 @@ export function mapCheckpoint<C extends string>(
           name: spec.name,
           code: 'SHAPE_MISMATCH',
           message: `${label}: expected [${spec.shape.join(', ')}] (from the config), found ${describe(plan)} in ${firstTensor(plan).file}. Check that config.json belongs to this checkpoint.`,
+        });
+        continue;
+      }
+      if (table.dtypes !== undefined && !table.dtypes.includes(plan.dtype)) {
+        const t = firstTensor(plan);
+        mismatched.push({
+          component,
+          name: spec.name,
+          code: 'UNSUPPORTED_DTYPE',
+          message: `${label}: tensor '${t.name}' in ${t.file} is ${plan.dtype}; ${table.name} parameters must be ${table.dtypes.join(', ')} (an integer tensor would be cast to float, not dequantized).${quantizedHint(ckpt)}`,
         });
         continue;
       }

@@ -27,7 +27,7 @@ export interface MissingParameter {
 export interface Mismatch {
   readonly component: string;
   readonly name: string;
-  readonly code: 'SHAPE_MISMATCH' | 'DTYPE_MISMATCH';
+  readonly code: 'SHAPE_MISMATCH' | 'DTYPE_MISMATCH' | 'UNSUPPORTED_DTYPE';
   readonly message: string;
 }
 
