@@ -16,6 +16,16 @@ describe('sampling', () => {
     for (let i = 0; i < 20; i++) expect(sampleToken(logits, { temperature: 5, topK: 1 }, r)).toBe(1);
   });
 
+  it('a tiny positive temperature tends to greedy: only the maxima are drawn, never a NaN pick of the least likely', () => {
+    const r = seededRandom(5);
+    const one = Float32Array.from([0.1, 2.5, 1.9, -1, 2.0]);
+    for (const temperature of [1e-310, 5e-324, 1e-300, 1e-30]) {
+      for (let i = 0; i < 20; i++) expect(sampleToken(one, { temperature }, r)).toBe(1);
+      // Tied maxima (ids 1 and 4 of `logits`) share the draw; nothing else is ever drawn.
+      for (let i = 0; i < 20; i++) expect([1, 4]).toContain(sampleToken(logits, { temperature }, r));
+    }
+  });
+
   it('top-p keeps the smallest nucleus; frequencies follow the softmax', () => {
     const r = seededRandom(7);
     const counts = new Map<number, number>();

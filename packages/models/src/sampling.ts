@@ -62,8 +62,10 @@ export function sampleToken(
   idx.sort((a, b) => logits[offset + b]! - logits[offset + a]! || a - b);
   const k = o.topK && o.topK > 0 ? Math.min(o.topK, length) : length;
   const kept = idx.slice(0, k);
-  const maxL = logits[offset + kept[0]!]! / t;
-  let probs = kept.map((i) => Math.exp(logits[offset + i]! / t - maxL));
+  // (l - max) / T, not l / T - max / T: with a tiny T (say 1e-310) l / T overflows to Infinity and Inf - Inf is NaN,
+  // which once sampled the least likely token. The difference form tends to greedy as T -> 0, as the math does.
+  const maxL = logits[offset + kept[0]!]!;
+  let probs = kept.map((i) => Math.exp((logits[offset + i]! - maxL) / t));
   let z = probs.reduce((a, b) => a + b, 0);
   probs = probs.map((p) => p / z);
   const p = o.topP ?? 1;
