@@ -100,3 +100,21 @@ describe('parameter dtypes: a table that allows F32 / F16 / BF16 (as the ERNIE a
     expect(() => mapCheckpoint(ckpt, t)).toThrow(/tensor 'q\.weight' .* is I32/);
   });
 });
+
+describe('a config with fewer layers than the checkpoint', () => {
+  it('is EXTRA_LAYERS naming the first layer beyond the config, not a silent ignore', async () => {
+    const ckpt = await checkpoint({
+      'model.layers.0.w.weight': 'F32',
+      'model.layers.1.w.weight': 'F32',
+      'model.layers.2.w.weight': 'F32',
+      'model.extra.weight': 'F32',
+    });
+    const two = { ...table(['model.layers.0.w.weight', 'model.layers.1.w.weight']), dtypes: undefined };
+    expect(() => mapCheckpoint(ckpt, two)).toThrow(
+      /has tensors of model\.layers\.2 \(e\.g\. 'model\.layers\.2\.w\.weight'\) but the config describes model\.layers\.0 to model\.layers\.1 only/,
+    );
+    // All layers mapped: the unrelated leftover is only reported.
+    const three = { ...table(['model.layers.0.w.weight', 'model.layers.1.w.weight', 'model.layers.2.w.weight']), dtypes: undefined };
+    expect(mapCheckpoint(ckpt, three).report.unmapped).toEqual(['model.extra.weight']);
+  });
+});

@@ -43,6 +43,11 @@ export interface MappingTable {
 export interface MapOptions {
   /** Return (with the report) instead of throwing when required parameters are missing. Default false. */
   readonly allowMissing?: boolean;
+  /**
+   * The tables list a subset of the model on purpose: unmapped layers past the last listed one are not an
+   * EXTRA_LAYERS error. Default false: a config describing fewer layers than the checkpoint has is refused.
+   */
+  readonly partial?: boolean;
   /** Throw UNMAPPED_TENSOR when a checkpoint tensor is neither used nor ignored. Default false (reported only). */
   readonly strict?: boolean;
   /**
@@ -77,6 +82,29 @@ function quantizedHint(ckpt: Checkpoint): string {
     return ' This looks like a GPTQ/AWQ checkpoint (qweight/scales): quantized checkpoints are not supported; use the float checkpoint.';
   }
   return '';
+}
+
+const LAYER_INDEX = /^(.*?\.(?:layers|blocks|layer)\.)(\d+)\./;
+
+/**
+ * The first unmapped tensor of a layer stack (`model.layers.N.`, `blocks.N.`) past the last layer the mapping
+ * uses from that stack: a config describing fewer layers than the checkpoint has.
+ */
+function layersBeyond(
+  used: readonly string[],
+  unmapped: readonly string[],
+): { prefix: string; index: number; max: number; name: string } | undefined {
+  const last = new Map<string, number>();
+  for (const n of used) {
+    const m = LAYER_INDEX.exec(n);
+    if (m) last.set(m[1]!, Math.max(last.get(m[1]!) ?? -1, Number(m[2])));
+  }
+  for (const name of unmapped) {
+    const m = LAYER_INDEX.exec(name);
+    const max = m ? last.get(m[1]!) : undefined;
+    if (m && max !== undefined && Number(m[2]) > max) return { prefix: m[1]!, index: Number(m[2]), max, name };
+  }
+  return undefined;
 }
 
 /** Missing parameters beyond this many get no nearest names (edit distance over a large checkpoint is slow). */
@@ -160,6 +188,20 @@ export function mapCheckpoint<C extends string>(
   for (const [c, original] of canon) {
     if (consumed.has(original)) continue;
     (table.ignore.some((m) => matches(m, c)) ? ignored : unmapped).push(original);
+  }
+  const extra =
+    opts.partial === true
+      ? undefined
+      : layersBeyond(
+          ckpt.names().filter((n) => consumed.has(n)),
+          unmapped,
+        );
+  if (extra !== undefined) {
+    throw new MappingError(
+      'EXTRA_LAYERS',
+      `${table.name}: checkpoint ${ckpt.path} has tensors of ${extra.prefix}${extra.index} (e.g. '${extra.name}') but the config describes ${extra.prefix}0 to ${extra.prefix}${extra.max} only; they would be ignored. Check num_hidden_layers / depth in config.json.`,
+      { file: ckpt.path, tensor: extra.name },
+    );
   }
   const canonKeys = [...canon.keys()];
   const report: MappingReport = {

@@ -1,0 +1,40 @@
+// A config.json that describes fewer layers than its checkpoint holds is refused by name (EXTRA_LAYERS):
+// the layers past it would otherwise be ignored and the model would run with exit 0 and other numbers.
+import { copyFile, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MappingError } from '@vlmkit/weight-mapper';
+import { describe, expect, it } from 'vitest';
+import { loadPretrained } from './registry.js';
+import { FIXTURES } from './test-utils/fixtures.js';
+
+async function withConfig(model: string, edit: (config: Record<string, Record<string, unknown>>) => void): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'vlmkit-layers-'));
+  const config = JSON.parse(await readFile(join(FIXTURES, model, 'config.json'), 'utf8'));
+  edit(config);
+  await writeFile(join(dir, 'config.json'), JSON.stringify(config));
+  await copyFile(join(FIXTURES, model, 'model.safetensors'), join(dir, 'model.safetensors'));
+  return dir;
+}
+
+describe('a config with fewer layers than the checkpoint', () => {
+  it('ERNIE: text_config.num_hidden_layers 1 of 4 is EXTRA_LAYERS naming model.layers.1', async () => {
+    const dir = await withConfig('ernie-tiny', (c) => {
+      c.text_config!.num_hidden_layers = 1;
+      c.text_config!.mlp_layer_types = (c.text_config!.mlp_layer_types as string[]).slice(0, 1);
+    });
+    const e = await loadPretrained(dir, { device: 'cpu', cacheDir: dir }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(MappingError);
+    expect((e as MappingError).code).toBe('EXTRA_LAYERS');
+    expect((e as MappingError).message).toMatch(/tensors of model\.layers\.1 .* describes model\.layers\.0 to model\.layers\.0 only/);
+  });
+
+  it('ERNIE: vision_config.depth 1 of 2 is EXTRA_LAYERS naming the vision blocks', async () => {
+    const dir = await withConfig('ernie-tiny', (c) => {
+      c.vision_config!.depth = 1;
+    });
+    const e = await loadPretrained(dir, { device: 'cpu', cacheDir: dir }).catch((x: unknown) => x);
+    expect((e as MappingError).code).toBe('EXTRA_LAYERS');
+    expect((e as MappingError).message).toMatch(/vision_model\.blocks\.1/);
+  });
+});
