@@ -36,6 +36,12 @@ describe('input checks shared by ERNIE and Granite', () => {
     expect(tokenIds(int64([0, 9], [1, 2]), 10).data).toEqual(BigInt64Array.from([0n, 9n]));
   });
 
+  it('input_ids missing or empty: named, not a TypeError or an ORT Reshape message', () => {
+    expect(error(() => tokenIds(undefined, 10)).message).toBe('input_ids is missing: the token ids of the prompt, int64 [B, S]');
+    expect(error(() => tokenIds(int64([], [1, 0]), 10)).message).toBe('input_ids must hold at least one token per row, got [1, 0]');
+    expect(error(() => tokenIds(int64([], [0, 3]), 10)).message).toBe('input_ids must hold at least one token per row, got [0, 3]');
+  });
+
   it('per-token inputs: int64 with the shape of input_ids, named in the error', () => {
     expect(perToken(undefined, 'attention_mask', 1, 2)).toBeUndefined();
     expect(Array.from(perToken(int64([1, 1], [1, 2]), 'attention_mask', 1, 2)!)).toEqual([1n, 1n]);

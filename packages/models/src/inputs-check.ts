@@ -11,9 +11,15 @@ function dims(t: HostTensor): string {
  * `input_ids`: int64 [B, S] with every id in [0, vocabSize). A negative id would be read by ONNX Gather as
  * counted from the end of the table (id -5 = id V-5): a wrong answer, so it is refused by position.
  */
-export function tokenIds(t: HostTensor, vocabSize: number, name = 'input_ids'): { data: BigInt64Array; batch: number; seq: number } {
+export function tokenIds(
+  t: HostTensor | undefined,
+  vocabSize: number,
+  name = 'input_ids',
+): { data: BigInt64Array; batch: number; seq: number } {
+  if (t === undefined) throw new ModelError('BAD_INPUT', `${name} is missing: the token ids of the prompt, int64 [B, S]`);
   if (t.dtype !== 'int64' || t.dims.length !== 2)
     throw new ModelError('BAD_INPUT', `${name} must be int64 [B, S], got ${t.dtype} ${dims(t)}`);
+  if (t.dims[0]! < 1 || t.dims[1]! < 1) throw new ModelError('BAD_INPUT', `${name} must hold at least one token per row, got ${dims(t)}`);
   const data = t.data as BigInt64Array;
   const seq = t.dims[1]!;
   const vocab = BigInt(vocabSize);

@@ -77,6 +77,9 @@ export async function loadPretrained(dir: string, options: LoadOptions = {}): Pr
       `cannot read ${path}: ${(e as Error).message}. Pass the directory holding config.json and the .safetensors files.`,
     );
   }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new ModelError('BAD_CONFIG', `${path} must hold a JSON object (a model config), found ${JSON.stringify(json)}.`);
+  }
   const type = String(json.model_type);
   const loader = LOADERS[ALIASES[type] ?? type];
   if (!loader) {

@@ -1,3 +1,4 @@
+// Checkpoint directories whose config.json cannot be read as the reference reads it are refused by name.
 // A config.json that describes fewer layers than its checkpoint holds is refused by name (EXTRA_LAYERS):
 // the layers past it would otherwise be ignored and the model would run with exit 0 and other numbers.
 import { copyFile, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -5,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MappingError } from '@vlmkit/weight-mapper';
 import { describe, expect, it } from 'vitest';
+import { ModelError } from './errors.js';
 import { loadPretrained } from './registry.js';
 import { FIXTURES } from './test-utils/fixtures.js';
 
@@ -36,5 +38,16 @@ describe('a config with fewer layers than the checkpoint', () => {
     const e = await loadPretrained(dir, { device: 'cpu', cacheDir: dir }).catch((x: unknown) => x);
     expect((e as MappingError).code).toBe('EXTRA_LAYERS');
     expect((e as MappingError).message).toMatch(/vision_model\.blocks\.1/);
+  });
+});
+
+describe('config.json that is not an object', () => {
+  it.each(['null', '[]', '3'])('%s is BAD_CONFIG naming the file, not a TypeError', async (text) => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-config-'));
+    await writeFile(join(dir, 'config.json'), text);
+    const e = await loadPretrained(dir, { device: 'cpu' }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ModelError);
+    expect((e as ModelError).code).toBe('BAD_CONFIG');
+    expect((e as ModelError).message).toMatch(/config\.json must hold a JSON object \(a model config\), found /);
   });
 });
