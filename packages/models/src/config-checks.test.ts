@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MappingError } from '@vlmkit/weight-mapper';
 import { describe, expect, it } from 'vitest';
+import { Ernie45VL } from './ernie/model.js';
 import { ModelError } from './errors.js';
+import { exportModel } from './export.js';
+import { Granite4Vision } from './granite/model.js';
 import { loadPretrained } from './registry.js';
 import { FIXTURES } from './test-utils/fixtures.js';
 
@@ -49,5 +52,20 @@ describe('config.json that is not an object', () => {
     expect(e).toBeInstanceOf(ModelError);
     expect((e as ModelError).code).toBe('BAD_CONFIG');
     expect((e as ModelError).message).toMatch(/config\.json must hold a JSON object \(a model config\), found /);
+  });
+});
+
+describe('config.json read once for every entry point', () => {
+  it('the model classes and export refuse a non-object config.json as loadPretrained does', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-config-'));
+    await writeFile(join(dir, 'config.json'), 'null');
+    for (const open of [
+      () => Ernie45VL.fromPretrained(dir),
+      () => Granite4Vision.fromPretrained(dir),
+      () => exportModel(dir, join(dir, 'out')),
+    ]) {
+      const e = await open().catch((x: unknown) => x);
+      expect((e as ModelError).code).toBe('BAD_CONFIG');
+    }
   });
 });

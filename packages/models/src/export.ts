@@ -3,7 +3,7 @@
 // computed on the host (rotary tables, 3D position ids, gather indices) is described in the manifest with the
 // numbers a port needs (inverse frequencies as float32, token ids, merge sizes); tools/export/run-exported.mjs
 // is such a port, in plain JavaScript on onnxruntime-node, tested against `vlmkit forward`.
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import {
   buildErnieTextDecoderModel,
@@ -18,6 +18,7 @@ import { windowGeometry } from '@vlmkit/qformer';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { ernieVisionHeadDim } from '@vlmkit/vision-tower';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
+import { modelType, readConfigFile } from './config-file.js';
 import { type ErnieReference, ernie45VLConfig } from './ernie/config.js';
 import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
@@ -139,15 +140,10 @@ function f32List(a: Float32Array): number[] {
 export async function exportModel(modelDir: string, outDir: string, options: ExportOptions = {}): Promise<ExportResult> {
   const root = resolve(modelDir);
   const out = resolve(outDir);
-  const configPath = join(root, 'config.json');
-  let json: Record<string, unknown>;
-  try {
-    json = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    throw new ModelError('CONFIG_NOT_FOUND', `cannot read ${configPath}: ${(e as Error).message}`);
-  }
+  const configFile = await readConfigFile(root);
+  const { json } = configFile;
+  const type = modelType(configFile);
   await mkdir(out, { recursive: true });
-  const type = String(json.model_type);
   const ckpt = await Checkpoint.open(root);
   const files: ExportManifest['source']['files'] = {};
   for (const f of (await readdir(root)).filter((n) => n.endsWith('.safetensors')).sort()) {
@@ -156,7 +152,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
   const t = options.externalThreshold;
   let manifest: ExportManifest;
   try {
-    if (type === 'ernie4_5_vl_moe' || type === 'ernie4_5_moe_vl') {
+    if (type === 'ernie4_5_vl_moe') {
       if (options.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
       const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
       const mapped = await loadErnieWeights(ckpt, config);
@@ -221,7 +217,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
           },
         },
       };
-    } else if (type === 'granite4_vision') {
+    } else {
       const config = granite4VisionConfig(json, await readGenerationConfig(root));
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
@@ -258,11 +254,6 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
           },
         },
       };
-    } else {
-      throw new ModelError(
-        'UNSUPPORTED_MODEL_TYPE',
-        `${configPath}: model_type '${type}' cannot be exported (supported: ernie4_5_vl_moe, granite4_vision)`,
-      );
     }
   } catch (e) {
     await ckpt.close();

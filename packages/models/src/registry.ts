@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { type ChatMessage, Processor } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
 import { type ChatModel, type ChatOptions, type ChatStream, chat } from './chat.js';
+import { MODEL_TYPES, type ModelType, modelType, readConfigFile } from './config-file.js';
 import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
@@ -50,7 +49,7 @@ type LoadedModel = Omit<PretrainedModel, 'chat' | 'processor'>;
 
 export type LoadOptions = ErnieLoadOptions & GraniteLoadOptions;
 
-const LOADERS: Record<string, (dir: string, o: LoadOptions) => Promise<LoadedModel>> = {
+const LOADERS: Record<ModelType, (dir: string, o: LoadOptions) => Promise<LoadedModel>> = {
   ernie4_5_vl_moe: async (dir, o) => {
     if (o.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
     return ernieAdapter(await Ernie45VL.fromPretrained(dir, o));
@@ -58,36 +57,13 @@ const LOADERS: Record<string, (dir: string, o: LoadOptions) => Promise<LoadedMod
   granite4_vision: async (dir, o) => graniteAdapter(await Granite4Vision.fromPretrained(dir, o)),
 };
 
-/** Hub `model_type`s that map to an implemented model (the hub's own name for ERNIE differs from HF's). */
-const ALIASES: Record<string, string> = { ernie4_5_moe_vl: 'ernie4_5_vl_moe' };
-
 export function supportedModelTypes(): string[] {
-  return Object.keys(LOADERS).sort();
+  return [...MODEL_TYPES].sort();
 }
 
 /** Opens a checkpoint directory with the model its config.json names. */
 export async function loadPretrained(dir: string, options: LoadOptions = {}): Promise<PretrainedModel> {
-  const path = join(resolve(dir), 'config.json');
-  let json: { model_type?: unknown };
-  try {
-    json = JSON.parse(await readFile(path, 'utf8')) as { model_type?: unknown };
-  } catch (e) {
-    throw new ModelError(
-      'CONFIG_NOT_FOUND',
-      `cannot read ${path}: ${(e as Error).message}. Pass the directory holding config.json and the .safetensors files.`,
-    );
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-    throw new ModelError('BAD_CONFIG', `${path} must hold a JSON object (a model config), found ${JSON.stringify(json)}.`);
-  }
-  const type = String(json.model_type);
-  const loader = LOADERS[ALIASES[type] ?? type];
-  if (!loader) {
-    throw new ModelError(
-      'UNSUPPORTED_MODEL_TYPE',
-      `${path}: model_type '${type}' is not supported. Supported: ${supportedModelTypes().join(', ')}.`,
-    );
-  }
+  const loader = LOADERS[modelType(await readConfigFile(dir))];
   return withChat(await loader(dir, options), dir);
 }
 

@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import {
   buildErnieTextDecoderModel,
   ERNIE_DECODER_IO,
@@ -11,6 +10,7 @@ import {
 import type { GridThw } from '@vlmkit/mrope';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
+import { readConfigFile } from '../config-file.js';
 import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
@@ -77,7 +77,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
   static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
     const t0 = performance.now();
     const root = resolve(dir);
-    const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const { json } = await readConfigFile(root);
     const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
     const steps = new LoadSteps(2, options.onProgress);
     const { ckpt, mapped } = await steps.weights(async () => {

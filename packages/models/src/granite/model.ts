@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   buildGraniteTextDecoderModel,
@@ -10,6 +9,7 @@ import {
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
+import { readConfigFile } from '../config-file.js';
 import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
@@ -67,7 +67,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
   static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
     const t0 = performance.now();
     const root = resolve(dir);
-    const json = JSON.parse(await readFile(join(root, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const { json } = await readConfigFile(root);
     const config = granite4VisionConfig(json, await readGenerationConfig(root));
     const text = config.text;
     const steps = new LoadSteps(2, options.onProgress);
