@@ -13,13 +13,16 @@
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Tensor, TensorInfo } from './dtype.js';
-import { fail, show } from './errors.js';
+import { fail, SafetensorsError, show } from './errors.js';
 import { SafetensorsFile } from './file.js';
 import { toFloat32 } from './half.js';
+import { type JsonDefect, MAX_JSON_DEPTH, scanJson, showPath } from './json-guard.js';
 import { describeNearest } from './nearest.js';
 
 const DEFAULT_INDEX = 'model.safetensors.index.json';
 const FLOAT_DTYPES = new Set(['F64', 'F32', 'F16', 'BF16']);
+/** An index is read whole; one for a 1T-parameter model is a few MB. */
+const MAX_INDEX_SIZE = 100_000_000;
 
 export class Checkpoint {
   /** The directory, index file or .safetensors file this was opened from (absolute). */
@@ -61,7 +64,8 @@ export class Checkpoint {
     const weightMap = await readWeightMap(indexFile);
     const shardNames = [...new Set(Object.values(weightMap))].sort();
     const shardPaths = await Promise.all(shardNames.map((s) => resolveShard(indexFile, dir, s)));
-    const checkpoint = await Checkpoint.#openFiles(path, shardPaths);
+    // 'a.safetensors' and './a.safetensors' are one file: open it once.
+    const checkpoint = await Checkpoint.#openFiles(path, [...new Set(shardPaths)]);
     const byShard = new Map(shardNames.map((s, i) => [s, shardPaths[i]!]));
     for (const [tensor, shard] of Object.entries(weightMap)) {
       const holder = checkpoint.#owner.get(tensor)?.path;
@@ -166,9 +170,28 @@ async function findIndex(dir: string): Promise<string | undefined> {
 
 async function readWeightMap(indexFile: string): Promise<Record<string, string>> {
   let json: unknown;
+  let defect: JsonDefect | null = null;
   try {
-    json = JSON.parse(await readFile(indexFile, 'utf8'));
+    const size = (await stat(indexFile)).size;
+    if (size > MAX_INDEX_SIZE) {
+      fail('INDEX_TOO_LARGE', `expected an index of at most ${MAX_INDEX_SIZE} bytes (a real one is a few MB), found ${size} bytes.`, {
+        file: indexFile,
+      });
+    }
+    const text = await readFile(indexFile, 'utf8');
+    defect = scanJson(text);
+    if (defect?.kind === 'too-deep') {
+      fail(
+        'JSON_TOO_DEEP',
+        `expected the index JSON nested at most ${MAX_JSON_DEPTH} deep, found deeper nesting at character ${defect.offset}.`,
+        {
+          file: indexFile,
+        },
+      );
+    }
+    json = JSON.parse(text);
   } catch (cause) {
+    if (cause instanceof SafetensorsError) throw cause;
     const code = (cause as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') fail('FILE_NOT_FOUND', 'expected a safetensors index .json here, found nothing.', { file: indexFile, cause });
     return fail(
@@ -176,6 +199,11 @@ async function readWeightMap(indexFile: string): Promise<Record<string, string>>
       `expected the index to be JSON with a "weight_map", found unparsable text (${(cause as Error).message}).`,
       { file: indexFile, cause },
     );
+  }
+  if (defect?.kind === 'duplicate-key') {
+    fail('DUPLICATE_KEY', `expected each key once in ${showPath(defect.path)} of the index, found ${show(defect.key)} twice.`, {
+      file: indexFile,
+    });
   }
   const weightMap = (json as { weight_map?: unknown } | null)?.weight_map;
   if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {

@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'HEADER_PAST_EOF',
   'HEADER_NOT_UTF8',
   'HEADER_NOT_JSON',
+  'JSON_TOO_DEEP',
+  'DUPLICATE_KEY',
   'HEADER_NOT_OBJECT',
   'BAD_METADATA',
   // one header entry
@@ -37,6 +39,7 @@ export const ERROR_CODES = [
   'TENSOR_TOO_LARGE',
   'UNSUPPORTED_CONVERSION',
   // checkpoints (directories, sharded indexes)
+  'INDEX_TOO_LARGE',
   'INDEX_NOT_JSON',
   'INDEX_BAD_WEIGHT_MAP',
   'INDEX_AMBIGUOUS',
@@ -86,7 +89,11 @@ export function show(value: unknown): string {
   try {
     s = value === undefined ? 'undefined' : JSON.stringify(value);
   } catch {
-    s = String(value);
+    try {
+      s = String(value);
+    } catch {
+      s = Array.isArray(value) ? 'an array' : typeof value; // too deep or cyclic to render
+    }
   }
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }

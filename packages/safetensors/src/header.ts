@@ -8,6 +8,7 @@
  */
 import { DTYPE_SIZE, DTYPES, type DType, elementCount, isDType, UNSUPPORTED_DTYPES } from './dtype.js';
 import { fail, show } from './errors.js';
+import { MAX_JSON_DEPTH, scanJson, showPath } from './json-guard.js';
 
 /** Same cap as the Rust library's MAX_HEADER_SIZE: a bigger header is not a real checkpoint. */
 export const MAX_HEADER_SIZE = 100_000_000;
@@ -57,6 +58,14 @@ export function parseHeader(file: string, bytes: Uint8Array, dataLength: number)
   } catch (cause) {
     return fail('HEADER_NOT_UTF8', `expected the ${bytes.length}-byte header to be UTF-8 JSON, found invalid UTF-8.`, { file, cause });
   }
+  const defect = scanJson(text);
+  if (defect?.kind === 'too-deep') {
+    fail(
+      'JSON_TOO_DEEP',
+      `expected the header JSON nested at most ${MAX_JSON_DEPTH} deep (a real header nests 3), found deeper nesting at byte ${defect.offset} of the header.`,
+      { file },
+    );
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -65,6 +74,13 @@ export function parseHeader(file: string, bytes: Uint8Array, dataLength: number)
       file,
       cause,
     });
+  }
+  if (defect?.kind === 'duplicate-key') {
+    fail(
+      'DUPLICATE_KEY',
+      `expected each key once in ${showPath(defect.path)} of the header, found ${show(defect.key)} twice; the file is ambiguous.`,
+      { file },
+    );
   }
   if (!isPlainObject(json)) {
     return fail('HEADER_NOT_OBJECT', `expected the header to be a JSON object of tensors, found ${show(json)}.`, { file });
