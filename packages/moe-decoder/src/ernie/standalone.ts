@@ -1,4 +1,4 @@
-import { Graph, type Weights } from '@vlmkit/onnx-graph';
+import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
 import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
@@ -11,6 +11,11 @@ export interface ErnieTextDecoderModelOptions {
   outputHiddenStates?: boolean;
   /** Also output each MoE layer's routing as `router.{i}.topk_ids` [B*S, k] int64 and `router.{i}.topk_weights` [B*S, k]. */
   outputRouting?: boolean;
+  /**
+   * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
+   * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
+   */
+  quantize?: QuantizeRequest | undefined;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -91,7 +96,7 @@ export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoder
  * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
  */
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'ernie_text_decoder' });
+  const g = new Graph({ name: options.name ?? 'ernie_text_decoder', quantize: options.quantize });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const io = ERNIE_DECODER_IO;
   const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);

@@ -1,4 +1,4 @@
-import { Graph, type Weights } from '@vlmkit/onnx-graph';
+import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
 import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
@@ -8,6 +8,11 @@ export interface GraniteTextDecoderModelOptions {
   levels: readonly number[];
   /** Also output `hidden_states.{i}` (layer outputs), `layer_inputs.{i}` (layer inputs after injection) and `inputs_embeds`, all [B, S, D]. */
   outputHiddenStates?: boolean;
+  /**
+   * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
+   * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
+   */
+  quantize?: QuantizeRequest | undefined;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -80,7 +85,7 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
  * - with `outputHiddenStates`: `hidden_states.{i}`, `layer_inputs.{i}`, `inputs_embeds`
  */
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
-  const g = new Graph({ name: options.name ?? 'granite_text_decoder' });
+  const g = new Graph({ name: options.name ?? 'granite_text_decoder', quantize: options.quantize });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const io = GRANITE_DECODER_IO;
   const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
