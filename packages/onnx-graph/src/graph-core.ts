@@ -2,6 +2,7 @@ import { type DType, type TypedArray, typedArrayFor } from './dtype.js';
 import { GraphError } from './errors.js';
 import type { OnnxTypes } from './proto.js';
 import { onnx } from './proto.js';
+import { type QuantizeOptions, type QuantizeRequest, quantizeOptions } from './quant.js';
 import type { Dim, Shape } from './shape.js';
 import { type TensorRef, tensorFromArray } from './tensor-ref.js';
 import { Value } from './value.js';
@@ -23,6 +24,11 @@ export interface GraphOptions {
   name?: string;
   /** ai.onnx opset (default 23: Attention, RMSNormalization, RotaryEmbedding). */
   opset?: number;
+  /**
+   * Block-quantized weights for the Linear layers built on this graph (`nn.linear` and what uses it):
+   * MatMulNBits on int8/int4 codes instead of MatMul on the float weight. Default: none (float).
+   */
+  quantize?: QuantizeRequest | undefined;
 }
 
 export interface OutputSpec {
@@ -42,6 +48,8 @@ export interface InitializerEntry {
 export class GraphCore {
   readonly name: string;
   readonly opset: number;
+  /** The weight quantization asked for at construction (`GraphOptions.quantize`), resolved; undefined: float. */
+  readonly quantize: QuantizeOptions | undefined;
   protected readonly nodeList: OnnxTypes.INodeProto[] = [];
   protected readonly inputList: Value[] = [];
   protected readonly outputList: Value[] = [];
@@ -57,6 +65,7 @@ export class GraphCore {
   constructor(options: GraphOptions = {}) {
     this.name = options.name ?? 'vlmkit';
     this.opset = options.opset ?? 23;
+    this.quantize = options.quantize !== undefined ? quantizeOptions(options.quantize) : undefined;
   }
 
   /** The current scope path (`vision.blocks.3.attn`), empty at top level. */
@@ -129,6 +138,11 @@ export class GraphCore {
    * list is derived from these reads).
    */
   param(weights: Weights, localName: string, shape: readonly number[]): Value {
+    return this.initializer(this.scoped(localName), this.paramRef(weights, localName, shape));
+  }
+
+  /** The tensor `param` would embed, read and shape-checked the same way, not embedded (a quantizer embeds a transform of it). */
+  paramRef(weights: Weights, localName: string, shape: readonly number[]): TensorRef {
     const ref = weights.read(localName, shape);
     const ok = shape.length === ref.shape.length && shape.every((d, i) => d === ref.shape[i]);
     if (!ok) {
@@ -138,7 +152,7 @@ export class GraphCore {
         this.scoped(localName),
       );
     }
-    return this.initializer(this.scoped(localName), ref);
+    return ref;
   }
 
   /** A constant tensor; small ones are shared across the graph. */

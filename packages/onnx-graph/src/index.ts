@@ -20,6 +20,17 @@ export type { AttentionOptions, AttentionResult } from './ops-attention.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';
 export { onnx } from './proto.js';
+export {
+  QUANTIZE_MODES,
+  type QuantizedBlocks,
+  type QuantizeMode,
+  type QuantizeOptions,
+  type QuantizeRequest,
+  quantizeBlockwise,
+  quantizedShapes,
+  quantizeOptions,
+} from './quant.js';
+export { floatValues, type QuantizedRefs, quantizedRefs } from './quant-ref.js';
 export { broadcastShapes, type Dim, dimProduct, formatShape, isStatic, type Shape } from './shape.js';
 export { lazyTensor, type TensorRef, tensorByteLength, tensorFromArray, tensorFromFile, tensorFromSafetensors } from './tensor-ref.js';
 export { Value } from './value.js';

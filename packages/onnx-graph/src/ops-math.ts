@@ -1,6 +1,6 @@
 import { type DType, isFloat } from './dtype.js';
 import { GraphError } from './errors.js';
-import { GraphCore } from './graph-core.js';
+import { GraphCore, MS_DOMAIN } from './graph-core.js';
 import { broadcastShapes, type Dim, dimsCompatible, formatShape, normAxis, type Shape } from './shape.js';
 import type { Value } from './value.js';
 
@@ -142,6 +142,44 @@ export class MathOps extends GraphCore {
     if (a.rank > 1) out.push(aS[aS.length - 2]!);
     if (b.rank > 1) out.push(bS[bS.length - 1]!);
     return this.emit('MatMul', [a, b], [{ dtype: a.dtype, shape: out }], {}, '', name)[0]!;
+  }
+
+  /**
+   * com.microsoft MatMulNBits: a [..., K] x dequant(B)^T with B a block-quantized [N, K] weight (see
+   * quant.ts for the layouts), giving [..., N]. `b` uint8 [N, kBlocks, blobSize], `scales` [N * kBlocks]
+   * of a's dtype, `zeroPoints` uint8 packed (absent: 2^(bits-1)).
+   */
+  matmulNBits(
+    a: Value,
+    q: { b: Value; scales: Value; zeroPoints?: Value | undefined },
+    attrs: { k: number; n: number; bits: number; blockSize: number; accuracyLevel: number },
+  ): Value {
+    const name = this.nodeName('MatMulNBits');
+    this.sameDType(name, a, q.scales);
+    const kA = a.shape[a.rank - 1];
+    if (a.rank < 2 || !dimsCompatible(kA!, attrs.k)) {
+      throw new GraphError('SHAPE_MISMATCH', `MatMulNBits needs A [..., ${attrs.k}], got ${a}`, name);
+    }
+    const kBlocks = Math.ceil(attrs.k / attrs.blockSize);
+    const blob = (attrs.blockSize * attrs.bits) / 8;
+    const bShape = q.b.shape;
+    if (q.b.dtype !== 'uint8' || bShape.length !== 3 || bShape[0] !== attrs.n || bShape[1] !== kBlocks || bShape[2] !== blob) {
+      throw new GraphError('SHAPE_MISMATCH', `MatMulNBits B must be uint8 [${attrs.n}, ${kBlocks}, ${blob}], got ${q.b}`, name);
+    }
+    return this.emit(
+      'MatMulNBits',
+      [a, q.b, q.scales, q.zeroPoints],
+      [{ dtype: a.dtype, shape: [...a.shape.slice(0, -1), attrs.n] }],
+      {
+        K: { int: attrs.k },
+        N: { int: attrs.n },
+        bits: { int: attrs.bits },
+        block_size: { int: attrs.blockSize },
+        accuracy_level: { int: attrs.accuracyLevel },
+      },
+      MS_DOMAIN,
+      name,
+    )[0]!;
   }
 
   /** Gemm on 2-D operands: alpha * A' B' + beta * C. */

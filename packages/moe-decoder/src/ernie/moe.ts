@@ -1,4 +1,4 @@
-import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { gatedSiluMlp } from '../mlp.js';
 import type { ErnieTextConfig } from './config.js';
 
@@ -183,29 +183,25 @@ function allExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInp
  * (vLLM: FusedMoE; HF: Ernie4_5_VLMoeMoeExperts loops over the hit experts
  * the same way). Each expert's gate/up/down weights are the checkpoint's own
  * tensors (`{e}.gate_proj.weight` [I, D], ...), referenced in place; like
- * every linear here they are multiplied through a transpose that ORT folds
- * once at load (measured: MatMul on the folded [D, I] runs a decode step
- * twice as fast as Gemm with transB on ORT 1.29's CPU EP).
+ * every linear here (`nn.linear`) they are multiplied through a transpose
+ * that ORT folds once at load (measured: MatMul on the folded [D, I] runs a
+ * decode step twice as fast as Gemm with transB on ORT 1.29's CPU EP), or
+ * block-quantized (MatMulNBits) on a graph built with `quantize`. The 'all'
+ * path's stacked [E, ., .] weights stay float.
  */
 function sparseExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInputs): Value {
   const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
   const { tokens: x, routingWeights } = inputs;
-  const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
   let out = g.mul(x, 0); // [N, D] zeros of x's shape
   for (let e = 0; e < E; e++) {
     out = g.scope(`${e}`, () => {
       const ew = w.sub(`${e}`);
-      const [gate, up, down] = [
-        g.param(ew, 'gate_proj.weight', [I, D]),
-        g.param(ew, 'up_proj.weight', [I, D]),
-        g.param(ew, 'down_proj.weight', [D, I]),
-      ];
       const weight = g.gather(routingWeights, g.constant('int64', [], [e]), 1); // [N]
       const rows = g.reshape(g.nonZero(g.greater(weight, 0)), [-1]); // [M]
       const xs = g.gather(x, rows, 0); // [M, D]
-      const mm = (a: Value, b: Value) => g.matmul(a, g.transpose(f32(b), [1, 0]));
-      const h = g.mul(g.silu(mm(xs, gate)), mm(xs, up));
-      const y = mm(h, down); // [M, D]
+      const proj = (v: Value, name: string, shape: { in: number; out: number }) => nn.linear(g, v, ew, name, { bias: false, ...shape });
+      const h = g.mul(g.silu(proj(xs, 'gate_proj', { in: D, out: I })), proj(xs, 'up_proj', { in: D, out: I }));
+      const y = proj(h, 'down_proj', { in: I, out: D }); // [M, D]
       const scaled = g.mul(y, g.unsqueeze(g.gather(weight, rows, 0), [1]));
       return g.scatterND(out, g.unsqueeze(rows, [1]), scaled, 'add');
     });
