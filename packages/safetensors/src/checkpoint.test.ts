@@ -1,4 +1,5 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint, f32ToBf16, f32ToF16, type Tensor, writeSafetensors } from './index.js';
@@ -154,5 +155,82 @@ describe('Checkpoint', () => {
     it('a missing path -> FILE_NOT_FOUND', async () => {
       expect((await rejection(Checkpoint.open(join(root, 'nope')))).code).toBe('FILE_NOT_FOUND');
     });
+  });
+});
+
+/**
+ * huggingface_hub's cache: `models--org--name/snapshots/<rev>/<file>` are relative symlinks to
+ * `../../blobs/<hash>`. Built here for real (symlinks on disk), as `snapshot_download` leaves it.
+ */
+async function hubCache(cache: string, repo: string, links: Record<string, string> = {}): Promise<string> {
+  const model = join(cache, `models--org--${repo}`);
+  const snapshot = join(model, 'snapshots', '0123abcd');
+  await mkdir(join(model, 'blobs'), { recursive: true });
+  await mkdir(snapshot, { recursive: true });
+  const staging = await shardedModel(join(cache, `staging-${repo}`));
+  for (const [i, f] of ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json'].entries()) {
+    await rename(join(staging, f), join(model, 'blobs', `blob${i}`));
+    await symlink(join('..', '..', 'blobs', `blob${i}`), join(snapshot, f));
+  }
+  for (const [f, target] of Object.entries(links)) {
+    await rm(join(snapshot, f));
+    await symlink(target, join(snapshot, f));
+  }
+  return snapshot;
+}
+
+describe('huggingface_hub cache layout (snapshots/<rev>/ symlinks into ../../blobs/)', () => {
+  let cache: string;
+  beforeAll(async () => {
+    cache = await tempDir();
+  });
+
+  it('opens a sharded snapshot whose files are symlinks into the blobs, and reads across shards', async () => {
+    const snapshot = await hubCache(cache, 'good');
+    expect((await readlink(join(snapshot, 'model-00002-of-00002.safetensors'))).startsWith(join('..', '..', 'blobs'))).toBe(true);
+    const ckpt = await Checkpoint.open(snapshot);
+    expect(ckpt.names().sort()).toEqual(['a.weight', 'b.weight', 'c.weight', 'd.ids']);
+    expect([...(await ckpt.readFloat32('c.weight'))]).toEqual([0.5, -4]);
+    await ckpt.close();
+    // An absolute link that stays inside the model's cache folder is the same file.
+    const abs = await hubCache(cache, 'absolute-inside', {
+      'model-00001-of-00002.safetensors': join(cache, 'models--org--absolute-inside', 'blobs', 'blob0'),
+    });
+    const byAbs = await Checkpoint.open(abs);
+    expect([...(await byAbs.read('a.weight')).data]).toEqual([1, 2]);
+    await byAbs.close();
+  });
+
+  it.each([
+    ['a link escaping the model folder by ..', (c: string) => join('..', '..', '..', `outside-${c.length}.safetensors`)],
+    ['a link into another model of the same cache', () => join('..', '..', '..', 'models--org--good', 'blobs', 'blob0')],
+    ['an absolute link elsewhere', (c: string) => join(c, `outside-${c.length}.safetensors`)],
+  ])('refuses %s (SHARD_OUTSIDE_DIR naming the hub folder)', async (label, target) => {
+    await writeSafetensors(join(cache, `outside-${cache.length}.safetensors`), { 'a.weight': f32(1, 2), 'b.weight': f32(3) });
+    if (!existsSync(join(cache, 'models--org--good'))) await hubCache(cache, 'good');
+    const repo = label.replaceAll(/[^a-z]+/g, '-');
+    const snapshot = await hubCache(cache, repo, { 'model-00001-of-00002.safetensors': target(cache) });
+    const err = await rejection(Checkpoint.open(snapshot));
+    expect(err.code).toBe('SHARD_OUTSIDE_DIR');
+    expect(err.message).toContain(`outside the hub cache folder ${await realpath(join(cache, `models--org--${repo}`))} of this snapshot`);
+  });
+
+  it('a folder named snapshots outside a models--* folder is no hub cache: links out of it are refused as before', async () => {
+    const snapshot = await hubCache(cache, 'plain');
+    const fake = join(cache, 'not-a-hub', 'snapshots', 'rev');
+    await mkdir(join(cache, 'not-a-hub', 'blobs'), { recursive: true });
+    await mkdir(fake, { recursive: true });
+    for (const f of ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json']) {
+      await rename(join(snapshot, f), join(fake, f));
+      await copyFile(
+        join(cache, 'models--org--plain', 'blobs', `blob${f.startsWith('model.') ? 2 : f.includes('00001') ? 0 : 1}`),
+        join(cache, 'not-a-hub', 'blobs', f),
+      );
+      await rm(join(fake, f));
+      await symlink(join('..', '..', 'blobs', f), join(fake, f));
+    }
+    const err = await rejection(Checkpoint.open(fake));
+    expect(err.code).toBe('SHARD_OUTSIDE_DIR');
+    expect(err.message).toMatch(/is a symlink to .*, outside it; expected a file inside the model directory/);
   });
 });

@@ -222,7 +222,11 @@ async function readWeightMap(indexFile: string): Promise<Record<string, string>>
   return weightMap as Record<string, string>;
 }
 
-/** The absolute shard path, refused if it leaves the model directory (by `..`, absolute path, or symlink). */
+/**
+ * The absolute shard path, refused if it leaves the model directory (by `..`, absolute path, or symlink).
+ * In huggingface_hub's cache (`models--org--name/snapshots/<rev>/` holding symlinks into `../../blobs/`) a
+ * symlink may lead anywhere inside that model's cache folder `models--org--name/`, and nowhere else.
+ */
 async function resolveShard(indexFile: string, dir: string, shard: string): Promise<string> {
   const outside = (how: string): never =>
     fail('SHARD_OUTSIDE_DIR', `the index names shard '${shard}', which ${how}; expected a file inside the model directory ${dir}.`, {
@@ -237,8 +241,24 @@ async function resolveShard(indexFile: string, dir: string, shard: string): Prom
   } catch (cause) {
     return fail('SHARD_MISSING', `the index names shard '${shard}', expected it at ${path}, found nothing.`, { file: indexFile, cause });
   }
-  if (!isInside(await realpath(dir), real)) outside(`is a symlink to ${real}, outside it`);
+  const realDir = await realpath(dir);
+  if (isInside(realDir, real)) return path;
+  const hub = hubCacheRoot(realDir);
+  if (hub === undefined) outside(`is a symlink to ${real}, outside it`);
+  else if (!isInside(hub, real)) outside(`is a symlink to ${real}, outside the hub cache folder ${hub} of this snapshot`);
   return path;
+}
+
+/**
+ * `.../models--org--name` when `dir` is (inside) a huggingface_hub snapshot `.../models--org--name/snapshots/<rev>`,
+ * else undefined. `dir` is a real path: the layout is judged after symlinks are followed.
+ */
+function hubCacheRoot(dir: string): string | undefined {
+  for (let d = dir; dirname(d) !== d; d = dirname(d)) {
+    const snapshots = dirname(d);
+    if (basename(snapshots) === 'snapshots' && basename(dirname(snapshots)).startsWith('models--')) return dirname(snapshots);
+  }
+  return undefined;
 }
 
 function isInside(dir: string, path: string): boolean {
