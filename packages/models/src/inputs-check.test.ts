@@ -1,7 +1,7 @@
 import { bool, float32, hostTensor, int64 } from '@vlmkit/runtime';
 import { describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
-import { intRows, perToken, pixelsFor, tokenIds } from './inputs-check.js';
+import { attentionMask, intRows, knownInputs, perToken, pixelsFor, tokenIds, tokenTypes } from './inputs-check.js';
 
 function error(f: () => unknown): ModelError {
   try {
@@ -42,25 +42,69 @@ describe('input checks shared by ERNIE and Granite', () => {
     expect(error(() => tokenIds(int64([], [0, 3]), 10)).message).toBe('input_ids must hold at least one token per row, got [0, 3]');
   });
 
-  it('per-token inputs: int64 with the shape of input_ids, named in the error', () => {
+  it('per-token inputs: int64 with the shape of input_ids (not only its size), named in the error', () => {
     expect(perToken(undefined, 'attention_mask', 1, 2)).toBeUndefined();
     expect(Array.from(perToken(int64([1, 1], [1, 2]), 'attention_mask', 1, 2)!)).toEqual([1n, 1n]);
     expect(error(() => perToken(bool([true, true], [1, 2]), 'attention_mask', 1, 2)).message).toBe(
-      'attention_mask must be int64, got bool',
+      'attention_mask must be int64 [1, 2] (the shape of input_ids), got bool [1, 2]',
+    );
+    expect(error(() => perToken(float32([1, 1], [1, 2]), 'attention_mask', 1, 2)).message).toBe(
+      'attention_mask must be int64 [1, 2] (the shape of input_ids), got float32 [1, 2]',
     );
     expect(error(() => perToken(int64([0, 1, 2], [1, 3]), 'position_ids', 1, 2)).message).toBe(
-      'position_ids must have the shape of input_ids [1, 2], got [1, 3]',
+      'position_ids must be int64 [1, 2] (the shape of input_ids), got int64 [1, 3]',
+    );
+    // Same size, other shape: [2, 1] is not [1, 2].
+    expect(error(() => perToken(int64([0, 1], [2, 1]), 'position_ids', 1, 2)).message).toBe(
+      'position_ids must be int64 [1, 2] (the shape of input_ids), got int64 [2, 1]',
     );
   });
 
-  it('grids and image sizes: int64 [N, width] rows', () => {
-    expect(intRows(undefined, 'image_grid_thw', 3)).toEqual([]);
-    expect(intRows(int64([1, 4, 6, 1, 6, 4], [2, 3]), 'image_grid_thw', 3)).toEqual([
+  it('attention_mask: values 0 or 1, at least one 1 per row', () => {
+    expect(Array.from(attentionMask(int64([0, 1, 1, 1], [2, 2]), 2, 2)!)).toEqual([0n, 1n, 1n, 1n]);
+    expect(error(() => attentionMask(int64([1, 2], [1, 2]), 1, 2)).message).toBe(
+      'attention_mask[0, 1] is 2: mask values must be 0 (padding) or 1',
+    );
+    expect(error(() => attentionMask(int64([1, 1, 0, 0], [2, 2]), 2, 2)).message).toBe(
+      'attention_mask[1] is all 0: each row needs at least one attended token (1)',
+    );
+  });
+
+  it('token types: shape of input_ids and allowed values, named (short tensors too)', () => {
+    for (const name of ['mm_token_type_ids', 'moe_mm_token_type_ids']) {
+      expect(error(() => tokenTypes(int64([0], [1, 1]), name, 1, 3, [0, 1, 2])).message).toBe(
+        `${name} must be int64 [1, 3] (the shape of input_ids), got int64 [1, 1]`,
+      );
+      expect(error(() => tokenTypes(int64([0, 3, 0], [1, 3]), name, 1, 3, [0, 1, 2])).message).toBe(
+        `${name}[0, 1] is 3: expected one of 0, 1, 2`,
+      );
+    }
+  });
+
+  it('input names: anything a model does not read is refused by name', () => {
+    expect(() => knownInputs({ input_ids: 1, attention_mask: undefined }, ['input_ids'], 'M')).not.toThrow();
+    expect(error(() => knownInputs({ input_ids: 1, token_type_ids: 2 }, ['input_ids', 'attention_mask'], 'M')).message).toBe(
+      'M does not read an input named token_type_ids: expected some of input_ids, attention_mask',
+    );
+  });
+
+  it('grids and image sizes: int64 [N, width] rows of sizes >= 1', () => {
+    expect(intRows(undefined, 'image_grid_thw', ['t', 'h', 'w'])).toEqual([]);
+    expect(intRows(int64([1, 4, 6, 1, 6, 4], [2, 3]), 'image_grid_thw', ['t', 'h', 'w'])).toEqual([
       [1, 4, 6],
       [1, 6, 4],
     ]);
-    expect(error(() => intRows(int64([1, 4, 6], [1, 3]), 'image_sizes', 2)).message).toBe('image_sizes must be [N, 2], got [1, 3]');
-    expect(error(() => intRows(float32([1, 2], [1, 2]), 'image_sizes', 2)).message).toBe('image_sizes must be int64, got float32');
+    const hw = ['height', 'width'];
+    expect(error(() => intRows(int64([1, 4, 6], [1, 3]), 'image_sizes', hw)).message).toBe(
+      'image_sizes must be int64 [N, 2] (height, width), got [1, 3]',
+    );
+    expect(error(() => intRows(float32([1, 2], [1, 2]), 'image_sizes', hw)).message).toBe('image_sizes must be int64, got float32');
+    expect(error(() => intRows(int64([5, 5, 0, 0], [2, 2]), 'image_sizes', hw)).message).toBe(
+      'image_sizes[1] is [0, 0]: each of (height, width) must be at least 1',
+    );
+    expect(error(() => intRows(int64([1, -4, 6], [1, 3]), 'image_grid_thw', ['t', 'h', 'w'])).message).toBe(
+      'image_grid_thw[0] is [1, -4, 6]: each of (t, h, w) must be at least 1',
+    );
   });
 
   it('pixel values: present when grids or sizes ask for them, float32', () => {

@@ -25,8 +25,10 @@ export function tokenIds(
   const vocab = BigInt(vocabSize);
   const bad = data.findIndex((v) => v < 0n || v >= vocab);
   if (bad >= 0) {
-    const at = seq > 0 ? `[${Math.floor(bad / seq)}, ${bad % seq}]` : `${bad}`;
-    throw new ModelError('BAD_INPUT', `${name}${at} is ${data[bad]}: token ids must be in [0, ${vocabSize}) (the model's vocab_size)`);
+    throw new ModelError(
+      'BAD_INPUT',
+      `${name}${at(bad, seq)} is ${data[bad]}: token ids must be in [0, ${vocabSize}) (the model's vocab_size)`,
+    );
   }
   return { data, batch: t.dims[0]!, seq };
 }
@@ -40,18 +42,77 @@ export function int64Data(t: HostTensor, name: string): BigInt64Array {
 /** An optional int64 input with one value per prompt token, [B, S] like input_ids. */
 export function perToken(t: HostTensor | undefined, name: string, batch: number, seq: number): BigInt64Array | undefined {
   if (t === undefined) return undefined;
+  if (t.dtype !== 'int64' || t.dims.length !== 2 || t.dims[0] !== batch || t.dims[1] !== seq)
+    throw new ModelError('BAD_INPUT', `${name} must be int64 [${batch}, ${seq}] (the shape of input_ids), got ${t.dtype} ${dims(t)}`);
+  return t.data as BigInt64Array;
+}
+
+/**
+ * An int64 [N, columns] table (`image_grid_thw` [N, 3] (t, h, w), `image_sizes` [N, 2] (height, width)) as rows
+ * of numbers, none when absent. Every value is a size, so each must be at least 1: a zero would otherwise be
+ * blamed later on whatever divides by it (the anyres pinpoints, a placeholder count).
+ */
+export function intRows(t: HostTensor | undefined, name: string, columns: readonly string[]): number[][] {
+  if (!t) return [];
+  const width = columns.length;
   const d = int64Data(t, name);
-  if (d.length !== batch * seq)
-    throw new ModelError('BAD_INPUT', `${name} must have the shape of input_ids [${batch}, ${seq}], got ${dims(t)}`);
+  if (t.dims.length !== 2 || t.dims[1] !== width)
+    throw new ModelError('BAD_INPUT', `${name} must be int64 [N, ${width}] (${columns.join(', ')}), got ${dims(t)}`);
+  const rows = Array.from({ length: t.dims[0]! }, (_, i) => Array.from(d.subarray(width * i, width * (i + 1)), Number));
+  rows.forEach((r, i) => {
+    if (r.some((v) => !(v >= 1)))
+      throw new ModelError('BAD_INPUT', `${name}[${i}] is [${r.join(', ')}]: each of (${columns.join(', ')}) must be at least 1`);
+  });
+  return rows;
+}
+
+/**
+ * `attention_mask`: int64 [B, S] like input_ids, values 0 (padding) or 1 (HF: "Mask values selected in [0, 1]"),
+ * at least one attended token per row. Any other value would be counted as that many real tokens, and a row
+ * with none has no defined logits (softmax over nothing).
+ */
+export function attentionMask(t: HostTensor | undefined, batch: number, seq: number, name = 'attention_mask'): BigInt64Array | undefined {
+  const d = perToken(t, name, batch, seq);
+  if (d === undefined) return undefined;
+  const bad = d.findIndex((v) => v !== 0n && v !== 1n);
+  if (bad >= 0) throw new ModelError('BAD_INPUT', `${name}${at(bad, seq)} is ${d[bad]}: mask values must be 0 (padding) or 1`);
+  for (let b = 0; b < batch; b++) {
+    if (!d.subarray(b * seq, (b + 1) * seq).includes(1n))
+      throw new ModelError('BAD_INPUT', `${name}[${b}] is all 0: each row needs at least one attended token (1)`);
+  }
   return d;
 }
 
-/** An int64 [N, width] table (`image_grid_thw` [N, 3], `image_sizes` [N, 2]) as rows of numbers; none when absent. */
-export function intRows(t: HostTensor | undefined, name: string, width: number): number[][] {
-  if (!t) return [];
-  const d = int64Data(t, name);
-  if (t.dims.length !== 2 || t.dims[1] !== width) throw new ModelError('BAD_INPUT', `${name} must be [N, ${width}], got ${dims(t)}`);
-  return Array.from({ length: t.dims[0]! }, (_, i) => Array.from(d.subarray(width * i, width * (i + 1)), Number));
+/** A token-type input (`mm_token_type_ids`, `moe_mm_token_type_ids`): int64 [B, S] like input_ids, values in `allowed`. */
+export function tokenTypes(
+  t: HostTensor | undefined,
+  name: string,
+  batch: number,
+  seq: number,
+  allowed: readonly number[],
+): BigInt64Array | undefined {
+  const d = perToken(t, name, batch, seq);
+  if (d === undefined) return undefined;
+  const ok = new Set(allowed.map(BigInt));
+  const bad = d.findIndex((v) => !ok.has(v));
+  if (bad >= 0) throw new ModelError('BAD_INPUT', `${name}${at(bad, seq)} is ${d[bad]}: expected one of ${allowed.join(', ')}`);
+  return d;
+}
+
+/**
+ * The names a model reads; any other is refused by name, as it would otherwise be ignored without a word
+ * (a `token_type_ids` meant for another model, a misspelt `attention_mask`).
+ */
+export function knownInputs(inputs: object, accepted: readonly string[], model: string): void {
+  for (const [k, v] of Object.entries(inputs)) {
+    if (v !== undefined && !accepted.includes(k))
+      throw new ModelError('BAD_INPUT', `${model} does not read an input named ${k}: expected some of ${accepted.join(', ')}`);
+  }
+}
+
+/** Flat index i of a [B, S] tensor as `[b, s]`. */
+function at(i: number, seq: number): string {
+  return `[${Math.floor(i / seq)}, ${i % seq}]`;
 }
 
 /** Pixel values that `by` (the grids or image sizes) asks for: present, float32 (the processors' output dtype). */

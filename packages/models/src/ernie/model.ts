@@ -8,13 +8,14 @@ import {
   ernieRotaryTables,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
+import type { QuantizeMode } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readConfigFile } from '../config-file.js';
 import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
-import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
+import { attentionMask, intRows, knownInputs, pixelsFor, tokenIds, tokenTypes } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
@@ -30,8 +31,22 @@ export interface ErnieInputs {
   image_grid_thw?: HostTensor | undefined;
   pixel_values_videos?: HostTensor | undefined;
   video_grid_thw?: HostTensor | undefined;
+  /** [B, S] 0 text, 1 image placeholder, 2 video placeholder (the processor's); checked against input_ids. */
+  mm_token_type_ids?: HostTensor | undefined;
   moe_mm_token_type_ids?: HostTensor | undefined;
 }
+
+/** The inputs ERNIE-4.5-VL reads (HF Ernie4_5_VLMoeForConditionalGeneration.forward's tensors). */
+export const ERNIE_INPUT_NAMES = [
+  'input_ids',
+  'attention_mask',
+  'pixel_values',
+  'image_grid_thw',
+  'pixel_values_videos',
+  'video_grid_thw',
+  'mm_token_type_ids',
+  'moe_mm_token_type_ids',
+] as const satisfies readonly (keyof ErnieInputs)[];
 
 export interface ErnieForwardOutputs {
   /** [B, S, V] float32. */
@@ -47,6 +62,12 @@ export interface ErnieLoadOptions extends SessionCacheOptions {
   reference?: ErnieReference;
   /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
   onProgress?: OnLoadProgress | undefined;
+  /**
+   * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
+   * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
+   * stay float. Its own graph-cache entry. Default: float32.
+   */
+  quantize?: QuantizeMode | undefined;
 }
 
 export type ErnieTimings = ModelTimings;
@@ -89,7 +110,9 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options, { onSession }),
     );
     const decoder = await steps.session('ernie-decoder', (onSession) =>
-      cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text), root, 'ernie-decoder', options, { onSession }),
+      cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, quantize: options.quantize }), root, 'ernie-decoder', options, {
+        onSession,
+      }),
     );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
     await ckpt.close();
@@ -105,7 +128,9 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const prompt = this.prompt(inputs);
     const { image, video } = await this.encodeVision(inputs);
     const cache = this.newCache(prompt.batch);
-    const out = await this.decoder.run(this.prefillFeeds(prompt, { image, video }, cache), { outputs: [ERNIE_DECODER_IO.logits] });
+    const out = await this.decoder.run(this.keepLogits(this.prefillFeeds(prompt, { image, video }, cache), 0), {
+      outputs: [ERNIE_DECODER_IO.logits],
+    });
     return {
       logits: out[ERNIE_DECODER_IO.logits] as HostTensor<'float32'>,
       imageEmbeds: image,
@@ -115,15 +140,18 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
   }
 
   protected prompt(inputs: ErnieInputs): ErniePrompt {
+    knownInputs(inputs, ERNIE_INPUT_NAMES, 'ERNIE-4.5-VL');
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
+    const [B, S] = [ids.batch, ids.seq];
     return analyzeErniePrompt(
       {
         inputIds: ids.data,
-        shape: [ids.batch, ids.seq],
-        attentionMask: perToken(inputs.attention_mask, 'attention_mask', ids.batch, ids.seq),
+        shape: [B, S],
+        attentionMask: attentionMask(inputs.attention_mask, B, S),
         imageGrids: grids(inputs.image_grid_thw, 'image_grid_thw'),
         videoGrids: grids(inputs.video_grid_thw, 'video_grid_thw'),
-        moeTokenType: perToken(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids', ids.batch, ids.seq),
+        mmTokenType: tokenTypes(inputs.mm_token_type_ids, 'mm_token_type_ids', B, S, [0, 1, 2]),
+        moeTokenType: tokenTypes(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids', B, S, [0, 1, 2]),
       },
       this.config,
     );
@@ -197,5 +225,5 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
 
 /** `image_grid_thw` / `video_grid_thw`: int64 [N, 3] rows (t, h, w). */
 function grids(t: HostTensor | undefined, name: string): GridThw[] {
-  return intRows(t, name, 3).map(([t, h, w]) => [t!, h!, w!] as const);
+  return intRows(t, name, ['t', 'h', 'w']).map(([t, h, w]) => [t!, h!, w!] as const);
 }

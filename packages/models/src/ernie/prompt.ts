@@ -29,6 +29,8 @@ export interface ErniePromptInputs {
   attentionMask?: BigInt64Array | undefined;
   imageGrids: readonly GridThw[];
   videoGrids: readonly GridThw[];
+  /** HF `mm_token_type_ids` (0 text, 1 image, 2 video placeholder), when the caller has it: must agree with the ids. */
+  mmTokenType?: BigInt64Array | undefined;
   /** HF `moe_mm_token_type_ids`, when the caller has it; computed from the ids otherwise. */
   moeTokenType?: BigInt64Array | undefined;
 }
@@ -66,6 +68,16 @@ export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig
   }
   checkCount('image', t.image, imagePositions.length, placeholderCount(p.imageGrids, config, false), p.imageGrids);
   checkCount('video', t.video, videoPositions.length, placeholderCount(p.videoGrids, config, true), p.videoGrids);
+  if (p.mmTokenType) checkTokenTypes(p.mmTokenType, imagePositions, videoPositions, S);
+  checkUnmasked('image', imagePositions, mask, S, (g) => (g[0] * g[1] * g[2]) / config.resampler.spatialMergeSize ** 2, p.imageGrids);
+  checkUnmasked(
+    'video',
+    videoPositions,
+    mask,
+    S,
+    (g) => ((g[0] / config.resampler.temporalMergeSize) * g[1] * g[2]) / config.resampler.spatialMergeSize ** 2,
+    p.videoGrids,
+  );
 
   const moe = p.moeTokenType ?? BigInt64Array.from(visionExpertMask(ids, t), (v) => BigInt(v));
   const rows = Array.from({ length: B }, (_, b) => p.inputIds.subarray(b * S, (b + 1) * S));
@@ -102,5 +114,49 @@ function checkCount(kind: string, tokenId: number, found: number, expected: numb
   throw new ModelError(
     'PLACEHOLDER_MISMATCH',
     `${kind} features and ${kind} tokens do not match: the prompt has ${found} ${kind} placeholder tokens (id ${tokenId}) but ${kind}_grid_thw (${g}) gives ${expected} features. Build the prompt with one placeholder per merged patch, as the processor does.`,
+  );
+}
+
+/**
+ * `mm_token_type_ids` is what HF's get_rope_index groups positions by; ours come from the ids. A value that
+ * disagrees with the ids would give HF's model other positions than ours, so it is refused where it differs.
+ */
+function checkTokenTypes(types: BigInt64Array, images: readonly number[], videos: readonly number[], S: number): void {
+  const expected = new BigInt64Array(types.length);
+  for (const i of images) expected[i] = 1n;
+  for (const i of videos) expected[i] = 2n;
+  const i = types.findIndex((v, j) => v !== expected[j]);
+  if (i < 0) return;
+  const what = ['a text token', 'an image placeholder', 'a video placeholder'][Number(expected[i])];
+  throw new ModelError(
+    'BAD_INPUT',
+    `mm_token_type_ids[${Math.floor(i / S)}, ${i % S}] is ${types[i]} but input_ids there is ${what}: expected ${expected[i]} (0 text, 1 image, 2 video placeholder, as the processor makes them)`,
+  );
+}
+
+/**
+ * Placeholders under attention_mask 0. HF's get_rope_index drops masked tokens before it walks the grids, so a
+ * masked image would take the next image's grid (and the error, if any, would name a later image in another
+ * row); the features are still scattered into the masked places. Refused here, naming the image and its row.
+ */
+function checkUnmasked(
+  kind: string,
+  positions: readonly number[],
+  mask: BigInt64Array,
+  S: number,
+  tokensOf: (g: GridThw) => number,
+  grids: readonly GridThw[],
+): void {
+  const k = positions.findIndex((i) => mask[i] !== 1n);
+  if (k < 0) return;
+  // Placeholders are in grid order (row-major over the batch, as masked_scatter fills them).
+  let image = 0;
+  let end = tokensOf(grids[0]!);
+  while (k >= end && image + 1 < grids.length) end += tokensOf(grids[++image]!);
+  const i = positions[k]!;
+  const [b, s] = [Math.floor(i / S), i % S];
+  throw new ModelError(
+    'BAD_INPUT',
+    `attention_mask[${b}, ${s}] is 0 on a placeholder of ${kind} ${image} (batch ${b}): ${kind} placeholders must be attended (1); mask only padding`,
   );
 }

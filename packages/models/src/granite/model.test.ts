@@ -94,9 +94,11 @@ describe('Granite4Vision LoRA and input checks', () => {
       return (err as ModelError).message;
     };
     const int32Mask = { dtype: 'int32', dims: mask.dims, data: Int32Array.from(mask.data as BigInt64Array, Number) };
-    expect(await refused({ attention_mask: int32Mask })).toBe('attention_mask must be int64, got int32');
+    expect(await refused({ attention_mask: int32Mask })).toBe(
+      `attention_mask must be int64 [1, ${mask.dims[1]}] (the shape of input_ids), got int32 [1, ${mask.dims[1]}]`,
+    );
     expect(await refused({ position_ids: { ...mask, dims: [1, 3], data: (mask.data as BigInt64Array).slice(0, 3) } })).toBe(
-      `position_ids must have the shape of input_ids [1, ${mask.dims[1]}], got [1, 3]`,
+      `position_ids must be int64 [1, ${mask.dims[1]}] (the shape of input_ids), got int64 [1, 3]`,
     );
     expect(await refused({ pixel_values: undefined })).toBe('image_sizes is given but pixel_values is missing');
   });

@@ -6,6 +6,7 @@ import {
   graniteDecodePositions,
   graniteDecoderFeeds,
 } from '@vlmkit/moe-decoder';
+import type { QuantizeMode } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
@@ -13,7 +14,7 @@ import { readConfigFile } from '../config-file.js';
 import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
-import { intRows, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
+import { attentionMask, intRows, knownInputs, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
@@ -34,6 +35,15 @@ export interface GraniteInputs {
   position_ids?: HostTensor | undefined;
 }
 
+/** The inputs Granite 4 Vision reads (HF Granite4VisionForConditionalGeneration.forward's tensors). */
+export const GRANITE_INPUT_NAMES = [
+  'input_ids',
+  'attention_mask',
+  'pixel_values',
+  'image_sizes',
+  'position_ids',
+] as const satisfies readonly (keyof GraniteInputs)[];
+
 export interface GraniteForwardOutputs {
   logits: HostTensor<'float32'>;
   /** Per injected level k (layerwise in deepstack_layer_map order, then spatial): [num_image_tokens, D], as packed for injection. */
@@ -45,6 +55,12 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
   adapter?: string | undefined;
   /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
   onProgress?: OnLoadProgress | undefined;
+  /**
+   * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
+   * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
+   * stay float. Its own graph-cache entry. Default: float32.
+   */
+  quantize?: QuantizeMode | undefined;
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
@@ -86,7 +102,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const levels = config.levels.map((l) => l.llmLayer);
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
     const decoder = await steps.session('granite-decoder', (onSession) =>
-      cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels }), root, 'granite-decoder', options, {
+      cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, quantize: options.quantize }), root, 'granite-decoder', options, {
         extraFiles,
         onSession,
       }),
@@ -103,17 +119,18 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const p = this.prompt(inputs);
     const deepstack = await this.encodeVision(inputs, p);
     const logits = GRANITE_DECODER_IO.logits;
-    const out = await this.decoder.run(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), { outputs: [logits] });
+    const out = await this.decoder.run(this.keepLogits(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), 0), { outputs: [logits] });
     return { logits: out[logits] as HostTensor<'float32'>, deepstack };
   }
 
   protected prompt(inputs: GraniteInputs): GranitePrompt {
+    knownInputs(inputs, GRANITE_INPUT_NAMES, 'Granite 4 Vision');
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
     return analyzeGranitePrompt(
       {
         inputIds: ids.data,
         shape: [ids.batch, ids.seq],
-        attentionMask: perToken(inputs.attention_mask, 'attention_mask', ids.batch, ids.seq),
+        attentionMask: attentionMask(inputs.attention_mask, ids.batch, ids.seq),
         positionIds: perToken(inputs.position_ids, 'position_ids', ids.batch, ids.seq),
       },
       this.config,
@@ -171,5 +188,5 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
 
 /** `image_sizes`: int64 [N, 2] rows (height, width). */
 function imageSizes(t: HostTensor | undefined): Size[] {
-  return intRows(t, 'image_sizes', 2).map(([h, w]) => [h!, w!] as const);
+  return intRows(t, 'image_sizes', ['height', 'width']).map(([h, w]) => [h!, w!] as const);
 }

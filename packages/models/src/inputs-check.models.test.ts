@@ -1,0 +1,137 @@
+// Both models read their HF-named inputs through ./inputs-check.ts: the same rules for dtype, shape and
+// values, each error naming the input. Every per-token input of each model is tried as float32 (Granite
+// ran a float32 attention_mask with logits off by 7) and short (a [1, 1] token-type tensor was not named).
+import { join } from 'node:path';
+import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERNIE_INPUT_NAMES } from './ernie/model.js';
+import { ModelError } from './errors.js';
+import { GRANITE_INPUT_NAMES } from './granite/model.js';
+import { loadPretrained, type PretrainedModel } from './registry.js';
+import { FIXTURES, readTensors } from './test-utils/fixtures.js';
+
+async function refusal(run: () => Promise<unknown>): Promise<ModelError> {
+  const e = await run().catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(ModelError);
+  return e as ModelError;
+}
+
+const perToken = {
+  'ernie-tiny': ['attention_mask', 'mm_token_type_ids', 'moe_mm_token_type_ids'],
+  'granite-tiny': ['attention_mask', 'position_ids'],
+};
+
+describe.each([
+  ['ernie-tiny', 'batch-padded', ERNIE_INPUT_NAMES],
+  ['granite-tiny', 'batch-2', GRANITE_INPUT_NAMES],
+] as const)('%s: every input checked by the shared rules', (model, name, accepted) => {
+  let m: PretrainedModel;
+  let inputs: Record<string, HostTensor>;
+  beforeAll(async () => {
+    m = await loadPretrained(join(FIXTURES, model), { device: 'cpu' });
+    inputs = await readTensors(join(FIXTURES, model, 'cases', name, 'inputs.safetensors'));
+  });
+  afterAll(async () => m.release());
+
+  it('the fixture case carries every per-token input it is tried with', () => {
+    for (const k of perToken[model]) expect(inputs[k], k).toBeDefined();
+  });
+
+  it.each(perToken[model])('%s as float32, or shorter than input_ids, is BAD_INPUT naming it (forward and generate)', async (k) => {
+    const t = inputs[k]!;
+    const [B, S] = t.dims as [number, number];
+    const asFloat = float32(Array.from(t.data as BigInt64Array, Number), [B, S]);
+    for (const [bad, found] of [
+      [asFloat, `float32 [${B}, ${S}]`],
+      [int64([0], [1, 1]), 'int64 [1, 1]'],
+    ] as const) {
+      for (const run of [() => m.forwardNamed({ ...inputs, [k]: bad }), () => m.generate({ ...inputs, [k]: bad }, { maxNewTokens: 1 })]) {
+        const e = await refusal(run);
+        expect(e.code).toBe('BAD_INPUT');
+        expect(e.message).toBe(`${k} must be int64 [${B}, ${S}] (the shape of input_ids), got ${found}`);
+      }
+    }
+  });
+
+  it('an input the model does not read is refused by name', async () => {
+    const ids = inputs.input_ids!;
+    const e = await refusal(() => m.forwardNamed({ ...inputs, token_type_ids: int64(new Array(ids.data.length).fill(0), [...ids.dims]) }));
+    expect(e.code).toBe('BAD_INPUT');
+    expect(e.message).toMatch(/does not read an input named token_type_ids: expected some of input_ids, attention_mask/);
+    for (const k of Object.keys(inputs)) expect(accepted as readonly string[]).toContain(k);
+  });
+
+  it('input_ids [1, 0] and attention_mask values other than 0/1 are named', async () => {
+    expect((await refusal(() => m.forwardNamed({ ...inputs, input_ids: int64([], [1, 0]) }))).message).toBe(
+      'input_ids must hold at least one token per row, got [1, 0]',
+    );
+    const mask = BigInt64Array.from(inputs.attention_mask!.data as BigInt64Array);
+    const last = mask.length - 1;
+    mask[last] = 2n;
+    const e = await refusal(() => m.forwardNamed({ ...inputs, attention_mask: int64(mask, [...inputs.attention_mask!.dims]) }));
+    expect(e.message).toBe(`attention_mask[1, ${inputs.input_ids!.dims[1]! - 1}] is 2: mask values must be 0 (padding) or 1`);
+  });
+});
+
+describe('input values blamed on the right input', () => {
+  it('Granite image_sizes [0, 0] names image_sizes (was blamed on image_grid_pinpoints)', async () => {
+    const m = await loadPretrained(join(FIXTURES, 'granite-tiny'), { device: 'cpu' });
+    try {
+      const inputs = await readTensors(join(FIXTURES, 'granite-tiny', 'cases', 'batch-2', 'inputs.safetensors'));
+      const sizes = inputs.image_sizes!;
+      const zero = int64([...Array.from(sizes.data as BigInt64Array, Number).slice(0, 2), 0, 0], [...sizes.dims]);
+      const e = await refusal(() => m.forwardNamed({ ...inputs, image_sizes: zero }));
+      expect(e.code).toBe('BAD_INPUT');
+      expect(e.message).toBe('image_sizes[1] is [0, 0]: each of (height, width) must be at least 1');
+    } finally {
+      await m.release();
+    }
+  });
+
+  describe('ERNIE', () => {
+    let m: PretrainedModel;
+    let inputs: Record<string, HostTensor>;
+    beforeAll(async () => {
+      m = await loadPretrained(join(FIXTURES, 'ernie-tiny'), { device: 'cpu' });
+      inputs = await readTensors(join(FIXTURES, 'ernie-tiny', 'cases', 'batch-padded', 'inputs.safetensors'));
+    });
+    afterAll(async () => m.release());
+
+    it('a masked row 0 over its image names image 0 at batch 0 (was "image 1 at batch 1")', async () => {
+      const [B, S] = inputs.input_ids!.dims as [number, number];
+      const ids = inputs.input_ids!.data as BigInt64Array;
+      const mask = BigInt64Array.from(inputs.attention_mask!.data as BigInt64Array);
+      // Mask from row 0's first image placeholder on (the rest of row 0 keeps real tokens before it).
+      const mm = inputs.mm_token_type_ids!.data as BigInt64Array;
+      const first = mm.findIndex((v) => v === 1n);
+      expect(first).toBeGreaterThan(0);
+      expect(first).toBeLessThan(S);
+      mask.fill(0n, first, S);
+      const e = await refusal(() => m.forwardNamed({ ...inputs, attention_mask: int64(mask, [B, S]) }));
+      expect(e.code).toBe('BAD_INPUT');
+      expect(e.message).toBe(
+        `attention_mask[0, ${first}] is 0 on a placeholder of image 0 (batch 0): image placeholders must be attended (1); mask only padding`,
+      );
+      // The second image (row 1's first run) is named as image 1.
+      const second = mm.findIndex((v, i) => i >= S && v === 1n);
+      const mask1 = BigInt64Array.from(inputs.attention_mask!.data as BigInt64Array);
+      mask1[second] = 0n;
+      const e1 = await refusal(() => m.forwardNamed({ ...inputs, attention_mask: int64(mask1, [B, S]) }));
+      expect(e1.message).toBe(
+        `attention_mask[1, ${second - S}] is 0 on a placeholder of image 1 (batch 1): image placeholders must be attended (1); mask only padding`,
+      );
+      expect(ids[second]).toBe(ids[first]);
+    });
+
+    it('mm_token_type_ids that disagree with input_ids are refused where they differ', async () => {
+      const [B, S] = inputs.input_ids!.dims as [number, number];
+      const mm = BigInt64Array.from(inputs.mm_token_type_ids!.data as BigInt64Array);
+      const i = mm.findIndex((v) => v === 1n);
+      mm[i] = 0n;
+      const e = await refusal(() => m.forwardNamed({ ...inputs, mm_token_type_ids: int64(mm, [B, S]) }));
+      expect(e.message).toBe(
+        `mm_token_type_ids[${Math.floor(i / S)}, ${i % S}] is 0 but input_ids there is an image placeholder: expected 1 (0 text, 1 image, 2 video placeholder, as the processor makes them)`,
+      );
+    });
+  });
+});
