@@ -1,7 +1,7 @@
 // The shape both assembled models share: a vision encoder session and a decoder session with a KV cache,
 // a prompt analysis, and generation on the shared decode loop (generate.ts). Each model states what differs:
 // how a prompt is read, how its vision features are computed, and the decoder's feeds.
-import { type HostTensor, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
+import { type HostTensor, int64, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
 import { GrowingMask, lastPositionLogits, type PromptBatch } from './decode-state.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
@@ -31,9 +31,10 @@ export interface DecodeStep {
   cache: KvCache;
 }
 
-/** A decoder's I/O that the loop needs: its KV cache names and its logits output. */
+/** A decoder's I/O that the loop needs: its KV cache names, its logits output and its `logits_to_keep` input. */
 export interface DecoderIo extends KvCacheNames {
   readonly logits: string;
+  readonly logitsToKeep: string;
 }
 
 export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
@@ -75,6 +76,11 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
     await this.decoder.release();
   }
 
+  /** `feeds` with `logits_to_keep` = n: logits for the last n positions of each row, 0 for all of them. */
+  protected keepLogits<F extends Record<string, HostTensor>>(feeds: F, n: number): F & Record<string, HostTensor> {
+    return { ...feeds, [this.io.logitsToKeep]: int64([n], []) };
+  }
+
   protected newCache(batch: number): KvCache {
     const d = this.dims;
     return new KvCache({
@@ -97,16 +103,17 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
       batchSize: B,
       vocabSize: V,
       prefill: async () => {
-        const out = await this.decoder.run(this.prefillFeeds(p, vision, cache));
+        // Only the last position's logits are computed: [B, 1, V], not [B, S, V].
+        const out = await this.decoder.run(this.keepLogits(this.prefillFeeds(p, vision, cache), 1));
         cache.update(out);
-        return lastPositionLogits(out[this.io.logits]!, B, p.seq, V);
+        return lastPositionLogits(out[this.io.logits]!, B, 1, V);
       },
       step: async (tokens) => {
         const feeds = this.stepFeeds(p, { tokens, attentionMask: mask.next(), realTokens, cache });
         realTokens.forEach((_, b) => {
           realTokens[b]!++;
         });
-        const out = await this.decoder.run(feeds);
+        const out = await this.decoder.run(this.keepLogits(feeds, 1));
         cache.update(out);
         return lastPositionLogits(out[this.io.logits]!, B, 1, V);
       },

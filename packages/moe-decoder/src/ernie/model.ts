@@ -3,6 +3,7 @@ import { causalPaddingMask } from '../attention-mask.js';
 import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
+import { keepLastPositions } from '../logits-to-keep.js';
 import type { KvPair } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { ernieDecoderLayer } from './layer.js';
@@ -26,6 +27,8 @@ export interface ErnieTextDecoderInputs {
   ropeSin: Value;
   /** One KV pair per layer, [B, Hkv, P, headDim] (P may be 0). Without it no present values are returned. */
   past?: readonly KvPair[];
+  /** int64 scalar: logits for the last n positions only, 0 for all (HF `logits_to_keep`). Without it, all positions. */
+  logitsToKeep?: Value;
 }
 
 /** `experts` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
@@ -35,7 +38,7 @@ export interface ErnieTextDecoderOptions extends ErnieMoeOptions {
 }
 
 export interface ErnieTextDecoderOutputs {
-  /** [B, S, V] float32. */
+  /** [B, S, V] float32 ([B, n, V] with `logitsToKeep` n > 0). */
   logits: Value;
   /** [B, S, D] after the final norm. */
   lastHiddenState: Value;
@@ -112,7 +115,8 @@ export function buildErnieTextDecoder(
       if (r.present !== undefined) present.push(r.present);
     }
     const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
-    const logits = lmHead(g, weights, config, lastHiddenState);
+    const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
+    const logits = lmHead(g, weights, config, kept);
     return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined, routing };
   });
 }

@@ -12,6 +12,11 @@ export interface ErnieTextDecoderModelOptions {
   /** Also output each MoE layer's routing as `router.{i}.topk_ids` [B*S, k] int64 and `router.{i}.topk_weights` [B*S, k]. */
   outputRouting?: boolean;
   /**
+   * Declare the int64 scalar input `logits_to_keep`: logits for the last n positions only, 0 for all (HF's
+   * `logits_to_keep`). generate feeds 1, so prefill does not compute [B, S, V] logits it drops. Default false.
+   */
+  logitsToKeep?: boolean;
+  /**
    * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
    * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
    */
@@ -30,6 +35,7 @@ export const ERNIE_DECODER_IO = {
   ropeCos: 'rope_cos',
   ropeSin: 'rope_sin',
   past: KV_CACHE_IO.past,
+  logitsToKeep: 'logits_to_keep',
   logits: 'logits',
   present: KV_CACHE_IO.present,
   hiddenStates: (layer: number) => `hidden_states.${layer}` as const,
@@ -48,6 +54,8 @@ export interface ErnieDecoderFeedInputs<T> {
   ropeSin: T;
   /** One entry per layer, in layer order. */
   past: readonly KvTensors<T>[];
+  /** int64 scalar; only for a graph built with `logitsToKeep`. */
+  logitsToKeep?: T | undefined;
 }
 
 type ErnieDecoderInputName = (typeof ERNIE_DECODER_IO)[
@@ -57,10 +65,13 @@ type ErnieDecoderInputName = (typeof ERNIE_DECODER_IO)[
   | 'moeTokenType'
   | 'attentionMask'
   | 'ropeCos'
-  | 'ropeSin'];
+  | 'ropeSin'
+  | 'logitsToKeep'];
 
 /** The feeds of one run, by input name. */
-export type ErnieDecoderFeeds<T> = Record<ErnieDecoderInputName, T> & Record<PastName, T>;
+export type ErnieDecoderFeeds<T> = Record<Exclude<ErnieDecoderInputName, 'logits_to_keep'>, T> &
+  Partial<Record<'logits_to_keep', T>> &
+  Record<PastName, T>;
 
 /** Names the feeds of one decoder run; generic over the tensor type (this package does not import onnxruntime). */
 export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoderFeeds<T> {
@@ -73,6 +84,7 @@ export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoder
     [io.attentionMask]: x.attentionMask,
     [io.ropeCos]: x.ropeCos,
     [io.ropeSin]: x.ropeSin,
+    ...(x.logitsToKeep !== undefined ? { [io.logitsToKeep]: x.logitsToKeep } : {}),
     ...pastFeeds(x.past),
   };
 }
@@ -88,9 +100,10 @@ export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoder
  * - `attention_mask` [B, P+S] int64 (1 real, 0 padding)
  * - `rope_cos`, `rope_sin` [B, S, headDim/2] float32, from the 3D position ids on the host (`ernieRotaryTables`)
  * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
+ * - `logits_to_keep` int64 scalar, with the `logitsToKeep` option (0: all positions)
  *
  * outputs
- * - `logits` [B, S, V] float32
+ * - `logits` [B, S, V] float32 ([B, n, V] when `logits_to_keep` is n > 0)
  * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim]
  * - `hidden_states.{i}` [B, S, D] with `outputHiddenStates`
  * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
@@ -107,6 +120,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
   const ropeCos = g.input(io.ropeCos, 'float32', ['batch', 'seq', hd / 2]);
   const ropeSin = g.input(io.ropeSin, 'float32', ['batch', 'seq', hd / 2]);
   const past = pastInputs(g, config.numHiddenLayers, hkv, hd);
+  const logitsToKeep = options.logitsToKeep ? g.input(io.logitsToKeep, 'int64', []) : undefined;
   const out = buildErnieTextDecoder(
     g,
     weights,
@@ -120,6 +134,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       ropeCos,
       ropeSin,
       past,
+      ...(logitsToKeep ? { logitsToKeep } : {}),
     },
     { routing: options.outputRouting ?? false, ...(options.experts ? { experts: options.experts } : {}) },
   );

@@ -3,6 +3,7 @@ import { causalPaddingMask } from '../attention-mask.js';
 import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
+import { keepLastPositions } from '../logits-to-keep.js';
 import type { KvPair } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { addDeepstackFeatures, zeroRows } from './deepstack.js';
@@ -25,6 +26,8 @@ export interface GraniteTextDecoderInputs {
   positionIds: Value;
   /** One KV pair per layer, [B, Hkv, P, headDim] (P may be 0). Without it no present values are returned. */
   past?: readonly KvPair[];
+  /** int64 scalar: logits for the last n positions only, 0 for all (HF `logits_to_keep`). Without it, all positions. */
+  logitsToKeep?: Value;
 }
 
 export interface GraniteTextDecoderOptions {
@@ -35,7 +38,7 @@ export interface GraniteTextDecoderOptions {
 }
 
 export interface GraniteTextDecoderOutputs {
-  /** [B, S, V] float32, already divided by logits_scaling. */
+  /** [B, S, V] float32 ([B, n, V] with `logitsToKeep` n > 0), already divided by logits_scaling. */
   logits: Value;
   /** [B, S, D] after the final norm. */
   lastHiddenState: Value;
@@ -118,7 +121,8 @@ export function buildGraniteTextDecoder(
     }
     const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
     // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).
-    const logits = g.div(lmHead(g, weights, config, lastHiddenState), config.logitsScaling);
+    const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
+    const logits = g.div(lmHead(g, weights, config, kept), config.logitsScaling);
     return { logits, lastHiddenState, inputsEmbeds, layerInputs, layerOutputs, present: inputs.past !== undefined ? present : undefined };
   });
 }

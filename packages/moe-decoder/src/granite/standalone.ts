@@ -9,6 +9,11 @@ export interface GraniteTextDecoderModelOptions {
   /** Also output `hidden_states.{i}` (layer outputs), `layer_inputs.{i}` (layer inputs after injection) and `inputs_embeds`, all [B, S, D]. */
   outputHiddenStates?: boolean;
   /**
+   * Declare the int64 scalar input `logits_to_keep`: logits for the last n positions only, 0 for all (HF's
+   * `logits_to_keep`). generate feeds 1, so prefill does not compute [B, S, V] logits it drops. Default false.
+   */
+  logitsToKeep?: boolean;
+  /**
    * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
    * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
    */
@@ -26,6 +31,7 @@ export const GRANITE_DECODER_IO = {
   attentionMask: 'attention_mask',
   positionIds: 'position_ids',
   past: KV_CACHE_IO.past,
+  logitsToKeep: 'logits_to_keep',
   logits: 'logits',
   present: KV_CACHE_IO.present,
   hiddenStates: (layer: number) => `hidden_states.${layer}` as const,
@@ -40,11 +46,18 @@ export interface GraniteDecoderFeedInputs<T> {
   positionIds: T;
   /** One entry per layer, in layer order. */
   past: readonly KvTensors<T>[];
+  /** int64 scalar; only for a graph built with `logitsToKeep`. */
+  logitsToKeep?: T | undefined;
   /** The image rows and one feature block per level; required exactly when the graph has levels (N = 0 in decode steps). */
   image?: { positions: T; deepstack: readonly T[] } | undefined;
 }
 
-type GraniteDecoderInputName = (typeof GRANITE_DECODER_IO)['inputIds' | 'imagePositions' | 'attentionMask' | 'positionIds'];
+type GraniteDecoderInputName = (typeof GRANITE_DECODER_IO)[
+  | 'inputIds'
+  | 'imagePositions'
+  | 'attentionMask'
+  | 'positionIds'
+  | 'logitsToKeep'];
 
 /** The feeds of one run, by input name (`image_positions` and `deepstack_{k}` only for a graph with levels). */
 export type GraniteDecoderFeeds<T> = Partial<Record<GraniteDecoderInputName, T>> & Record<`deepstack_${number}`, T> & Record<PastName, T>;
@@ -57,6 +70,7 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
     [io.attentionMask]: x.attentionMask,
     [io.positionIds]: x.positionIds,
   };
+  if (x.logitsToKeep !== undefined) feeds[io.logitsToKeep] = x.logitsToKeep;
   if (x.image) {
     feeds[io.imagePositions] = x.image.positions;
     x.image.deepstack.forEach((t, k) => {
@@ -78,9 +92,10 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
  * - `attention_mask` [B, P+S] int64 (1 real, 0 padding)
  * - `position_ids` [B, S] int64 (cos/sin are computed in the graph)
  * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
+ * - `logits_to_keep` int64 scalar, with the `logitsToKeep` option (0: all positions)
  *
  * outputs
- * - `logits` [B, S, V] float32 (divided by logits_scaling)
+ * - `logits` [B, S, V] float32 (divided by logits_scaling; [B, n, V] when `logits_to_keep` is n > 0)
  * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim]
  * - with `outputHiddenStates`: `hidden_states.{i}`, `layer_inputs.{i}`, `inputs_embeds`
  */
@@ -94,11 +109,19 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
   const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
   const positionIds = g.input(io.positionIds, 'int64', ['batch', 'seq']);
   const past = pastInputs(g, config.numHiddenLayers, hkv, hd);
+  const logitsToKeep = options.logitsToKeep ? g.input(io.logitsToKeep, 'int64', []) : undefined;
   const out = buildGraniteTextDecoder(
     g,
     weights,
     config,
-    { inputIds, ...(imagePositions ? { imagePositions, deepstack } : {}), attentionMask, positionIds, past },
+    {
+      inputIds,
+      ...(imagePositions ? { imagePositions, deepstack } : {}),
+      attentionMask,
+      positionIds,
+      past,
+      ...(logitsToKeep ? { logitsToKeep } : {}),
+    },
     { levels: options.levels },
   );
   g.output(out.logits, io.logits);

@@ -17,6 +17,8 @@ export interface GraniteStepInput {
   image?: { positions: number[]; levels: Float32Array[] };
   /** Per layer [B, Hkv, P, hd] from the previous step's present outputs. */
   past?: { key: ort.Tensor; value: ort.Tensor }[];
+  /** Feeds `logits_to_keep` (a graph built with the `logitsToKeep` option). */
+  logitsToKeep?: number;
 }
 
 export interface GraniteStepOutput {
@@ -48,6 +50,7 @@ export async function graniteStep(
             deepstack: Array.from({ length: numLevels }, (_, k) => f32([n, D], x.image?.levels[k] ?? new Float32Array(0))),
           }
         : undefined,
+    ...(x.logitsToKeep !== undefined ? { logitsToKeep: i64([], [x.logitsToKeep]) } : {}),
   });
   const t0 = performance.now();
   const out = await run(session, feeds);

@@ -17,6 +17,8 @@ export interface StepInput {
   vision?: { positions: number[]; embeds: Float32Array };
   /** Per layer [B, Hkv, P, hd] from the previous step's present outputs. */
   past?: { key: ort.Tensor; value: ort.Tensor }[];
+  /** Feeds `logits_to_keep` (a graph built with the `logitsToKeep` option). */
+  logitsToKeep?: number;
 }
 
 export interface StepOutput {
@@ -43,6 +45,7 @@ export async function step(session: ort.InferenceSession, cfg: ErnieTextConfig, 
     ropeCos: f32([B, S, hd / 2], cos),
     ropeSin: f32([B, S, hd / 2], sin),
     past: pastOrEmpty(x.past, cfg.numHiddenLayers, [B, hkv, 0, hd]),
+    ...(x.logitsToKeep !== undefined ? { logitsToKeep: i64([], [x.logitsToKeep]) } : {}),
   });
   const t0 = performance.now();
   const out = await run(session, feeds);
