@@ -219,7 +219,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       };
     } else {
       const config = granite4VisionConfig(json, await readGenerationConfig(root));
-      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
+      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
       const vision = await writeGraph(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), out, 'vision_encoder', t);
       const levels = config.levels.map((l) => l.llmLayer);

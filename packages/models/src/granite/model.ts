@@ -89,7 +89,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const steps = new LoadSteps(2, options.onProgress);
     const { ckpt, adapter, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
-      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt.names()) : undefined;
+      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
       return { ckpt, adapter, mapped };
     });
