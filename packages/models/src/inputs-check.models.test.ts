@@ -1,6 +1,8 @@
 // Both models read their HF-named inputs through ./inputs-check.ts: the same rules for dtype, shape and
 // values, each error naming the input. Every per-token input of each model is tried as float32 (Granite
 // ran a float32 attention_mask with logits off by 7) and short (a [1, 1] token-type tensor was not named).
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -133,5 +135,46 @@ describe('input values blamed on the right input', () => {
         `mm_token_type_ids[${Math.floor(i / S)}, ${i % S}] is 0 but input_ids there is an image placeholder: expected 1 (0 text, 1 image, 2 video placeholder, as the processor makes them)`,
       );
     });
+  });
+});
+
+describe('generation past max_position_embeddings', () => {
+  it('warns (as HF MaxLengthCriteria does) once a token is predicted from more positions than the config allows, not before', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-maxpos-'));
+    try {
+      const src = join(FIXTURES, 'granite-tiny');
+      const inputs = await readTensors(join(src, 'cases', 'batch-2', 'inputs.safetensors'));
+      const S = inputs.input_ids!.dims[1]!;
+      const config = JSON.parse(await readFile(join(src, 'config.json'), 'utf8')) as { text_config: Record<string, unknown> };
+      config.text_config.max_position_embeddings = S + 2;
+      await writeFile(join(dir, 'config.json'), JSON.stringify(config));
+      for (const f of ['model.safetensors', 'generation_config.json']) await copyFile(join(src, f), join(dir, f));
+      const m = await loadPretrained(dir, { device: 'cpu', cacheDir: dir });
+      const warnings: Error[] = [];
+      const listen = (w: Error) => warnings.push(w);
+      process.on('warning', listen);
+      try {
+        // 3 new tokens: the last is predicted from S + 2 positions, the limit; 4: from S + 3, past it.
+        const within = await m.generate(inputs, { maxNewTokens: 3, eos: [] });
+        await new Promise((r) => setImmediate(r));
+        expect(warnings).toEqual([]);
+        const past = await m.generate(inputs, { maxNewTokens: 4, eos: [] });
+        await new Promise((r) => setImmediate(r));
+        expect(warnings.map((w) => [w.name, (w as Error & { code: string }).code, w.message])).toEqual([
+          [
+            'VlmkitWarning',
+            'PAST_MAX_POSITION_EMBEDDINGS',
+            `generation ran past max_position_embeddings (${S + 2}): the last token was predicted from ${S + 3} positions; expected at most ${S + 2}. The model was not trained on such lengths; output quality may degrade (HF warns and generates on).`,
+          ],
+        ]);
+        // It runs on, as HF does: the first tokens are the ones generated within the limit.
+        expect(past.tokens.map((t) => t.slice(0, 3))).toEqual(within.tokens);
+      } finally {
+        process.off('warning', listen);
+        await m.release();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

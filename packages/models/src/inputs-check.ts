@@ -1,5 +1,6 @@
 // The checks every model runs on its HF-named inputs before reading them: one rule per kind of
 // input, one error code (BAD_INPUT), and the message names the input, what it must be and what came.
+import { fields } from '@vlmkit/config';
 import type { HostTensor } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 
@@ -120,4 +121,25 @@ export function pixelsFor(t: HostTensor | undefined, name: string, by: string): 
   if (!t) throw new ModelError('BAD_INPUT', `${by} is given but ${name} is missing`);
   if (t.dtype !== 'float32') throw new ModelError('BAD_INPUT', `${name} must be float32, got ${t.dtype}`);
   return t as HostTensor<'float32'>;
+}
+
+/**
+ * `text_config.max_position_embeddings` (top level in the hub's flat ERNIE layout), when the config has one.
+ * Nothing in the graphs depends on it: rotary positions are computed from the position values.
+ */
+export function maxPositionEmbeddings(json: Record<string, unknown>): number | undefined {
+  const c = fields(json, 'config.json');
+  return (c.optionalObj('text_config') ?? c).optionalInt('max_position_embeddings', { min: 1 });
+}
+
+/**
+ * The warning HF's MaxLengthCriteria gives when generation runs past the model's trained length (a
+ * "friendly reminder": HF generates on; with the default rope, the only one these decoders read, the
+ * positions are computed for any length, so the numbers are HF's but the model was not trained there).
+ * `context`: the longest context a token was predicted from (prompt length, padding included, plus the
+ * generated tokens fed back). Undefined when within the limit or the config has none.
+ */
+export function pastMaxPositions(context: number, max: number | undefined): string | undefined {
+  if (max === undefined || context <= max) return undefined;
+  return `generation ran past max_position_embeddings (${max}): the last token was predicted from ${context} positions; expected at most ${max}. The model was not trained on such lengths; output quality may degrade (HF warns and generates on).`;
 }

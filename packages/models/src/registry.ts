@@ -8,6 +8,7 @@ import type { GenerateOptions, GenerateResult } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
 import { GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
+import { maxPositionEmbeddings, pastMaxPositions } from './inputs-check.js';
 
 /** Names of ERNIE-4.5-VL's `forwardNamed` outputs (what `vlmkit forward` writes). */
 export const ERNIE_FORWARD_OUTPUTS = {
@@ -63,8 +64,26 @@ export function supportedModelTypes(): string[] {
 
 /** Opens a checkpoint directory with the model its config.json names. */
 export async function loadPretrained(dir: string, options: LoadOptions = {}): Promise<PretrainedModel> {
-  const loader = LOADERS[modelType(await readConfigFile(dir))];
-  return withChat(await loader(dir, options), dir);
+  const file = await readConfigFile(dir);
+  const loader = LOADERS[modelType(file)];
+  return withChat(warnPastMaxPositions(await loader(dir, options), maxPositionEmbeddings(file.json)), dir);
+}
+
+/**
+ * generate (and so chat) emits a process warning (VlmkitWarning, code PAST_MAX_POSITION_EMBEDDINGS) when a
+ * token was predicted from more positions than the config's max_position_embeddings (./inputs-check.ts).
+ */
+function warnPastMaxPositions(m: LoadedModel, max: number | undefined): LoadedModel {
+  if (max === undefined) return m;
+  const generate: LoadedModel['generate'] = async (inputs, o) => {
+    const r = await m.generate(inputs, o);
+    const steps = Math.max(0, ...r.tokens.map((t) => t.length));
+    const warning = pastMaxPositions((inputs.input_ids?.dims[1] ?? 0) + steps - 1, max);
+    if (warning) process.emitWarning(warning, { type: 'VlmkitWarning', code: 'PAST_MAX_POSITION_EMBEDDINGS' });
+    return r;
+  };
+  // The spread reads the device getters once, as withChat's: the device never changes after load.
+  return { ...m, generate };
 }
 
 /** Adds chat() on the directory's processor; eos is the model's (generation_config.json, else config.json). */
