@@ -1,4 +1,5 @@
 import { type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import type { QuantizeMode } from '@vlmkit/onnx-graph';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
 export type Out = (s: string) => void;
@@ -17,6 +18,8 @@ export interface CommonOptions {
   cacheDir?: string | undefined;
   /** A PEFT LoRA adapter directory merged at load (Granite 4 Vision). */
   adapter?: string | undefined;
+  /** The decoder's weights block-quantized at load: 'int8' or 'int4' (default float32). */
+  quantize?: QuantizeMode | undefined;
 }
 
 function ms(x: number): string {
@@ -25,7 +28,13 @@ function ms(x: number): string {
 
 /** `vlmkit forward`: HF kwargs in, logits / vision embeddings / position ids out. */
 export async function forwardCommand(o: CommonOptions & { inputs: string; out: string }, out: Out): Promise<void> {
-  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir, adapter: o.adapter });
+  const model = await loadPretrained(o.model, {
+    device: o.device,
+    reference: o.reference,
+    cacheDir: o.cacheDir,
+    adapter: o.adapter,
+    quantize: o.quantize,
+  });
   try {
     const inputs = await readNamedTensors(o.inputs);
     const t0 = performance.now();
@@ -46,7 +55,13 @@ export interface GenerateCommandOptions extends CommonOptions {
 
 /** `vlmkit generate`: greedy by default; streams each step's tokens; writes `generated_ids` [B, N] int64. */
 export async function generateCommand(o: GenerateCommandOptions, out: Out): Promise<number[][]> {
-  const model = await loadPretrained(o.model, { device: o.device, reference: o.reference, cacheDir: o.cacheDir, adapter: o.adapter });
+  const model = await loadPretrained(o.model, {
+    device: o.device,
+    reference: o.reference,
+    cacheDir: o.cacheDir,
+    adapter: o.adapter,
+    quantize: o.quantize,
+  });
   try {
     const inputs = await readNamedTensors(o.inputs);
     out(`device: ${model.device} (${model.deviceReason})\n`);

@@ -1,4 +1,5 @@
 import { exportModel } from '@vlmkit/models';
+import type { QuantizeMode } from '@vlmkit/onnx-graph';
 import type { Out } from './commands.js';
 
 export interface ExportCommandOptions {
@@ -6,12 +7,13 @@ export interface ExportCommandOptions {
   out: string;
   adapter?: string | undefined;
   reference: 'vllm' | 'hf';
+  quantize?: QuantizeMode | undefined;
 }
 
 /** `vlmkit export`: the component ONNX files and manifest.json, runnable by onnxruntime in any language. */
 export async function exportCommand(o: ExportCommandOptions, out: Out): Promise<void> {
   const t0 = performance.now();
-  const r = await exportModel(o.model, o.out, { adapter: o.adapter, reference: o.reference });
+  const r = await exportModel(o.model, o.out, { adapter: o.adapter, reference: o.reference, quantize: o.quantize });
   const g = r.manifest.graphs;
   const io = (x: typeof g.decoder) => `${x.inputs.length} inputs, ${x.outputs.length} outputs`;
   out(

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FIXTURE_DIR, type GenerateOptions } from '@vlmkit/models';
+import { QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
 import { exportCommand } from './export-command.js';
@@ -40,6 +41,8 @@ common options:
   --cache-dir DIR          where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit;
                            keyed by the checkpoint's content, verified on load; never the model directory unless given)
   --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
+  --quantize int8|int4     the decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32;
+                           run, generate, forward, export; default float32; measured accuracy: packages/models README)
 
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
@@ -59,6 +62,7 @@ const OPTIONS = {
   reference: { type: 'string', default: 'vllm' },
   'cache-dir': { type: 'string' },
   adapter: { type: 'string' },
+  quantize: { type: 'string' },
   'max-new-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -132,10 +136,11 @@ export async function main(
     const { values: v } = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false });
     const device = oneOf(v.device, ['auto', 'cpu', 'cuda'] as const, 'device');
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
-    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter };
+    const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
+    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize };
     switch (command) {
       case 'export':
-        await exportCommand({ model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference }, out);
+        await exportCommand({ model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize }, out);
         return 0;
       case 'forward':
         await forwardCommand({ ...common, model: need(v.model, 'model'), inputs: need(v.inputs, 'inputs'), out: need(v.out, 'out') }, out);

@@ -118,6 +118,7 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
       reference: o.reference,
       cacheDir: o.cacheDir,
       adapter: o.adapter,
+      quantize: o.quantize,
       onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
     });
   } finally {

@@ -5,7 +5,8 @@ export type ModelErrorCode =
   | 'BAD_INPUT'
   | 'PLACEHOLDER_MISMATCH'
   | 'BAD_GENERATION_OPTIONS'
-  | 'BAD_CACHE_DIR';
+  | 'BAD_CACHE_DIR'
+  | 'INSUFFICIENT_MEMORY';
 
 /** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
 export class ModelError extends Error {

@@ -13,7 +13,7 @@ import {
   KV_CACHE_IO,
 } from '@vlmkit/moe-decoder';
 import { ernieFrequencyAxes, ropeInverseFrequencies } from '@vlmkit/mrope';
-import { type Graph, saveModel, type Value } from '@vlmkit/onnx-graph';
+import { type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
 import { windowGeometry } from '@vlmkit/qformer';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { ernieVisionHeadDim } from '@vlmkit/vision-tower';
@@ -39,6 +39,8 @@ export interface ExportOptions {
   reference?: ErnieReference | undefined;
   /** Initializers of at least this many bytes go to `<graph>.onnx.data` (default 1 KiB). */
   externalThreshold?: number | undefined;
+  /** The decoder's weights block-quantized (com.microsoft MatMulNBits): 'int8' or 'int4' (see `ErnieLoadOptions.quantize`). */
+  quantize?: QuantizeRequest | undefined;
 }
 
 /** A graph input or output: dims are numbers or symbolic names (`batch`, `seq`, `past`, `total`, ...). */
@@ -157,7 +159,12 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
       const mapped = await loadErnieWeights(ckpt, config);
       const vision = await writeGraph(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), out, 'vision_encoder', t);
-      const decoder = await writeGraph(buildErnieTextDecoderModel(mapped.decoder, config.text), out, 'decoder', t);
+      const decoder = await writeGraph(
+        buildErnieTextDecoderModel(mapped.decoder, config.text, { quantize: options.quantize }),
+        out,
+        'decoder',
+        t,
+      );
       const text = config.text;
       const v = config.vision;
       const r = config.resampler;
@@ -223,7 +230,12 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
       const vision = await writeGraph(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), out, 'vision_encoder', t);
       const levels = config.levels.map((l) => l.llmLayer);
-      const decoder = await writeGraph(buildGraniteTextDecoderModel(mapped.decoder, config.text, { levels }), out, 'decoder', t);
+      const decoder = await writeGraph(
+        buildGraniteTextDecoderModel(mapped.decoder, config.text, { levels, quantize: options.quantize }),
+        out,
+        'decoder',
+        t,
+      );
       const text = config.text;
       manifest = {
         ...head('granite4_vision', root, adapter ? resolve(options.adapter!) : null, files, vision, decoder),

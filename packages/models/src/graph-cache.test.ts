@@ -1,6 +1,7 @@
 import { chmod, cp, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadModelProto } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernie45VLConfig } from './ernie/config.js';
@@ -83,7 +84,7 @@ describe('graph cache', () => {
     }
   });
 
-  it('cacheDir set to the model directory (asked for): external data points into the .safetensors, nothing copied for file tensors', async () => {
+  it('cacheDir set to the model directory (asked for): tensors used as stored point into the .safetensors; folded ones are written once', async () => {
     const dir = await checkpointCopy('in-model-dir');
     const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir: dir, logger: () => {} });
     const c = fixtureCases('ernie-tiny').find((x) => x.name === 'images')!;
@@ -92,9 +93,25 @@ describe('graph cache', () => {
     const expected = await readTensors(join(c.dir, 'expected.safetensors'));
     expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
     const files = await readdir(dir);
-    // The vision encoder's weights are all plain checkpoint tensors: its graph has no data file of its own.
-    const vision = files.filter((f) => f.startsWith('vlmkit-ernie-vision-'));
-    expect(vision.map((f) => f.replace(/-[0-9a-f]+\./, '.')).sort()).toEqual(['vlmkit-ernie-vision.json', 'vlmkit-ernie-vision.onnx']);
+    const externals = async (prefix: string) => {
+      const onnx = files.find((f) => f.startsWith(prefix) && f.endsWith('.onnx'))!;
+      const proto = await loadModelProto(join(dir, onnx));
+      const where = (proto.graph!.initializer ?? []).flatMap((t) =>
+        t.externalData?.length ? [{ file: t.externalData.find((e) => e.key === 'location')!.value!, name: t.name! }] : [],
+      );
+      return { onnx, where };
+    };
+    // Linear weights are stored transposed ([in, out], ORT's layout) in the graph's own data file, once;
+    // tensors used as stored (the embedding table, read by Gather and by the LM head's Gemm) are read from
+    // the checkpoint in place.
+    for (const prefix of ['vlmkit-ernie-vision-', 'vlmkit-ernie-decoder-']) {
+      const { onnx, where } = await externals(prefix);
+      for (const w of where) {
+        expect(w.file).toBe(w.name.endsWith('Transpose/out') ? `${onnx}.data` : 'model.safetensors');
+      }
+    }
+    const decoder = await externals('vlmkit-ernie-decoder-');
+    expect(decoder.where.filter((w) => w.file === 'model.safetensors').map((w) => w.name)).toContain('decoder.embed_tokens.weight');
   });
 
   it('a damaged .onnx.data or .onnx is detected, rebuilt and reported, never served', async () => {

@@ -5,7 +5,9 @@
 // directory still lets external data point straight into the .safetensors files):
 //
 //   <root>/vlmkit-<name>-<key>.onnx        the graph
-//   <root>/vlmkit-<name>-<key>.onnx.data   its external data (weights copied once), when it has any
+//   <root>/vlmkit-<name>-<key>.onnx.data   its external data, when it has any: weights as ORT uses them
+//                                           (bf16 -> float32 and transposes folded), tensors of 1 MiB and
+//                                           more 4 KiB aligned so that ORT memory-maps them
 //   <root>/vlmkit-<name>-<key>.json        the entry: what it was built from, the digests of the two files above;
 //                                           written last, so an entry without it is an unfinished build
 //   <root>/digests/<hash of path>.json     remembered sha256 of a checkpoint file, by path + size + mtime + ctime + inode
@@ -16,8 +18,11 @@ import { basename, join } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
 import { ModelError } from './errors.js';
 
-/** Bumped when the key or the entry format changes: older entries then no longer match and are cleaned. */
-const FORMAT = 2;
+/**
+ * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
+ * cleaned. 3: weights stored as ORT uses them (Cast/Transpose of initializers folded), page-aligned.
+ */
+const FORMAT = 3;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 const HASH_CHUNK = 4 * 2 ** 20;
@@ -120,6 +125,8 @@ export interface CacheHit {
   modelPath: string;
   /** True when the graph came from the cache; false when it was (re)built now. */
   cached: boolean;
+  /** Bytes of the .onnx and its .onnx.data: what a session on it loads (maps) as weights. */
+  bytes: number;
 }
 
 /** A cache of built graphs in one folder. */
@@ -216,13 +223,13 @@ export class GraphCache {
     const entry = await readJson<Entry>(entryPath);
     if (entry) {
       const problem = await this.verify(entry, base);
-      if (problem === undefined) return { modelPath, cached: true };
+      if (problem === undefined) return { modelPath, cached: true, bytes: entryBytes(entry) };
       this.log(`cached graph ${join(this.root, base)}.* is damaged (${problem}); rebuilding it`);
       await this.remove(base);
     }
-    await this.build(g, { name, key, checkpoint, inputs }, base);
+    const built = await this.build(g, { name, key, checkpoint, inputs }, base);
     await this.prune(name, checkpoint);
-    return { modelPath, cached: false };
+    return { modelPath, cached: false, bytes: entryBytes(built) };
   }
 
   /** Undefined when the entry's files are what was written; else what is wrong. */
@@ -263,14 +270,16 @@ export class GraphCache {
    * Written under temporary names and renamed into place, data first and the entry last: a concurrent
    * process building the same key writes identical bytes, and a reader never sees a partial file.
    */
-  private async build(g: Graph, e: Pick<Entry, 'name' | 'key' | 'checkpoint' | 'inputs'>, base: string): Promise<void> {
+  private async build(g: Graph, e: Pick<Entry, 'name' | 'key' | 'checkpoint' | 'inputs'>, base: string): Promise<Entry> {
     const tag = `tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     const modelPath = join(this.root, `${base}.onnx`);
     const dataFile = `${base}.onnx.data`;
     const tmpModel = join(this.root, `${base}.${tag}.onnx`);
     const tmpData = join(this.root, `${dataFile}.${tag}`);
     try {
-      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}` });
+      // Weights stored as ORT will use them (bf16 -> float32 casts and transposes done once, here), 4 KiB
+      // aligned so ORT memory-maps them: no per-load folding, no bf16 copy beside the float32 one.
+      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}`, fold: true });
       const onnx: FileRecord = { size: (await stat(tmpModel)).size, sha256: await sha256File(tmpModel) };
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
@@ -281,6 +290,7 @@ export class GraphCache {
       await rename(tmpModel, modelPath);
       const entry: Entry = { format: FORMAT, ...e, onnx, ...(data ? { data } : {}), createdAt: Date.now() };
       await writeAtomic(join(this.root, `${base}.json`), JSON.stringify(entry, null, 1));
+      return entry;
     } finally {
       await rm(tmpModel, { force: true });
       await rm(tmpData, { force: true });
@@ -367,6 +377,10 @@ export class GraphCache {
       this.log(`removed superseded cached graph ${base}`);
     }
   }
+}
+
+function entryBytes(e: Entry): number {
+  return e.onnx.size + (e.data?.size ?? 0);
 }
 
 function alive(pid: number): boolean {

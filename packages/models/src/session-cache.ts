@@ -1,6 +1,7 @@
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import type { Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
+import { ModelError } from './errors.js';
 import { GraphCache } from './graph-cache.js';
 
 export interface SessionCacheOptions {
@@ -15,6 +16,14 @@ export interface SessionCacheOptions {
   device?: DeviceRequest | undefined;
   threads?: number | undefined;
   logger?: ((msg: string) => void) | undefined;
+  /** ORT's prepacking of constant weights at session creation (see `SessionOptions.prepack`; default false). */
+  prepack?: boolean | undefined;
+  /**
+   * Refuse (INSUFFICIENT_MEMORY) a CPU session whose graph and weights are larger than the memory the
+   * system says is available (/proc/meminfo MemAvailable) before ORT loads them, instead of being killed
+   * part-way. Default true; no check where /proc/meminfo is missing or the device is 'cuda'.
+   */
+  memoryCheck?: boolean | undefined;
 }
 
 export interface CachedSessionExtras {
@@ -56,8 +65,13 @@ export async function cachedSession(
 ): Promise<BuiltSession> {
   const t0 = performance.now();
   const cache = await GraphCache.open(o.cacheDir, { logger: o.logger, verify: o.verifyCache });
-  let { modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles);
+  const hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
+  let { modelPath, cached } = hit;
   const t1 = performance.now();
+  if (o.memoryCheck !== false && o.device !== 'cuda') {
+    const available = await memAvailable();
+    if (available !== undefined) ensureMemory(name, hit.bytes, available, modelPath);
+  }
   extras.onSession?.();
   const open = () =>
     createSession(modelPath, {
@@ -65,6 +79,7 @@ export async function cachedSession(
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
+      ...(o.prepack !== undefined ? { prepack: o.prepack } : {}),
     });
   let session: VlmSession;
   try {
@@ -77,6 +92,35 @@ export async function cachedSession(
     session = await open();
   }
   return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1 };
+}
+
+/** MemAvailable of /proc/meminfo in bytes (`text`: its contents); undefined where there is none. */
+export async function memAvailable(text?: string): Promise<number | undefined> {
+  let t = text;
+  if (t === undefined) {
+    try {
+      t = await readFile('/proc/meminfo', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const m = /^MemAvailable:\s+(\d+)\s*kB/m.exec(t);
+  return m ? Number(m[1]) * 1024 : undefined;
+}
+
+const GB = 2 ** 30;
+
+/**
+ * Throws INSUFFICIENT_MEMORY when a session on a graph of `needBytes` (its .onnx and weights, as stored:
+ * float32 after folding) cannot fit in `availableBytes`. ORT maps the weights and allocates activations on
+ * top, so this is a lower bound of what the session needs: a load refused here would have been killed.
+ */
+export function ensureMemory(name: string, needBytes: number, availableBytes: number, modelPath: string): void {
+  if (needBytes <= availableBytes) return;
+  throw new ModelError(
+    'INSUFFICIENT_MEMORY',
+    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath} and its data, float32) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); memoryCheck: false skips this check.`,
+  );
 }
 
 async function stillThere(modelPath: string): Promise<boolean> {

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import type { TypedArray } from './dtype.js';
 import { onnxDataType } from './dtype.js';
 import { GraphError } from './errors.js';
+import { foldInitializerTransforms } from './fold.js';
 import type { Graph } from './graph.js';
 import { type InitializerEntry, MS_DOMAIN } from './graph-core.js';
 import { type OnnxTypes, onnx } from './proto.js';
@@ -47,6 +48,13 @@ export interface SaveOptions {
    * outside the model's directory, so other files are copied.
    */
   linkFiles?: boolean;
+  /**
+   * Fold the Cast (bf16/fp16 -> float32) and Transpose nodes that read an initializer into float32 /
+   * transposed initializers written here, once (default false): ORT then loads weights it can use as they
+   * are (memory-mapped from the data file, see below) instead of folding them again at every session
+   * creation, and never holds a bf16 copy beside the float32 one. Numbers are unchanged.
+   */
+  fold?: boolean;
 }
 
 export interface SavedModel {
@@ -56,10 +64,18 @@ export interface SavedModel {
   copiedBytes: number;
   /** Bytes referenced in place in other files. */
   linkedBytes: number;
+  /** Nodes folded into initializers (`fold`). */
+  foldedNodes: number;
 }
 
 const INLINE_LIMIT = 1.5 * 2 ** 30;
 const ALIGN = 64;
+/**
+ * Tensors of at least 1 MiB start on a 4 KiB page in the data file: ORT (CPU) then memory-maps them instead
+ * of reading them into its own buffers (the pages are the kernel's page cache, shared and reclaimable).
+ */
+const PAGE = 4096;
+const PAGE_ALIGN_FROM = 2 ** 20;
 
 /** Serialises the graph in memory: the model bytes plus external buffers for large initializers. */
 export async function serializeModel(g: Graph, opts: SerializeOptions = {}): Promise<SerializedModel> {
@@ -96,12 +112,15 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   const dataPath = resolve(dir, dataName);
   const writePath = opts.writeDataTo !== undefined ? resolve(dir, opts.writeDataTo) : dataPath;
   const snap = g.snapshot();
+  const folded = opts.fold ? foldInitializerTransforms(snap, tensorBytes) : undefined;
+  const nodes = folded?.nodes ?? snap.nodes;
+  const initializers = folded?.initializers ?? snap.initializers;
   const tensors: OnnxTypes.ITensorProto[] = [];
   let offset = 0;
   let linkedBytes = 0;
   const data = await open(writePath, 'w');
   try {
-    for (const entry of snap.initializers) {
+    for (const entry of initializers) {
       const ref = entry.ref;
       const length = tensorByteLength(ref);
       if (length < threshold) {
@@ -116,7 +135,8 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
           continue;
         }
       }
-      offset = Math.ceil(offset / ALIGN) * ALIGN;
+      const align = length >= PAGE_ALIGN_FROM ? PAGE : ALIGN;
+      offset = Math.ceil(offset / align) * align;
       await writeTensor(ref, data, offset);
       tensors.push(externalTensor(entry, dataName, offset, length));
       offset += length;
@@ -127,8 +147,14 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
     await data.close();
   }
   if (offset === 0) await rm(writePath, { force: true });
-  await writeFile(modelPath, encode(g, tensors));
-  return { modelPath, dataPath: offset > 0 ? dataPath : undefined, copiedBytes: offset, linkedBytes };
+  await writeFile(modelPath, encode(g, tensors, nodes));
+  return {
+    modelPath,
+    dataPath: offset > 0 ? dataPath : undefined,
+    copiedBytes: offset,
+    linkedBytes,
+    foldedNodes: folded?.folded ?? 0,
+  };
 }
 
 /** Serialises with every initializer inline (small models, tests). */
@@ -137,7 +163,7 @@ export async function modelBytes(g: Graph): Promise<Uint8Array> {
   return s.bytes;
 }
 
-function encode(g: Graph, initializer: OnnxTypes.ITensorProto[]): Uint8Array {
+function encode(g: Graph, initializer: OnnxTypes.ITensorProto[], nodes?: readonly OnnxTypes.INodeProto[]): Uint8Array {
   const snap = g.snapshot();
   const opsetImport: OnnxTypes.IOperatorSetIdProto[] = [{ domain: '', version: snap.opset }];
   if (snap.domains.includes(MS_DOMAIN)) opsetImport.push({ domain: MS_DOMAIN, version: 1 });
@@ -148,7 +174,7 @@ function encode(g: Graph, initializer: OnnxTypes.ITensorProto[]): Uint8Array {
     opsetImport,
     graph: {
       name: snap.name,
-      node: [...snap.nodes],
+      node: [...(nodes ?? snap.nodes)],
       input: snap.inputs.map(valueInfo),
       output: snap.outputs.map(valueInfo),
       initializer,

@@ -8,7 +8,7 @@ import {
   ernieRotaryTables,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
-import type { QuantizeMode } from '@vlmkit/onnx-graph';
+import type { QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readConfigFile } from '../config-file.js';
@@ -65,9 +65,10 @@ export interface ErnieLoadOptions extends SessionCacheOptions {
   /**
    * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
    * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
-   * stay float. Its own graph-cache entry. Default: float32.
+   * stay float. Its own graph-cache entry. Options (`QuantizeOptions`: symmetric, accuracyLevel, lmHead) for
+   * measurements. Default: float32.
    */
-  quantize?: QuantizeMode | undefined;
+  quantize?: QuantizeRequest | undefined;
 }
 
 export type ErnieTimings = ModelTimings;

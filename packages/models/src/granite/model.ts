@@ -6,7 +6,7 @@ import {
   graniteDecodePositions,
   graniteDecoderFeeds,
 } from '@vlmkit/moe-decoder';
-import type { QuantizeMode } from '@vlmkit/onnx-graph';
+import type { QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
@@ -58,9 +58,10 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
   /**
    * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
    * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
-   * stay float. Its own graph-cache entry. Default: float32.
+   * stay float. Its own graph-cache entry. Options (`QuantizeOptions`: symmetric, accuracyLevel, lmHead) for
+   * measurements. Default: float32.
    */
-  quantize?: QuantizeMode | undefined;
+  quantize?: QuantizeRequest | undefined;
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
