@@ -192,9 +192,10 @@ describe('vlmkit usage errors', () => {
 
   it('rejects a missing flag, a bad device and an unknown command with exit code 2', async () => {
     for (const argv of [['forward', '--model', ernie], ['demo', '--device', 'tpu'], ['nope']]) {
-      const c = capture();
-      expect(await main(argv, c.out)).toBe(2);
-      expect(c.text()).toMatch(/^vlmkit: /);
+      const [c, e] = [capture(), capture()];
+      expect(await main(argv, c.out, { err: e.out })).toBe(2);
+      expect(e.text()).toMatch(/^vlmkit: /);
+      expect(c.text()).toBe('');
     }
   });
 

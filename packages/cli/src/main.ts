@@ -5,6 +5,7 @@ import { QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
 import { exportCommand } from './export-command.js';
+import { inspectCommand } from './inspect-command.js';
 import { preprocessCommand, runCommand } from './run.js';
 
 const USAGE = `usage: vlmkit <command> [options]
@@ -31,6 +32,10 @@ commands:
             the component graphs as plain ONNX files (vision_encoder.onnx, decoder.onnx, each with .onnx.data
             when large) and manifest.json (inputs, outputs, dtypes, dims, the KV cache, the host-side rules):
             runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example)
+  inspect   --model DIR [--adapter DIR] [--json]
+            checks a checkpoint directory without building graphs: config.json, every safetensors header, the
+            weight mapping (names, shapes, dtypes), the adapter; prints parameters by component and mapped / ignored /
+            unused / missing tensors, and exits 1 naming the first problem (on stderr) when there is one
   demo      vlmkit run on the tiny ERNIE-4.5-VL fixture with a picture and a question (random weights: the answer is noise)
   graph-demo  build a small graph in TypeScript and run it
   help      this text
@@ -128,6 +133,8 @@ export async function main(
   io: MainIo = { tty: process.stdout.isTTY === true, err: (s) => process.stderr.write(s) },
 ): Promise<number> {
   const [command, ...rest] = argv;
+  // Usage errors and problems go to stderr (io.err), never into the command's output.
+  const err: Out = io.err ?? ((s) => process.stderr.write(s));
   try {
     if (command === undefined || command === 'help' || command === '--help') {
       out(USAGE);
@@ -202,6 +209,8 @@ export async function main(
         );
         return 0;
       }
+      case 'inspect':
+        return await inspectCommand({ model: need(v.model, 'model'), adapter: v.adapter, json: v.json }, out, err);
       case 'graph-demo': {
         const r = await runGraphDemo(device);
         out(`device: ${r.device} (${r.deviceReason})\n`);
@@ -218,7 +227,7 @@ export async function main(
       (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
       (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
     ) {
-      out(`vlmkit: ${(e as Error).message}\n\n${USAGE}`);
+      err(`vlmkit: ${(e as Error).message}\n\n${USAGE}`);
       return 2;
     }
     throw e;

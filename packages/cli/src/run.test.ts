@@ -208,8 +208,10 @@ describe('vlmkit run on a terminal, and the demo', () => {
     expect(err.message).toMatch(/tokenizer\.json/);
     let text = '';
     const missing = ['run', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--image', join(IMAGES, 'nope.jpg'), '--prompt', 'x', '--json'];
-    const code = await main(missing, (s) => {
-      text += s;
+    const code = await main(missing, () => {}, {
+      err: (s) => {
+        text += s;
+      },
     });
     expect(code).toBe(2);
     expect(text).toMatch(/^vlmkit: cannot read .*nope\.jpg/);
@@ -220,8 +222,10 @@ describe('vlmkit run on a terminal, and the demo', () => {
     let text = '';
     const argv = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--prompt', 'x', '--out', join(tmpdir(), 'x.safetensors')];
     const notFrames = join(PROCESSORS, 'ernie', 'cases', 'video', 'expected.safetensors');
-    const code = await main([...argv, '--video', notFrames], (s) => {
-      text += s;
+    const code = await main([...argv, '--video', notFrames], () => {}, {
+      err: (s) => {
+        text += s;
+      },
     });
     expect(code).toBe(2);
     expect(text).toMatch(/^vlmkit: .*expected a tensor 'frames' uint8 \[N, H, W, 3\]/);

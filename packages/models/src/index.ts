@@ -50,6 +50,14 @@ export {
 } from './granite/vision-encoder.js';
 export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions, sha256File } from './graph-cache.js';
 export { readNamedTensors, writeNamedTensors } from './inputs-file.js';
+export {
+  formatInspectReport,
+  type InspectComponent,
+  type InspectOptions,
+  type InspectProblem,
+  type InspectReport,
+  inspectCheckpoint,
+} from './inspect.js';
 export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
 export {
   ERNIE_FORWARD_OUTPUTS,

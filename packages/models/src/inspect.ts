@@ -1,0 +1,209 @@
+// The quick check of a downloaded checkpoint: everything a load reads before it builds a graph, with every
+// problem kept instead of the first one thrown. config.json through the model's own reader, every safetensors
+// header (Checkpoint.open), the weight mapping (weight-mapper's tables against each component's
+// expectedParameters: names, shapes, dtypes), and a LoRA adapter if given. No graph is built and no tensor
+// data is read.
+import { resolve } from 'node:path';
+import { ConfigError } from '@vlmkit/config';
+import { Checkpoint, SafetensorsError } from '@vlmkit/safetensors';
+import { type LoraAdapter, MappingError, type MappingReport, readLoraAdapter } from '@vlmkit/weight-mapper';
+import { modelType, readConfigFile } from './config-file.js';
+import { ernie45VLConfig } from './ernie/config.js';
+import { loadErnieWeights } from './ernie/weights.js';
+import { ModelError } from './errors.js';
+import { readGenerationConfig } from './generation-tokens.js';
+import { granite4VisionConfig } from './granite/config.js';
+import { loadGraniteWeights } from './granite/weights.js';
+
+/** One thing wrong with the directory: the error code, where (file, tensor, field or parameter), and the sentence. */
+export interface InspectProblem {
+  readonly code: string;
+  readonly where: string;
+  readonly message: string;
+}
+
+export interface InspectComponent {
+  readonly name: string;
+  /** Parameters the component's builder expects that the checkpoint provides. */
+  readonly tensors: number;
+  /** Their element count. */
+  readonly parameters: number;
+}
+
+export interface InspectReport {
+  readonly dir: string;
+  /** config.json's model_type, once read. */
+  readonly modelType: string | undefined;
+  /** The .safetensors files whose headers were read, with their tensor counts. */
+  readonly files: readonly { readonly path: string; readonly tensors: number }[];
+  readonly components: readonly InspectComponent[];
+  /** Checkpoint tensors by what the mapping did with them. */
+  readonly tensors: {
+    readonly mapped: number;
+    /** Tensors the table skips on purpose (a tied lm_head, multi-token-prediction heads). */
+    readonly ignored: number;
+    /** Neither used nor ignored: the table does not know them. */
+    readonly unused: readonly string[];
+    /** Required parameters with no tensor, by the checkpoint names they need. */
+    readonly missing: readonly string[];
+    /** Parameters whose tensors have the wrong shape or dtype. */
+    readonly mismatched: readonly string[];
+  };
+  readonly adapter: { readonly dir: string; readonly rank: number; readonly alpha: number; readonly targets: number } | undefined;
+  /** Every problem found, in the order checked (config, headers, adapter, mapping); empty when the checkpoint is good. */
+  readonly problems: readonly InspectProblem[];
+}
+
+export interface InspectOptions {
+  /** A PEFT LoRA adapter directory to check against the checkpoint (Granite 4 Vision). */
+  adapter?: string | undefined;
+}
+
+/** A thrown vlmkit error as a problem; anything else is rethrown (a bug, not a finding). */
+function problem(e: unknown): InspectProblem {
+  if (e instanceof ConfigError) return { code: e.code, where: `${e.config}: ${e.field}`, message: e.message };
+  if (e instanceof SafetensorsError || e instanceof MappingError)
+    return { code: e.code, where: [e.file, e.tensor].filter((x) => x !== undefined).join(': ') || '-', message: e.message };
+  if (e instanceof ModelError) return { code: e.code, where: 'config.json', message: e.message };
+  throw e;
+}
+
+/**
+ * Checks a checkpoint directory the way a load would, without building graphs or reading tensor data, and
+ * reports what it found. Problems are collected, not thrown: `report.problems[0]` is the first one.
+ */
+export async function inspectCheckpoint(dir: string, options: InspectOptions = {}): Promise<InspectReport> {
+  const root = resolve(dir);
+  const problems: InspectProblem[] = [];
+  const empty = { mapped: 0, ignored: 0, unused: [], missing: [], mismatched: [] };
+  const done = (r: Partial<InspectReport> = {}): InspectReport => ({
+    dir: root,
+    modelType: undefined,
+    files: [],
+    components: [],
+    tensors: empty,
+    adapter: undefined,
+    problems,
+    ...r,
+  });
+
+  let type: ReturnType<typeof modelType>;
+  let config: ReturnType<typeof ernie45VLConfig> | ReturnType<typeof granite4VisionConfig>;
+  try {
+    const file = await readConfigFile(root);
+    type = modelType(file);
+    const generation = await readGenerationConfig(root);
+    config = type === 'granite4_vision' ? granite4VisionConfig(file.json, generation) : ernie45VLConfig(file.json, 'vllm', generation);
+  } catch (e) {
+    problems.push(problem(e));
+    return done();
+  }
+
+  let ckpt: Checkpoint;
+  try {
+    ckpt = await Checkpoint.open(root);
+  } catch (e) {
+    problems.push(problem(e));
+    return done({ modelType: type });
+  }
+  try {
+    const byFile = new Map<string, number>();
+    for (const n of ckpt.names()) {
+      const f = ckpt.info(n).file;
+      byFile.set(f, (byFile.get(f) ?? 0) + 1);
+    }
+    const files = [...byFile].map(([path, tensors]) => ({ path, tensors }));
+
+    let adapter: LoraAdapter | undefined;
+    if (options.adapter !== undefined) {
+      try {
+        if (type !== 'granite4_vision') throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
+        adapter = await readLoraAdapter(resolve(options.adapter), ckpt);
+      } catch (e) {
+        problems.push(problem(e));
+      }
+    }
+
+    // allowMissing: the report comes back with every missing parameter; a mismatch still throws, with the report.
+    let report: MappingReport | undefined;
+    try {
+      report = (
+        type === 'granite4_vision'
+          ? await loadGraniteWeights(
+              ckpt,
+              config as ReturnType<typeof granite4VisionConfig>,
+              (config as ReturnType<typeof granite4VisionConfig>).text,
+              {
+                allowMissing: true,
+              },
+            )
+          : await loadErnieWeights(ckpt, config as ReturnType<typeof ernie45VLConfig>, { allowMissing: true })
+      ).report;
+    } catch (e) {
+      if (e instanceof MappingError && e.report !== undefined) report = e.report;
+      else problems.push(problem(e));
+    }
+    if (report === undefined) return done({ modelType: type, files });
+
+    const missing = report.missing.filter((m) => m.required);
+    for (const m of missing) {
+      const near = m.nearest.length > 0 ? ` Nearest present: ${m.nearest.map((n) => `'${n}'`).join(', ')}.` : '';
+      problems.push({
+        code: 'MISSING_TENSOR',
+        where: `${m.component} parameter ${m.name}`,
+        message: `${m.component} parameter '${m.name}' needs ${m.tensors.map((t) => `'${t}'`).join(', ')}, which the checkpoint lacks.${near}`,
+      });
+    }
+    for (const m of report.mismatched) problems.push({ code: m.code, where: `${m.component} parameter ${m.name}`, message: m.message });
+    // A missing or mismatched parameter leaves its other tensors (k and v beside a missing q) unused: named
+    // as problems of their own only when nothing else is wrong, counted in the summary always.
+    for (const u of problems.length === 0 ? report.unmapped : []) {
+      problems.push({
+        code: 'UNMAPPED_TENSOR',
+        where: `${ckpt.info(u).file}: ${u}`,
+        message: `checkpoint tensor '${u}' is used by no parameter of ${report.table} as config.json describes it (a different layout, or a config that does not match the weights).`,
+      });
+    }
+    const components = new Map<string, InspectComponent>();
+    for (const p of report.parameters) {
+      const c = components.get(p.component) ?? { name: p.component, tensors: 0, parameters: 0 };
+      components.set(p.component, { ...c, tensors: c.tensors + 1, parameters: c.parameters + p.shape.reduce((a, d) => a * d, 1) });
+    }
+    return done({
+      modelType: type,
+      files,
+      components: [...components.values()],
+      tensors: {
+        mapped: report.consumed.length,
+        ignored: report.ignored.length,
+        unused: report.unmapped,
+        missing: missing.map((m) => m.name),
+        mismatched: report.mismatched.map((m) => m.name),
+      },
+      adapter: adapter && { dir: adapter.dir, rank: adapter.rank, alpha: adapter.alpha, targets: adapter.targets.size },
+    });
+  } finally {
+    await ckpt.close();
+  }
+}
+
+/** The report as lines of text: the summary, then each problem (`CODE where: message`), then the verdict. */
+export function formatInspectReport(r: InspectReport): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const lines = [`checkpoint ${r.dir}`];
+  if (r.modelType !== undefined) lines.push(`model_type ${r.modelType}`);
+  for (const f of r.files) lines.push(`  file ${f.path}: ${n(f.tensors)} tensors, header read`);
+  for (const c of r.components) lines.push(`  ${c.name}: ${n(c.parameters)} parameters in ${n(c.tensors)} tensors`);
+  if (r.components.length > 0) {
+    const total = r.components.reduce((a, c) => a + c.parameters, 0);
+    const t = r.tensors;
+    lines.push(`  total: ${n(total)} parameters`);
+    lines.push(
+      `tensors: ${t.mapped} mapped, ${t.ignored} ignored, ${t.unused.length} unused, ${t.missing.length} parameters missing, ${t.mismatched.length} mismatched`,
+    );
+  }
+  if (r.adapter) lines.push(`adapter ${r.adapter.dir}: r ${r.adapter.rank}, alpha ${r.adapter.alpha}, ${r.adapter.targets} target weights`);
+  for (const p of r.problems) lines.push(`${p.code} ${p.where}: ${p.message}`);
+  lines.push(r.problems.length === 0 ? 'ok' : `${r.problems.length} problem(s); first: ${r.problems[0]!.code} ${r.problems[0]!.where}`);
+  return `${lines.join('\n')}\n`;
+}
