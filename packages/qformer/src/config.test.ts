@@ -115,12 +115,12 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
     [
       'qformer width != vision width',
       (c) => ({ ...c, qformer_config: { ...c['qformer_config'], hidden_size: 64 } }),
-      /^INCONSISTENT_CONFIG qformer: .*must both equal the vision hidden size 32/,
+      /^INCONSISTENT_CONFIG qformer_config.hidden_size: .*\(64\) must equal vision_config.hidden_size \(32\)/,
     ],
     [
       'heads do not divide',
       (c) => ({ ...c, qformer_config: { ...c['qformer_config'], num_attention_heads: 3 } }),
-      /^INCONSISTENT_CONFIG hiddenSize: .*hiddenSize 32 is not a multiple of numAttentionHeads 3/,
+      /^INCONSISTENT_CONFIG qformer_config.num_attention_heads: .*\(3\) must divide hidden_size \(32\)/,
     ],
     [
       'unknown activation',

@@ -70,10 +70,21 @@ export function qformerFromHfConfig(json: unknown): Blip2QFormerConfig {
 export function parseQFormer(q: ConfigObject): Blip2QFormerConfig {
   const d = BLIP2_QFORMER_DEFAULTS;
   q.optionalBool('use_qformer_text_input'); // type-checked only: the text path is not built
+  const hiddenSize = q.int('hidden_size', { default: d.hiddenSize, from: HF });
+  const numAttentionHeads = q.int('num_attention_heads', { default: d.numAttentionHeads, from: HF });
+  if (hiddenSize % numAttentionHeads !== 0) {
+    // HF Blip2QFormerMultiHeadAttention.__init__ raises the same; named by the config.json fields here.
+    const given = (key: string) => (q.has(key) ? '' : ", HF Blip2QFormerConfig's default");
+    q.fail(
+      'INCONSISTENT_CONFIG',
+      'num_attention_heads',
+      `(${numAttentionHeads}${given('num_attention_heads')}) must divide hidden_size (${hiddenSize}${given('hidden_size')}).`,
+    );
+  }
   return validateQFormerConfig({
-    hiddenSize: q.int('hidden_size', { default: d.hiddenSize, from: HF }),
+    hiddenSize,
     numHiddenLayers: q.int('num_hidden_layers', { default: d.numHiddenLayers, from: HF }),
-    numAttentionHeads: q.int('num_attention_heads', { default: d.numAttentionHeads, from: HF }),
+    numAttentionHeads,
     intermediateSize: q.int('intermediate_size', { default: d.intermediateSize, from: HF }),
     hiddenAct: q.oneOf('hidden_act', ACTIVATIONS, { default: d.hiddenAct, from: HF, code: 'UNSUPPORTED_CONFIG' }),
     layerNormEps: q.positive('layer_norm_eps', { default: d.layerNormEps, from: HF }),

@@ -71,6 +71,22 @@ export function fromHfConfig(json: unknown, options: FromHfConfigOptions = {}): 
   const [querySide, windowSide] = readDownsampleRate(top);
   const qf = top.optionalObj('qformer_config');
   const qformer = options.reference === 'vllm' || qf === undefined ? validateQFormerConfig(derivedQFormer(dv)) : parseQFormer(qf);
+  if (qf !== undefined && options.reference !== 'vllm') {
+    // The same check as validateWindowQFormerConfig's, named by the config.json fields (and whether a default was used).
+    for (const [key, x] of [
+      ['hidden_size', qformer.hiddenSize],
+      ['encoder_hidden_size', qformer.encoderHiddenSize],
+    ] as const) {
+      if (x !== dv) {
+        const dvFrom = vision.has('hidden_size') ? '' : `, the ${visionType} default`;
+        qf.fail(
+          'INCONSISTENT_CONFIG',
+          key,
+          `(${x}${qf.has(key) ? '' : ", HF Blip2QFormerConfig's default"}) must equal vision_config.hidden_size (${dv}${dvFrom}): the Q-Former runs on the vision features.`,
+        );
+      }
+    }
+  }
   return validateWindowQFormerConfig({
     visionHiddenSize: dv,
     textHiddenSize: text.int('hidden_size'),

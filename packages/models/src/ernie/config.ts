@@ -1,3 +1,4 @@
+import { fields } from '@vlmkit/config';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from '@vlmkit/moe-decoder';
 import { type ErnieResamplerConfig, fromHfConfig as resamplerFromHf } from '@vlmkit/resampler';
 import { ErnieVisionConfig } from '@vlmkit/vision-tower';
@@ -30,11 +31,28 @@ export function ernie45VLConfig(
   /** The checkpoint's generation_config.json, when it has one: eos / pad as HF generate reads them. */
   generationConfig?: unknown,
 ): Ernie45VLConfig {
+  const text = ernieTextConfigFromHf(json);
+  const tokens = ernieTokens(json, generationConfig);
+  // Placeholders and delimiters are token ids the prompt holds: each must be in the vocabulary.
+  const c = fields(json, 'ERNIE-4.5-VL config');
+  for (const [key, id] of [
+    [c.has('image_token_id') ? 'image_token_id' : 'im_patch_id', tokens.image],
+    ['video_token_id', tokens.video],
+    ['image_start_token_id', tokens.imageStart],
+    ['image_end_token_id', tokens.imageEnd],
+    ['video_start_token_id', tokens.videoStart],
+    ['video_end_token_id', tokens.videoEnd],
+  ] as const) {
+    if (id !== undefined && id >= text.vocabSize) {
+      const given = c.has(key) ? '' : ", HF's default: the field is missing";
+      c.fail('INCONSISTENT_CONFIG', key, `(${id}${given}) must be below text_config.vocab_size (${text.vocabSize}): it is a token id.`);
+    }
+  }
   return {
     vision: ErnieVisionConfig.fromHfConfig(json, { reference }),
     resampler: resamplerFromHf(json),
-    text: ernieTextConfigFromHf(json),
-    tokens: ernieTokens(json, generationConfig),
+    text,
+    tokens,
     reference,
   };
 }

@@ -27,14 +27,18 @@ export function ernieTokens(config: Record<string, unknown>, generationConfig?: 
     );
   }
   const image = c.optionalInt('image_token_id', { min: 0 }) ?? c.int('im_patch_id', { min: 0 });
+  // HF layout (text_config): a missing id takes HF Ernie4_5_VLMoeConfig's default, as transformers reads it.
+  // Hub layout: vLLM has no defaults; a missing delimiter is none, and videos reuse im_patch_id.
+  const hf = c.has('text_config');
+  const id = (key: string, fallback: number) =>
+    hf ? c.int(key, { min: 0, default: fallback, from: 'HF Ernie4_5_VLMoeConfig' }) : c.optionalInt(key, { min: 0 });
   return {
     image,
-    // vLLM (hub layout): videos reuse im_patch_id.
-    video: c.optionalInt('video_token_id', { min: 0 }) ?? image,
-    imageStart: c.optionalInt('image_start_token_id', { min: 0 }),
-    imageEnd: c.optionalInt('image_end_token_id', { min: 0 }),
-    videoStart: c.optionalInt('video_start_token_id', { min: 0 }),
-    videoEnd: c.optionalInt('video_end_token_id', { min: 0 }),
+    video: id('video_token_id', 103367) ?? image,
+    imageStart: id('image_start_token_id', 101304),
+    imageEnd: id('image_end_token_id', 101305),
+    videoStart: id('video_start_token_id', 101306),
+    videoEnd: id('video_end_token_id', 101307),
     ...generationTokens(config, generationConfig),
   };
 }

@@ -10,9 +10,18 @@ export interface GraniteTokens extends GenerationTokens {
 /** Reads the token ids from config.json; eos / pad as for every model (`generationTokens`, generation_config.json first). */
 export function graniteTokens(json: Record<string, unknown>, generationConfig?: unknown): GraniteTokens {
   const c = fields(json, 'Granite 4 Vision config');
-  return {
+  if (!c.has('image_token_index') && !c.has('image_token_id')) {
     // HF Granite4VisionConfig's default (32000, LLaVA's) is not Granite's: required.
+    c.fail('MISSING_CONFIG_FIELD', 'image_token_index', 'is missing, and so is image_token_id; expected the image placeholder token id.');
+  }
+  const generation = generationTokens(json, generationConfig);
+  // HF Granite4VisionTextConfig defaults eos_token_id to 2, and GenerationConfig.from_model_config takes it from
+  // the text config when there is no generation_config.json.
+  const text = fields(json, 'Granite 4 Vision config').optionalObj('text_config');
+  const noEos = generationConfig === undefined && text !== undefined && !text.has('eos_token_id') && !c.has('eos_token_id');
+  return {
     image: c.has('image_token_index') ? c.int('image_token_index', { min: 0 }) : c.int('image_token_id', { min: 0 }),
-    ...generationTokens(json, generationConfig),
+    ...generation,
+    ...(noEos ? { eos: [2], pad: text.has('pad_token_id') || c.has('pad_token_id') ? generation.pad : 2 } : {}),
   };
 }

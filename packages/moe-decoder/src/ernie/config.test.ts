@@ -104,7 +104,7 @@ describe('ernieTextConfigFromHf', () => {
       { ...baidu28b, mlp_layer_types: ['dense'] },
       'INCONSISTENT_CONFIG',
       'mlp_layer_types',
-      /mlp_layer_types has 1 entries for the 28 layers/,
+      /mlp_layer_types has 1 entries; expected one per layer: 28/,
     ],
     [
       'mlp_layer_types with another type',

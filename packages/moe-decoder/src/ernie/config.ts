@@ -87,6 +87,14 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
     freqAllocation = t;
     freqField = [rp, 'mrope_section'];
   } else {
+    if (rp !== undefined && !j.has('freq_allocation')) {
+      // HF layout without the section: HF's text rotary reads rope_parameters["mrope_section"] and has no default.
+      rp.fail(
+        'MISSING_CONFIG_FIELD',
+        'mrope_section',
+        `is missing, and so is freq_allocation (Baidu layout); expected [h, w, t] with 2h + t = head_dim / 2 = ${half}.`,
+      );
+    }
     freqAllocation = j.int('freq_allocation', { min: 0, default: 20, from: 'vLLM Ernie4_5_VLMoeDecoderLayer' });
     freqField = [j, 'freq_allocation'];
   }
@@ -98,7 +106,7 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
     );
   }
 
-  const numExperts = j.pair('moe_num_experts', { default: 64, from: HF });
+  const numExperts = j.pair('moe_num_experts', { min: 1, default: 64, from: HF });
   const intermediateSize = j.pair('moe_intermediate_size', { default: [1536, 512], from: `${HF}.__post_init__` });
   const topK = j.int('moe_k', { default: 6, from: HF });
   const numSharedExperts = j.int('moe_num_shared_experts', { min: 0, default: 2, from: HF });
@@ -115,7 +123,13 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
       j.fail('INVALID_CONFIG', 'moe_intermediate_size', `must be positive for MoE layers, found [${intermediateSize.join(', ')}].`);
     }
   }
-  const tieWordEmbeddings = j.optionalBool('tie_word_embeddings') ?? top.bool('tie_word_embeddings', { default: true, from: HF });
+  // HF ties lm_head by the model's own config: the top-level one of a VL config (getattr(config, "tie_word_embeddings")
+  // in PreTrainedModel.get_expanded_tied_weights_keys), whatever text_config says; Ernie4_5_VLMoeConfig defaults it to true.
+  if (top !== j) j.optionalBool('tie_word_embeddings'); // type-checked; the top-level value decides
+  const tieWordEmbeddings = top.bool('tie_word_embeddings', {
+    default: true,
+    from: top === j ? HF : 'HF Ernie4_5_VLMoeConfig (the top-level config ties lm_head)',
+  });
 
   return {
     hiddenSize,
@@ -145,7 +159,11 @@ function resolveLayerTypes(j: ConfigObject, layers: number): ErnieMlpType[] {
   if (j.has('mlp_layer_types')) {
     const given = j.strings('mlp_layer_types', { values: ['dense', 'sparse'] });
     if (given.length !== layers) {
-      j.fail('INCONSISTENT_CONFIG', 'mlp_layer_types', `has ${given.length} entries for the ${layers} layers of num_hidden_layers.`);
+      j.fail(
+        'INCONSISTENT_CONFIG',
+        'mlp_layer_types',
+        `has ${given.length} entries; expected one per layer: ${layers} (num_hidden_layers).`,
+      );
     }
     return given as ErnieMlpType[];
   }

@@ -66,7 +66,7 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
     j.fail(
       'UNSUPPORTED_CONFIG',
       `${layerTypesKey}[${bad}]`,
-      `is ${JSON.stringify(layerTypes![bad])}; only all-attention Granite decoders are built (no mamba layers).`,
+      `is ${JSON.stringify(layerTypes![bad])}; expected 'attention': only all-attention Granite decoders are built (no mamba layers).`,
     );
   }
   const experts = j.optionalInt('num_local_experts', { min: 0 }) ?? 0;
@@ -91,7 +91,7 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
     j.fail(
       'INCONSISTENT_CONFIG',
       layerTypesKey,
-      `has ${layerTypes.length} entries for the ${numHiddenLayers} layers of num_hidden_layers.`,
+      `has ${layerTypes.length} entries; expected one per layer: ${numHiddenLayers} (num_hidden_layers).`,
     );
   }
 
@@ -116,8 +116,13 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
     attentionMultiplier: j.positive('attention_multiplier', { default: 1, from: HF }),
     residualMultiplier: j.positive('residual_multiplier', { default: 1, from: HF }),
     logitsScaling: j.positive('logits_scaling', { default: 1, from: HF }),
-    // The VL config's own tie_word_embeddings wins over the text config's (HF ties through the top-level config).
-    tieWordEmbeddings: top.optionalBool('tie_word_embeddings') ?? textTie,
+    // HF ties lm_head by the model's own config: the top-level one of a VL config, whatever text_config says
+    // (getattr(config, "tie_word_embeddings") in PreTrainedModel.get_expanded_tied_weights_keys); Granite4VisionConfig
+    // defaults it to false.
+    tieWordEmbeddings:
+      top === j
+        ? textTie
+        : top.bool('tie_word_embeddings', { default: false, from: 'HF Granite4VisionConfig (the top-level config ties lm_head)' }),
     attentionBias: j.bool('attention_bias', { default: false, from: HF }),
     mlpBias: j.bool('mlp_bias', { default: false, from: HF }),
   };

@@ -44,7 +44,7 @@ export function graniteDeepstackPlan(json: unknown, numHiddenLayers?: number): G
       c.fail(
         'INVALID_CONFIG',
         'spatial_target_layers',
-        `has ${targets.length} layers; there is one per 2x2 offset (TL, TR, BL, BR), at most 4.`,
+        `has ${targets.length} layers; expected at most 4, one per 2x2 offset (TL, TR, BL, BR).`,
       );
     }
     const visionLayer = c.int('spatial_vision_layer', {

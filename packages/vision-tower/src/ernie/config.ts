@@ -88,6 +88,13 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   }
   const hiddenSize = (embed ?? hidden)!;
   const headsKey = vc.has('num_heads') ? 'num_heads' : 'num_attention_heads';
+  if (!vc.has(headsKey)) {
+    vc.fail(
+      'MISSING_CONFIG_FIELD',
+      'num_heads',
+      'is missing; expected num_heads (HF and Baidu layouts) or num_attention_heads, found neither.',
+    );
+  }
   const numHeads = vc.int(headsKey);
   const headDim = hiddenSize / numHeads;
   if (!Number.isInteger(headDim) || headDim % 4 !== 0) {

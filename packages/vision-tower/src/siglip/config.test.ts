@@ -74,7 +74,7 @@ describe('SiglipVisionConfig.fromHfConfig', () => {
       { vision_config: { ...vc, image_size: 60 } },
       'INCONSISTENT_CONFIG',
       'vision_config.image_size',
-      /image_size 60 is not a multiple of patch_size 8/,
+      /image_size must be a multiple of patch_size 8, found 60/,
     ],
     [
       'an unknown activation',

@@ -40,7 +40,7 @@ function fromHfConfig(json: unknown): SiglipVisionConfig {
   const imageSize = vc.square('image_size', { default: 224, from: HF });
   const patchSize = vc.square('patch_size', { default: 16, from: HF });
   if (imageSize % patchSize !== 0) {
-    vc.fail('INCONSISTENT_CONFIG', 'image_size', `${imageSize} is not a multiple of patch_size ${patchSize}.`);
+    vc.fail('INCONSISTENT_CONFIG', 'image_size', `must be a multiple of patch_size ${patchSize}, found ${imageSize}.`);
   }
   return {
     hiddenSize,
