@@ -16,7 +16,11 @@ export interface SessionCacheOptions {
   device?: DeviceRequest | undefined;
   threads?: number | undefined;
   logger?: ((msg: string) => void) | undefined;
-  /** ORT's prepacking of constant weights at session creation (see `SessionOptions.prepack`; default false). */
+  /**
+   * ORT's prepacking of constant weights at session creation (see `SessionOptions.prepack`). Default false,
+   * except for a graph built with `quantize`: MatMulNBits runs on its packed blocks only (unpacked it
+   * dequantizes the weight on every run: one [1, 1024] x [1024, 4096] product 28-45x slower, tools/bench/quant-matmul.mjs).
+   */
   prepack?: boolean | undefined;
   /**
    * Refuse (INSUFFICIENT_MEMORY) a CPU session whose graph and weights are larger than the memory the
@@ -79,7 +83,7 @@ export async function cachedSession(
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
-      ...(o.prepack !== undefined ? { prepack: o.prepack } : {}),
+      ...(o.prepack !== undefined ? { prepack: o.prepack } : g.quantize !== undefined ? { prepack: true } : {}),
     });
   let session: VlmSession;
   try {

@@ -6,13 +6,14 @@ import {
   ernieDecodePositions,
   ernieDecoderFeeds,
   ernieRotaryTables,
+  type KvCacheMode,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
 import type { QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readConfigFile } from '../config-file.js';
-import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
+import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { attentionMask, intRows, knownInputs, pixelsFor, tokenIds, tokenTypes } from '../inputs-check.js';
@@ -69,6 +70,12 @@ export interface ErnieLoadOptions extends SessionCacheOptions {
    * measurements. Default: float32.
    */
   quantize?: QuantizeRequest | undefined;
+  /**
+   * The decoder's KV cache (moe-decoder's `KvCacheMode`): 'append' (default) pre-allocates prompt + new tokens
+   * once and each decode step writes only its new rows; 'concat' is the HF / optimum layout (each step returns
+   * past + new, a copy of the whole cache). Its own graph-cache entry.
+   */
+  kvCache?: KvCacheMode | undefined;
 }
 
 export type ErnieTimings = ModelTimings;
@@ -102,6 +109,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const { json } = await readConfigFile(root);
     const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
     const steps = new LoadSteps(2, options.onProgress);
+    const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const { ckpt, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       return { ckpt, mapped: await loadErnieWeights(ckpt, config) };
@@ -111,17 +119,25 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options, { onSession }),
     );
     const decoder = await steps.session('ernie-decoder', (onSession) =>
-      cachedSession(buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, quantize: options.quantize }), root, 'ernie-decoder', options, {
-        onSession,
-      }),
+      cachedSession(
+        buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, kvCache, quantize: options.quantize }),
+        root,
+        'ernie-decoder',
+        options,
+        {
+          onSession,
+        },
+      ),
     );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
     await ckpt.close();
-    return new Ernie45VL(config, vision.session, decoder.session, {
+    const model = new Ernie45VL(config, vision.session, decoder.session, {
       loadMs: t1 - t0,
       buildMs: vision.buildMs + decoder.buildMs,
       sessionMs: vision.sessionMs + decoder.sessionMs,
     });
+    model.kvCache = kvCache;
+    return model;
   }
 
   /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */
