@@ -25,6 +25,46 @@ export class GrowingMask {
   }
 }
 
+/**
+ * The attention mask of a decode loop over a pre-allocated cache (KvCache with `capacity`): [B, capacity + 1],
+ * the cache's slots then the new token. Slots hold the prompt (its left padding masked) and the tokens fed so
+ * far; free slots are 0. One buffer, updated in place: a step marks the slot the previous token went to.
+ */
+export class SlotMask {
+  private readonly data: BigInt64Array;
+  private filled: number;
+  private pending = false;
+
+  constructor(
+    prompt: ArrayLike<number | bigint>,
+    private readonly batch: number,
+    seq: number,
+    private readonly capacity: number,
+  ) {
+    if (capacity < seq) throw new ModelError('BAD_INPUT', `SlotMask: capacity ${capacity} is below the prompt's ${seq} positions`);
+    const width = capacity + 1;
+    this.data = new BigInt64Array(batch * width);
+    for (let b = 0; b < batch; b++) {
+      for (let s = 0; s < seq; s++) this.data[b * width + s] = BigInt(prompt[b * seq + s]!);
+      this.data[b * width + capacity] = 1n;
+    }
+    this.filled = seq;
+  }
+
+  /** The mask for the next token: every slot filled so far, then the token itself. */
+  next(): HostTensor<'int64'> {
+    const width = this.capacity + 1;
+    // After the first call, the previous token was written to slot `filled`.
+    if (this.pending) {
+      if (this.filled >= this.capacity) throw new ModelError('BAD_INPUT', `SlotMask: all ${this.capacity} slots are used`);
+      for (let b = 0; b < this.batch; b++) this.data[b * width + this.filled] = 1n;
+      this.filled++;
+    }
+    this.pending = true;
+    return int64(this.data, [this.batch, width]);
+  }
+}
+
 /** The logits of each row's last position, [B * V], out of [B, seq, V]. */
 export function lastPositionLogits(logits: HostTensor, batch: number, seq: number, vocab: number): Float32Array {
   const all = logits.data as Float32Array;

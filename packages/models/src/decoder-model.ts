@@ -1,8 +1,10 @@
 // The shape both assembled models share: a vision encoder session and a decoder session with a KV cache,
 // a prompt analysis, and generation on the shared decode loop (generate.ts). Each model states what differs:
 // how a prompt is read, how its vision features are computed, and the decoder's feeds.
+
+import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import { type HostTensor, int64, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
-import { GrowingMask, lastPositionLogits, type PromptBatch } from './decode-state.js';
+import { GrowingMask, lastPositionLogits, type PromptBatch, SlotMask } from './decode-state.js';
 import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 
@@ -37,6 +39,9 @@ export interface DecoderIo extends KvCacheNames {
   readonly logitsToKeep: string;
 }
 
+/** The KV cache mode models load with unless told (see `DecoderModel.kvCache`). */
+export const DEFAULT_KV_CACHE: KvCacheMode = 'append';
+
 export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
   protected constructor(
     protected readonly vision: VlmSession,
@@ -52,6 +57,11 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
     return this.decoder.deviceReason;
   }
 
+  /**
+   * How the decoder graph's KV cache works (moe-decoder's `KvCacheMode`); the subclass builds its graph with
+   * the same. 'append': a cache pre-allocated for prompt + new tokens, each step writes its new rows only.
+   */
+  protected kvCache: KvCacheMode = 'concat';
   protected abstract readonly dims: DecoderDims;
   protected abstract readonly io: DecoderIo;
   protected abstract readonly tokens: GenerationTokens;
@@ -67,7 +77,11 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
     const t0 = performance.now();
     const vision = await this.encodeVision(inputs, p);
     const visionMs = performance.now() - t0;
-    const result = await generateTokens(this.decodeSteps(p, vision), { eos: this.tokens.eos, padTokenId: this.tokens.pad, ...options });
+    const result = await generateTokens(this.decodeSteps(p, vision, options.maxNewTokens), {
+      eos: this.tokens.eos,
+      padTokenId: this.tokens.pad,
+      ...options,
+    });
     return { ...result, visionMs };
   }
 
@@ -81,7 +95,8 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
     return { ...feeds, [this.io.logitsToKeep]: int64([n], []) };
   }
 
-  protected newCache(batch: number): KvCache {
+  /** An empty cache: the concat layout, or with `capacity` slots per row pre-allocated ('append' graphs). */
+  protected newCache(batch: number, capacity?: number): KvCache {
     const d = this.dims;
     return new KvCache({
       numLayers: d.numHiddenLayers,
@@ -89,16 +104,21 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
       headDim: d.headDim,
       batchSize: batch,
       names: this.io,
+      ...(capacity !== undefined ? { capacity } : {}),
     });
   }
 
-  /** The prompt run, then one token per row per step, the cache carried between runs. */
-  protected decodeSteps(p: Prompt, vision: Vision): DecodeSteps {
+  /**
+   * The prompt run, then one token per row per step, the cache carried between runs. 'append': the cache holds
+   * the prompt and the `maxNewTokens - 1` tokens fed back (the last one sampled is never fed), allocated once.
+   */
+  protected decodeSteps(p: Prompt, vision: Vision, maxNewTokens = 1): DecodeSteps {
     const B = p.batch;
     const V = this.dims.vocabSize;
-    const cache = this.newCache(B);
+    const capacity = this.kvCache === 'append' ? p.seq + Math.max(maxNewTokens - 1, 0) : undefined;
+    const cache = this.newCache(B, capacity);
     const realTokens = [...p.realTokens];
-    const mask = new GrowingMask(p.attentionMask, B, p.seq);
+    const mask = capacity !== undefined ? new SlotMask(p.attentionMask, B, p.seq, capacity) : new GrowingMask(p.attentionMask, B, p.seq);
     return {
       batchSize: B,
       vocabSize: V,

@@ -1,5 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import type { KvPair } from './types.js';
+import type { KvCacheMode, KvPair } from './types.js';
 
 /**
  * What a decoder's self-attention module is built with (vLLM: the
@@ -33,12 +33,17 @@ export interface SelfAttentionInputs {
   mask: Value;
   /** The layer's cache [B, Hkv, P, headDim] (P may be 0); with it `present` [B, Hkv, P+S, headDim] is returned. */
   past?: KvPair;
+  /**
+   * 'append': `past` is a slot buffer [B, Hkv, C, headDim] that `mask` [B, 1, S, C + S] selects from, and
+   * `present` is the new positions only, [B, Hkv, S, headDim] (see `KvCacheMode`). Default 'concat'.
+   */
+  kvCache?: KvCacheMode;
 }
 
 export interface SelfAttentionOutputs {
   /** [B, S, D]. */
   out: Value;
-  /** Past + current keys and values; only when `past` was given. */
+  /** Past + current keys and values ('append': the current ones only); only when `past` was given. */
   present: KvPair | undefined;
 }
 
@@ -67,6 +72,11 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
     }),
   );
   const out = nn.linear(g, r.out, w, 'o_proj', { bias: config.oProjBias, in: hq * hd, out: D });
+  if (past !== undefined && inputs.kvCache === 'append') {
+    // The new rows as the cache lays them out; the op's own past + current (an internal copy) stays in the graph.
+    const heads = (x: Value) => g.transpose(g.reshape(x, [0, 0, hkv, hd]), [0, 2, 1, 3]);
+    return { out, present: g.scope('present', () => ({ key: heads(k), value: heads(v!) })) };
+  }
   const present = r.presentKey !== undefined ? { key: r.presentKey, value: r.presentValue! } : undefined;
   return { out, present };
 }

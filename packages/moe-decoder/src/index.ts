@@ -40,4 +40,4 @@ export {
   graniteDecoderFeeds,
 } from './granite/standalone.js';
 export { KV_CACHE_IO, type KvKind, type KvTensors, type PastName, type PresentName, pastFeeds, presentOutputs } from './kv-io.js';
-export type { KvPair, ParameterSpec } from './types.js';
+export type { KvCacheMode, KvPair, ParameterSpec } from './types.js';

@@ -14,7 +14,8 @@ export type RuntimeErrorCode =
   | 'INVALID_TENSOR'
   | 'UNSUPPORTED_DTYPE'
   | 'SESSION_RELEASED'
-  | 'KV_CACHE_MISMATCH';
+  | 'KV_CACHE_MISMATCH'
+  | 'KV_CACHE_FULL';
 
 export interface RuntimeErrorDetails {
   /** The session's name (`opts.name`, or the model file's base name). */

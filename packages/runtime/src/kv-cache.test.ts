@@ -129,7 +129,83 @@ describe('KvCache', () => {
     expect(kv.layers()[0]!.value).toBe(t);
   });
 
+  it("pre-allocated (capacity): appends each run's new rows into its slots, equal to the concat cache, and feeds every slot", async () => {
+    const cap = 7;
+    const concat = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, batchSize: 2, names: NAMES });
+    const slots = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, batchSize: 2, names: NAMES, capacity: cap });
+    expect(slots.byteLength).toBe(2 * L * 2 * H * cap * D * 4);
+    expect(slots.layer(0).key.dims).toEqual([2, H, 0, D]); // the prefill sees no past
+    expect(slots.pastLength).toBe(0);
+    let p = 0;
+    for (const S of [3, 1, 1]) {
+      const x = step(2, S, p);
+      const out = await s.run({ ...x, ...concat.feeds() });
+      concat.update(out);
+      // An 'append' graph returns the new rows only: here, what the concat graph appended (scaled per layer).
+      const news: Record<string, HostTensor> = {};
+      for (let i = 0; i < L; i++)
+        for (const kind of ['key', 'value'] as const) {
+          const all = out[`present.${i}.${kind}`]!;
+          const rows = new Float32Array(2 * H * S * D);
+          for (let r = 0; r < 2 * H; r++)
+            rows.set((all.data as Float32Array).subarray((r * (p + S) + p) * D, (r * (p + S) + p + S) * D), r * S * D);
+          news[`present.${i}.${kind}`] = float32(rows, [2, H, S, D]);
+        }
+      slots.update(news);
+      p += S;
+      expect(slots.length).toBe(p);
+      expect(slots.pastLength).toBe(cap);
+    }
+    for (let i = 0; i < L; i++)
+      for (const kind of ['key', 'value'] as const) {
+        const t = slots.layer(i)[kind];
+        expect(t.dims).toEqual([2, H, cap, D]);
+        const want = concat.layer(i)[kind].data;
+        for (let r = 0; r < 2 * H; r++) {
+          expect(Array.from(t.data.subarray(r * cap * D, (r * cap + p) * D))).toEqual(
+            Array.from(want.subarray(r * p * D, (r + 1) * p * D)),
+          );
+          expect(t.data.subarray((r * cap + p) * D, (r + 1) * cap * D).every((v) => v === 0)).toBe(true); // free slots
+        }
+      }
+    // The same buffers every step: nothing is reallocated.
+    const before = slots.layer(1).value.data;
+    slots.update(
+      Object.fromEntries(
+        Array.from({ length: L }, (_, i) =>
+          (['key', 'value'] as const).map((k) => [`present.${i}.${k}`, float32(new Float32Array(2 * H * D), [2, H, 1, D])]),
+        ).flat(),
+      ),
+    );
+    expect(slots.layer(1).value.data).toBe(before);
+
+    // Full: 6 of 7 slots used, a run of 2 is refused and changes nothing.
+    const two = Object.fromEntries(
+      Array.from({ length: L }, (_, i) =>
+        (['key', 'value'] as const).map((k) => [`present.${i}.${k}`, float32(new Float32Array(2 * H * 2 * D), [2, H, 2, D])]),
+      ).flat(),
+    );
+    try {
+      slots.update(two);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as RuntimeError).code).toBe('KV_CACHE_FULL');
+      expect((e as Error).message).toMatch(/6 positions are cached and the run adds 2, past the capacity of 7 slots/);
+    }
+    expect(slots.length).toBe(6);
+
+    // select keeps whole rows of slots.
+    slots.select([1]);
+    expect(slots.layer(0).key.dims).toEqual([1, H, cap, D]);
+    expect(Array.from(slots.layer(0).key.data.subarray(0, 5 * D))).toEqual(expectedCache(0, 'key', [1], 5).slice(0, 5 * D));
+    slots.reset();
+    expect(slots.layer(0).key.dims).toEqual([1, H, 0, D]);
+  });
+
   it('validates its options', () => {
+    expect(() => new KvCache({ numLayers: 1, numKvHeads: 1, headDim: 1, names: NAMES, capacity: 0 })).toThrow(
+      /capacity must be a positive integer, got 0/,
+    );
     expect(() => new KvCache({ numLayers: 0, numKvHeads: 1, headDim: 1, names: NAMES })).toThrow(
       /numLayers must be a positive integer, got 0/,
     );

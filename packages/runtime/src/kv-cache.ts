@@ -9,6 +9,14 @@
  * naming): the caller passes them in, this package does not guess them.
  * ORT-node has no IO binding for CUDA, so the cache round-trips through host
  * memory each step.
+ *
+ * With `capacity` the cache is pre-allocated instead: one [B, Hkv, capacity, hd]
+ * buffer per layer and kind, fed whole (ORT-node reads input buffers in place),
+ * and each run's present outputs are only its new rows [B, Hkv, S, hd], written
+ * into the next free slots (a graph built for it: @vlmkit/moe-decoder's
+ * `kvCache: 'append'`, whose attention_mask marks which slots are used). No
+ * step copies or reallocates the cache, so a step's cost does not grow with
+ * the copy of everything before it.
  */
 import { RuntimeError } from './errors.js';
 import { float32, type HostTensor } from './tensor.js';
@@ -31,6 +39,12 @@ export interface KvCacheOptions {
   batchSize?: number;
   /** The graph's cache input/output names (a decoder's I/O constants fit as they are). */
   names: KvCacheNames;
+  /**
+   * Pre-allocate this many slots per row (prompt + the tokens to generate) and append each run's new rows
+   * into them (see above); a run past it is refused with KV_CACHE_FULL. Without it the cache keeps each
+   * run's present outputs (past + new) as the next past.
+   */
+  capacity?: number;
 }
 
 type Layer = Record<KvKind, HostTensor<'float32'>>;
@@ -48,6 +62,8 @@ export class KvCache {
   readonly numKvHeads: number;
   readonly headDim: number;
   readonly names: KvCacheNames;
+  /** Slots per row when pre-allocated; undefined for the concat layout. */
+  readonly capacity: number | undefined;
   #batchSize: number;
   #length = 0;
   #layers: Layer[] = [];
@@ -57,11 +73,19 @@ export class KvCache {
     positiveInt('numKvHeads', opts.numKvHeads);
     positiveInt('headDim', opts.headDim);
     positiveInt('batchSize', opts.batchSize ?? 1);
+    if (opts.capacity !== undefined) positiveInt('capacity', opts.capacity);
     this.numLayers = opts.numLayers;
     this.numKvHeads = opts.numKvHeads;
     this.headDim = opts.headDim;
+    this.capacity = opts.capacity;
     this.#batchSize = opts.batchSize ?? 1;
     this.names = { past: opts.names.past, present: opts.names.present };
+    if (this.capacity !== undefined) {
+      const bytes = 2 * this.numLayers * this.#batchSize * this.numKvHeads * this.capacity * this.headDim * 4;
+      if (bytes > 2 ** 53) throw new RuntimeError('INVALID_OPTIONS', `KvCache: capacity ${this.capacity} needs ${bytes} bytes.`);
+      const slots = () => float32(new Float32Array(this.#batchSize * this.numKvHeads * this.capacity! * this.headDim), this.slotDims());
+      this.#layers = Array.from({ length: this.numLayers }, () => ({ key: slots(), value: slots() }));
+    }
     this.reset();
   }
 
@@ -74,37 +98,51 @@ export class KvCache {
     return this.#batchSize;
   }
 
-  /** Drop everything: back to T = 0 (keeps the batch size). */
+  /**
+   * The past length the graph is fed (the P of its attention_mask [B, P + S]): T in the concat layout;
+   * pre-allocated, 0 while empty and `capacity` after (every slot is fed, used or not).
+   */
+  get pastLength(): number {
+    return this.capacity === undefined || this.#length === 0 ? this.#length : this.capacity;
+  }
+
+  /** Bytes the cache holds now (pre-allocated: all of its slots). */
+  get byteLength(): number {
+    return this.#layers.reduce((a, l) => a + l.key.data.byteLength + l.value.data.byteLength, 0);
+  }
+
+  /** Drop everything: back to T = 0 (keeps the batch size; pre-allocated slots are kept and overwritten). */
   reset(): void {
-    const empty = (): HostTensor<'float32'> => float32(new Float32Array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
-    this.#layers = Array.from({ length: this.numLayers }, () => ({ key: empty(), value: empty() }));
+    if (this.capacity === undefined)
+      this.#layers = Array.from({ length: this.numLayers }, () => ({ key: this.empty(), value: this.empty() }));
     this.#length = 0;
   }
 
-  /** Layer i's past key and value. */
+  /** Layer i's past key and value, as fed (pre-allocated: every slot, or empty before the first update). */
   layer(i: number): Readonly<Layer> {
     const layer = this.#layers[i];
     if (layer === undefined) throw new RuntimeError('KV_CACHE_MISMATCH', `KvCache: no layer ${i} (numLayers ${this.numLayers}).`);
-    return layer;
+    return this.capacity !== undefined && this.#length === 0 ? { key: this.empty(), value: this.empty() } : layer;
   }
 
   /** Every layer's past key and value, in layer order (for a decoder's own feed builder). */
   layers(): readonly Readonly<Layer>[] {
-    return this.#layers;
+    return this.#layers.map((_, i) => this.layer(i));
   }
 
   /** The past tensors as feeds, under the past names. */
   feeds(): Record<string, HostTensor<'float32'>> {
     const out: Record<string, HostTensor<'float32'>> = {};
-    this.#layers.forEach((layer, i) => {
+    this.layers().forEach((layer, i) => {
       for (const kind of KINDS) out[this.names.past(i, kind)] = layer[kind];
     });
     return out;
   }
 
   /**
-   * Take the present tensors from a run's outputs as the new past. All of
-   * them must be there, float32, [B, Hkv, T', hd] with one T' for every layer.
+   * Take a run's present outputs. All of them must be there, float32, [B, Hkv, T', hd] with one T' for every
+   * layer: the concat layout keeps them as the new past (T' = T + S); pre-allocated, they are the run's new rows
+   * (T' = S), copied into slots [T, T + S).
    */
   update(outputs: Record<string, HostTensor>): void {
     const next: Layer[] = [];
@@ -137,12 +175,33 @@ export class KvCache {
           );
         }
         newLength = len;
-        layer[kind] = t;
+        layer[kind] = t as HostTensor<'float32'>;
       }
       next.push(layer as Layer);
     }
-    this.#layers = next;
-    this.#length = newLength ?? 0;
+    if (this.capacity === undefined) {
+      this.#layers = next;
+      this.#length = newLength ?? 0;
+      return;
+    }
+    const added = newLength ?? 0;
+    if (this.#length + added > this.capacity) {
+      throw new RuntimeError(
+        'KV_CACHE_FULL',
+        `KvCache.update: ${this.#length} positions are cached and the run adds ${added}, past the capacity of ${this.capacity} slots; create the cache with a larger capacity (prompt + tokens to generate).`,
+      );
+    }
+    const [H, hd, cap] = [this.numKvHeads, this.headDim, this.capacity];
+    for (let i = 0; i < this.numLayers; i++) {
+      for (const kind of KINDS) {
+        const src = next[i]![kind].data;
+        const dst = this.#layers[i]![kind].data;
+        for (let r = 0; r < this.#batchSize * H; r++) {
+          dst.set(src.subarray(r * added * hd, (r + 1) * added * hd), (r * cap + this.#length) * hd);
+        }
+      }
+    }
+    this.#length += added;
   }
 
   /**
@@ -155,8 +214,9 @@ export class KvCache {
         throw new RuntimeError('KV_CACHE_MISMATCH', `KvCache.select: batch index ${b} is out of range [0, ${this.#batchSize}).`);
       }
     }
-    const row = this.numKvHeads * this.#length * this.headDim;
-    const dims = [batchIndices.length, this.numKvHeads, this.#length, this.headDim];
+    const slots = this.capacity ?? this.#length;
+    const row = this.numKvHeads * slots * this.headDim;
+    const dims = [batchIndices.length, this.numKvHeads, slots, this.headDim];
     const gather = (t: HostTensor<'float32'>): HostTensor<'float32'> => {
       const out = new Float32Array(batchIndices.length * row);
       batchIndices.forEach((b, j) => {
@@ -171,5 +231,13 @@ export class KvCache {
   /** Same as select(); the name beam search uses. */
   reorder(batchIndices: readonly number[]): void {
     this.select(batchIndices);
+  }
+
+  private empty(): HostTensor<'float32'> {
+    return float32(new Float32Array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
+  }
+
+  private slotDims(): number[] {
+    return [this.#batchSize, this.numKvHeads, this.capacity ?? 0, this.headDim];
   }
 }

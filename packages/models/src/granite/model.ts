@@ -5,13 +5,14 @@ import {
   type GraniteDecoderFeeds,
   graniteDecodePositions,
   graniteDecoderFeeds,
+  type KvCacheMode,
 } from '@vlmkit/moe-decoder';
 import type { QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { readConfigFile } from '../config-file.js';
-import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
+import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { attentionMask, intRows, knownInputs, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
@@ -62,6 +63,12 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
    * measurements. Default: float32.
    */
   quantize?: QuantizeRequest | undefined;
+  /**
+   * The decoder's KV cache (moe-decoder's `KvCacheMode`): 'append' (default) pre-allocates prompt + new tokens
+   * once and each decode step writes only its new rows; 'concat' is the HF / optimum layout (each step returns
+   * past + new, a copy of the whole cache). Its own graph-cache entry.
+   */
+  kvCache?: KvCacheMode | undefined;
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
@@ -88,6 +95,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const config = granite4VisionConfig(json, await readGenerationConfig(root));
     const text = config.text;
     const steps = new LoadSteps(2, options.onProgress);
+    const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const { ckpt, adapter, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
@@ -103,17 +111,25 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const levels = config.levels.map((l) => l.llmLayer);
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
     const decoder = await steps.session('granite-decoder', (onSession) =>
-      cachedSession(buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, quantize: options.quantize }), root, 'granite-decoder', options, {
-        extraFiles,
-        onSession,
-      }),
+      cachedSession(
+        buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, kvCache, quantize: options.quantize }),
+        root,
+        'granite-decoder',
+        options,
+        {
+          extraFiles,
+          onSession,
+        },
+      ),
     );
     await ckpt.close();
-    return new Granite4Vision(config, vision.session, decoder.session, {
+    const model = new Granite4Vision(config, vision.session, decoder.session, {
       loadMs: t1 - t0,
       buildMs: vision.buildMs + decoder.buildMs,
       sessionMs: vision.sessionMs + decoder.sessionMs,
     });
+    model.kvCache = kvCache;
+    return model;
   }
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {

@@ -4,7 +4,7 @@ import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
 import { keepLastPositions } from '../logits-to-keep.js';
-import type { KvPair } from '../types.js';
+import type { KvCacheMode, KvPair } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { ernieDecoderLayer } from './layer.js';
 import type { ErnieMoeOptions, MoeRouting } from './moe.js';
@@ -35,6 +35,8 @@ export interface ErnieTextDecoderInputs {
 export interface ErnieTextDecoderOptions extends ErnieMoeOptions {
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */
   scope?: string;
+  /** How `past` and `present` work (`KvCacheMode`); default 'concat'. */
+  kvCache?: KvCacheMode;
 }
 
 export interface ErnieTextDecoderOutputs {
@@ -44,7 +46,7 @@ export interface ErnieTextDecoderOutputs {
   lastHiddenState: Value;
   /** The output of each decoder layer, [B, S, D] (HF's per-layer hooks). */
   layerOutputs: Value[];
-  /** Per layer, [B, Hkv, P + S, headDim]; present when `past` was given. */
+  /** Per layer, [B, Hkv, P + S, headDim] ('append': [B, Hkv, S, headDim]); present when `past` was given. */
   present: KvPair[] | undefined;
   /**
    * With the `routing` option, per layer (undefined for dense layers): the
@@ -99,7 +101,14 @@ export function buildErnieTextDecoder(
     let h = x0;
     for (let i = 0; i < L; i++) {
       const past = inputs.past?.[i];
-      const step = { hidden: h, cos: inputs.ropeCos, sin: inputs.ropeSin, mask, moeTokenType: inputs.moeTokenType };
+      const step = {
+        hidden: h,
+        cos: inputs.ropeCos,
+        sin: inputs.ropeSin,
+        mask,
+        moeTokenType: inputs.moeTokenType,
+        ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+      };
       const r = g.scope(`layers.${i}`, () =>
         ernieDecoderLayer(
           g,

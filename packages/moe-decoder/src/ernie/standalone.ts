@@ -1,5 +1,6 @@
 import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
 import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
+import type { KvCacheMode } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
@@ -21,6 +22,12 @@ export interface ErnieTextDecoderModelOptions {
    * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
    */
   quantize?: QuantizeRequest | undefined;
+  /**
+   * How the KV cache inputs and outputs work (`KvCacheMode`): 'concat' (default; HF / optimum: `present.*` =
+   * past + new, [B, Hkv, P+S, hd]) or 'append' (`past_key_values.*` are slot buffers [B, Hkv, C, hd] with
+   * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
+   */
+  kvCache?: KvCacheMode;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -97,14 +104,14 @@ export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoder
  * - `input_ids` [B, S] int64
  * - `vision_embeds` [N, D] float32 (N may be 0), `vision_positions` [N] int64 (flattened b*S+s)
  * - `moe_token_type` [B, S] int64 (nonzero: vision experts)
- * - `attention_mask` [B, P+S] int64 (1 real, 0 padding)
+ * - `attention_mask` [B, P+S] int64 (1 real, 0 padding; 'append': P = the slots fed, 0 for free ones)
  * - `rope_cos`, `rope_sin` [B, S, headDim/2] float32, from the 3D position ids on the host (`ernieRotaryTables`)
  * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
  * - `logits_to_keep` int64 scalar, with the `logitsToKeep` option (0: all positions)
  *
  * outputs
  * - `logits` [B, S, V] float32 ([B, n, V] when `logits_to_keep` is n > 0)
- * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim]
+ * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim] ('append': the new rows, [B, Hkv, S, headDim])
  * - `hidden_states.{i}` [B, S, D] with `outputHiddenStates`
  * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
  */
@@ -136,12 +143,17 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       past,
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
-    { routing: options.outputRouting ?? false, ...(options.experts ? { experts: options.experts } : {}) },
+    {
+      routing: options.outputRouting ?? false,
+      ...(options.experts ? { experts: options.experts } : {}),
+      ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+    },
   );
   g.output(out.logits, io.logits);
+  const presentLength = options.kvCache === 'append' ? 'seq' : 'total';
   out.present!.forEach((kv, i) => {
-    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, 'total', hd]);
-    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, 'total', hd]);
+    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, presentLength, hd]);
+    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, presentLength, hd]);
   });
   if (options.outputHiddenStates)
     out.layerOutputs.forEach((h, i) => {

@@ -4,7 +4,7 @@ import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
 import { keepLastPositions } from '../logits-to-keep.js';
-import type { KvPair } from '../types.js';
+import type { KvCacheMode, KvPair } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { addDeepstackFeatures, zeroRows } from './deepstack.js';
 import { graniteDecoderLayer } from './layer.js';
@@ -35,6 +35,8 @@ export interface GraniteTextDecoderOptions {
   levels: readonly number[];
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */
   scope?: string;
+  /** How `past` and `present` work (`KvCacheMode`); default 'concat'. */
+  kvCache?: KvCacheMode;
 }
 
 export interface GraniteTextDecoderOutputs {
@@ -48,7 +50,7 @@ export interface GraniteTextDecoderOutputs {
   layerInputs: Value[];
   /** The output of each decoder layer, [B, S, D] (HF's per-layer hooks). */
   layerOutputs: Value[];
-  /** Per layer, [B, Hkv, P + S, headDim]; present when `past` was given. */
+  /** Per layer, [B, Hkv, P + S, headDim] ('append': [B, Hkv, S, headDim]); present when `past` was given. */
   present: KvPair[] | undefined;
 }
 
@@ -113,7 +115,14 @@ export function buildGraniteTextDecoder(
       layerInputs.push(h);
       const past = inputs.past?.[i];
       const r = g.scope(`layers.${i}`, () =>
-        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, { hidden: h, cos, sin, mask, ...(past !== undefined ? { past } : {}) }),
+        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, {
+          hidden: h,
+          cos,
+          sin,
+          mask,
+          ...(past !== undefined ? { past } : {}),
+          ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+        }),
       );
       h = r.hidden;
       layerOutputs.push(h);

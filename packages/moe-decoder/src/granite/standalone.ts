@@ -1,5 +1,6 @@
 import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
 import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
+import type { KvCacheMode } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 
@@ -18,6 +19,12 @@ export interface GraniteTextDecoderModelOptions {
    * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
    */
   quantize?: QuantizeRequest | undefined;
+  /**
+   * How the KV cache inputs and outputs work (`KvCacheMode`): 'concat' (default; HF / optimum: `present.*` =
+   * past + new, [B, Hkv, P+S, hd]) or 'append' (`past_key_values.*` are slot buffers [B, Hkv, C, hd] with
+   * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
+   */
+  kvCache?: KvCacheMode;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -89,14 +96,14 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
  * - `input_ids` [B, S] int64
  * - `image_positions` [N] int64: flattened b*S+s of the image tokens, in packing order (N = 0 in decode steps)
  * - `deepstack_{k}` [N, D] float32, one per level (none when `levels` is empty)
- * - `attention_mask` [B, P+S] int64 (1 real, 0 padding)
+ * - `attention_mask` [B, P+S] int64 (1 real, 0 padding; 'append': P = the slots fed, 0 for free ones)
  * - `position_ids` [B, S] int64 (cos/sin are computed in the graph)
  * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
  * - `logits_to_keep` int64 scalar, with the `logitsToKeep` option (0: all positions)
  *
  * outputs
  * - `logits` [B, S, V] float32 (divided by logits_scaling; [B, n, V] when `logits_to_keep` is n > 0)
- * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim]
+ * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim] ('append': the new rows, [B, Hkv, S, headDim])
  * - with `outputHiddenStates`: `hidden_states.{i}`, `layer_inputs.{i}`, `inputs_embeds`
  */
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
@@ -122,12 +129,13 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       past,
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
-    { levels: options.levels },
+    { levels: options.levels, ...(options.kvCache ? { kvCache: options.kvCache } : {}) },
   );
   g.output(out.logits, io.logits);
+  const presentLength = options.kvCache === 'append' ? 'seq' : 'total';
   out.present!.forEach((kv, i) => {
-    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, 'total', hd]);
-    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, 'total', hd]);
+    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, presentLength, hd]);
+    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, presentLength, hd]);
   });
   if (options.outputHiddenStates) {
     g.output(out.inputsEmbeds, io.inputsEmbeds);
