@@ -178,3 +178,61 @@ describe('generation past max_position_embeddings', () => {
     }
   });
 });
+
+describe('pixel values and grids: layout and values checked, named', () => {
+  it('Granite: a tile of another size, or pixel_values without image_sizes, is BAD_INPUT (a 32-px tile ran before)', async () => {
+    const m = await loadPretrained(join(FIXTURES, 'granite-tiny'), { device: 'cpu' });
+    try {
+      const inputs = await readTensors(join(FIXTURES, 'granite-tiny', 'cases', 'batch-2', 'inputs.safetensors'));
+      const [B, T, C, S] = inputs.pixel_values!.dims as [number, number, number, number];
+      const small = float32(new Float32Array(B * T * C * 32 * 32), [B, T, C, 32, 32]);
+      const e = await refusal(() => m.forwardNamed({ ...inputs, pixel_values: small }));
+      expect(e.message).toBe(
+        `pixel_values must be float32 [images, tiles, ${C}, ${S}, ${S}] or [tiles, ${C}, ${S}, ${S}], got float32 [${B}, ${T}, ${C}, 32, 32]`,
+      );
+      const { image_sizes: _, ...noSizes } = inputs;
+      const ids = BigInt64Array.from(inputs.input_ids!.data as BigInt64Array).fill(1n);
+      const e2 = await refusal(() => m.forwardNamed({ ...noSizes, input_ids: int64(ids, [...inputs.input_ids!.dims]) }));
+      expect(e2.message).toBe('pixel_values is given but image_sizes is missing: it says how the pixels are laid out');
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('ERNIE: pixel rows of another width or rank, pixels without grids, grids the resampler cannot merge', async () => {
+    const m = await loadPretrained(join(FIXTURES, 'ernie-tiny'), { device: 'cpu' });
+    try {
+      const inputs = await readTensors(join(FIXTURES, 'ernie-tiny', 'cases', 'images', 'inputs.safetensors'));
+      const pv = inputs.pixel_values!;
+      const [N, W] = pv.dims as [number, number];
+      const data = pv.data as Float32Array;
+      for (const [bad, found] of [
+        [float32(data, [N * 2, W / 2]), `[${N * 2}, ${W / 2}]`],
+        [float32(data, [N * W]), `[${N * W}]`],
+      ] as const) {
+        expect((await refusal(() => m.forwardNamed({ ...inputs, pixel_values: bad }))).message).toBe(
+          `pixel_values must be float32 [patches, ${W}], got float32 ${found}`,
+        );
+      }
+      // A text-only prompt (no placeholders to count) with pixels and no grids.
+      const { image_grid_thw: _, mm_token_type_ids: _mm, moe_mm_token_type_ids: _moe, ...noGrids } = inputs;
+      const text = int64(BigInt64Array.from(inputs.input_ids!.data as BigInt64Array).fill(1n), [...inputs.input_ids!.dims]);
+      expect((await refusal(() => m.forwardNamed({ ...noGrids, input_ids: text }))).message).toBe(
+        'pixel_values is given but image_grid_thw is missing: it says how the pixels are laid out',
+      );
+      const grids = Array.from(inputs.image_grid_thw!.data as BigInt64Array, Number);
+      grids[1] = grids[1]! + 1;
+      expect((await refusal(() => m.forwardNamed({ ...inputs, image_grid_thw: int64(grids, [grids.length / 3, 3]) }))).message).toBe(
+        `image_grid_thw[0] is [${grids[0]}, ${grids[1]}, ${grids[2]}]: expected h and w multiples of spatial_merge_size (2), as the processor makes them`,
+      );
+      const video = await readTensors(join(FIXTURES, 'ernie-tiny', 'cases', 'video', 'inputs.safetensors'));
+      const vg = Array.from(video.video_grid_thw!.data as BigInt64Array, Number);
+      vg[0] = vg[0]! + 1;
+      expect((await refusal(() => m.forwardNamed({ ...video, video_grid_thw: int64(vg, [1, 3]) }))).message).toBe(
+        `video_grid_thw[0] is [${vg[0]}, ${vg[1]}, ${vg[2]}]: expected t a multiple of temporal_merge_size (2), h and w of spatial_merge_size (2), as the processor makes them`,
+      );
+    } finally {
+      await m.release();
+    }
+  });
+});

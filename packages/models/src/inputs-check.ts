@@ -116,11 +116,34 @@ function at(i: number, seq: number): string {
   return `[${Math.floor(i / seq)}, ${i % seq}]`;
 }
 
-/** Pixel values that `by` (the grids or image sizes) asks for: present, float32 (the processors' output dtype). */
-export function pixelsFor(t: HostTensor | undefined, name: string, by: string): HostTensor<'float32'> {
+/** The layout pixel values must have: one of `ranks`, ending in `tail` (one patch, or one tile [C, S, S]). */
+export interface PixelLayout {
+  readonly ranks: readonly number[];
+  readonly tail: readonly number[];
+  /** As the message shows it: `[patches, 588]`. */
+  readonly layout: string;
+}
+
+/**
+ * Pixel values that `by` (the grids or image sizes) asks for: present, float32 (the processors' output dtype),
+ * and, when `shape` is given, of that layout: a patch or tile of another size would otherwise be read as
+ * if it were the model's, a wrong answer without a word.
+ */
+export function pixelsFor(t: HostTensor | undefined, name: string, by: string, shape?: PixelLayout): HostTensor<'float32'> {
   if (!t) throw new ModelError('BAD_INPUT', `${by} is given but ${name} is missing`);
   if (t.dtype !== 'float32') throw new ModelError('BAD_INPUT', `${name} must be float32, got ${t.dtype}`);
+  if (shape !== undefined) {
+    const tail = t.dims.slice(t.dims.length - shape.tail.length);
+    if (!shape.ranks.includes(t.dims.length) || tail.some((d, i) => d !== shape.tail[i]))
+      throw new ModelError('BAD_INPUT', `${name} must be float32 ${shape.layout}, got float32 ${dims(t)}`);
+  }
   return t as HostTensor<'float32'>;
+}
+
+/** Pixel values without the grids or sizes that say what they hold: refused rather than ignored. */
+export function pixelsNeed(t: HostTensor | undefined, name: string, by: string, byGiven: boolean): void {
+  if (t !== undefined && !byGiven)
+    throw new ModelError('BAD_INPUT', `${name} is given but ${by} is missing: it says how the pixels are laid out`);
 }
 
 /**

@@ -16,7 +16,7 @@ import { readConfigFile } from '../config-file.js';
 import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
-import { attentionMask, intRows, knownInputs, pixelsFor, tokenIds, tokenTypes } from '../inputs-check.js';
+import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
@@ -177,10 +177,11 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
   protected async encodeVision(inputs: ErnieInputs): Promise<ErnieVision> {
     const run = async (pixelValues: HostTensor | undefined, g: HostTensor | undefined, name: string, gridName: string) => {
       const gs = grids(g, gridName);
+      pixelsNeed(pixelValues, name, gridName, gs.length > 0);
       if (gs.length === 0) return undefined;
-      const pixels = pixelsFor(pixelValues, name, gridName);
       // Checked before anything is allocated for the grids: their patch count must be the rows given.
       const patchDim = this.config.vision.inChannels * this.config.vision.patchSize ** 2;
+      const pixels = pixelsFor(pixelValues, name, gridName, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
       const patches = gs.reduce((n, [t, h, w]) => n + t * h * w, 0);
       if (pixels.data.length !== patches * patchDim) {
         throw new ModelError(

@@ -66,6 +66,8 @@ export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig
       (isVideo ? videoPositions : imagePositions).push(i);
     }
   }
+  checkGrids('image_grid_thw', p.imageGrids, config.resampler.spatialMergeSize, 1);
+  checkGrids('video_grid_thw', p.videoGrids, config.resampler.spatialMergeSize, config.resampler.temporalMergeSize);
   checkCount('image', t.image, imagePositions.length, placeholderCount(p.imageGrids, config, false), p.imageGrids);
   checkCount('video', t.video, videoPositions.length, placeholderCount(p.videoGrids, config, true), p.videoGrids);
   if (p.mmTokenType) checkTokenTypes(p.mmTokenType, imagePositions, videoPositions, S);
@@ -159,4 +161,20 @@ function checkUnmasked(
     'BAD_INPUT',
     `attention_mask[${b}, ${s}] is 0 on a placeholder of ${kind} ${image} (batch ${b}): ${kind} placeholders must be attended (1); mask only padding`,
   );
+}
+
+/**
+ * Grids the resampler can merge: h and w multiples of spatial_merge_size, a video's t of temporal_merge_size
+ * (the processor makes them so). Any other would give a fractional placeholder count, blamed on the prompt.
+ */
+function checkGrids(name: string, grids: readonly GridThw[], m: number, tm: number): void {
+  grids.forEach(([t, h, w], i) => {
+    if (h % m !== 0 || w % m !== 0 || t % tm !== 0) {
+      const rule =
+        tm > 1
+          ? `t a multiple of temporal_merge_size (${tm}), h and w of spatial_merge_size (${m})`
+          : `h and w multiples of spatial_merge_size (${m})`;
+      throw new ModelError('BAD_INPUT', `${name}[${i}] is [${t}, ${h}, ${w}]: expected ${rule}, as the processor makes them`);
+    }
+  });
 }

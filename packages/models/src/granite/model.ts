@@ -15,7 +15,7 @@ import { readConfigFile } from '../config-file.js';
 import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
-import { attentionMask, intRows, knownInputs, perToken, pixelsFor, tokenIds } from '../inputs-check.js';
+import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
@@ -159,6 +159,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const D = this.config.text.hiddenSize;
     const sizes = imageSizes(inputs.image_sizes);
     if (sizes.length === 0) {
+      pixelsNeed(inputs.pixel_values, 'pixel_values', 'image_sizes', false);
       if (placeholders > 0)
         throw new ModelError(
           'PLACEHOLDER_MISMATCH',

@@ -78,7 +78,11 @@ export function graniteVisionEncoderFeeds(
   const plan = packPlan(imageSizes, config.pinpoints, config.vision.imageSize, side, config.imageNewline);
   const { numChannels: C, imageSize: S } = config.vision;
   const tile = C * S * S;
-  const data = pixelsFor(pixelValues, 'pixel_values', 'image_sizes').data;
+  const data = pixelsFor(pixelValues, 'pixel_values', 'image_sizes', {
+    ranks: [5, 4],
+    tail: [C, S, S],
+    layout: `[images, tiles, ${C}, ${S}, ${S}] or [tiles, ${C}, ${S}, ${S}]`,
+  }).data;
   const total = plan.tilesPerImage.reduce((a, b) => a + b, 0);
   const out = new Float32Array(total * tile);
   if (pixelValues.dims.length === 5) {
