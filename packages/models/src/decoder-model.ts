@@ -5,7 +5,7 @@
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import { type HostTensor, int64, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
 import { GrowingMask, lastPositionLogits, type PromptBatch, SlotMask } from './decode-state.js';
-import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
+import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 
 export interface ModelTimings {
@@ -73,6 +73,8 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
 
   /** Greedy by default; sampling with temperature/topK/topP/seed. Returns the new tokens only. */
   async generate(inputs: Inputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
+    // Options first: a bad maxNewTokens would otherwise size the KV cache, after the vision encoder ran.
+    validateGenerateOptions({ eos: this.tokens.eos, padTokenId: this.tokens.pad, ...options }, this.dims.vocabSize);
     const p = this.prompt(inputs);
     const t0 = performance.now();
     const vision = await this.encodeVision(inputs, p);

@@ -32,12 +32,28 @@ export interface GenerateResult {
   timings: { prefillMs: number; stepMs: number[] };
 }
 
+/**
+ * Checks generation options before anything runs (a KV cache sized by maxNewTokens, the vision encoder):
+ * maxNewTokens an integer >= 0, the sampling options, and eos / padTokenId ids of the vocabulary (an eos
+ * outside it could never be generated, so rows would run to maxNewTokens; a pad outside it is not a token).
+ */
+export function validateGenerateOptions(o: GenerateOptions, vocabSize: number): void {
+  const bad = (why: string) => new ModelError('BAD_GENERATION_OPTIONS', why);
+  const show = (v: unknown): string =>
+    typeof v === 'string' ? JSON.stringify(v) : Array.isArray(v) ? `[${v.map(show).join(', ')}]` : String(v);
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0)
+    throw bad(`maxNewTokens must be an integer >= 0, got ${show(o.maxNewTokens)}`);
+  validateSampling(o);
+  const isId = (v: unknown) => Number.isInteger(v) && (v as number) >= 0 && (v as number) < vocabSize;
+  if (o.eos !== undefined && !(typeof o.eos === 'number' ? isId(o.eos) : Array.isArray(o.eos) && o.eos.every(isId)))
+    throw bad(`eos must be a token id or a list of them, integers in [0, ${vocabSize}) (the vocabulary), got ${show(o.eos)}`);
+  if (o.padTokenId !== undefined && !isId(o.padTokenId))
+    throw bad(`padTokenId must be a token id, an integer in [0, ${vocabSize}) (the vocabulary), got ${show(o.padTokenId)}`);
+}
+
 /** The sampling loop shared by every model: prefill, then one token per row per step. */
 export async function generateTokens(steps: DecodeSteps, o: GenerateOptions): Promise<GenerateResult> {
-  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) {
-    throw new ModelError('BAD_GENERATION_OPTIONS', `maxNewTokens must be an integer >= 0, got ${o.maxNewTokens}`);
-  }
-  validateSampling(o);
+  validateGenerateOptions(o, steps.vocabSize);
   const eos = new Set(o.eos === undefined ? [] : typeof o.eos === 'number' ? [o.eos] : o.eos);
   const pad = o.padTokenId ?? 0;
   const random = seededRandom(o.seed ?? 0);

@@ -25,10 +25,14 @@ export function seededRandom(seed: number): () => number {
 
 export function validateSampling(o: SamplingOptions): void {
   const bad = (why: string) => new ModelError('BAD_GENERATION_OPTIONS', why);
-  if (o.temperature !== undefined && !(o.temperature >= 0 && Number.isFinite(o.temperature)))
-    throw bad(`temperature must be a finite number >= 0, got ${o.temperature}`);
-  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw bad(`topK must be an integer >= 0, got ${o.topK}`);
-  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw bad(`topP must be in (0, 1], got ${o.topP}`);
+  const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : String(v));
+  if (o.temperature !== undefined && !(typeof o.temperature === 'number' && o.temperature >= 0 && Number.isFinite(o.temperature)))
+    throw bad(`temperature must be a finite number >= 0, got ${show(o.temperature)}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw bad(`topK must be an integer >= 0, got ${show(o.topK)}`);
+  if (o.topP !== undefined && !(typeof o.topP === 'number' && o.topP > 0 && o.topP <= 1))
+    throw bad(`topP must be in (0, 1], got ${show(o.topP)}`);
+  // The seed starts a 32-bit stream: a fraction or NaN would be truncated to some other seed without a word.
+  if (o.seed !== undefined && !Number.isSafeInteger(o.seed)) throw bad(`seed must be an integer, got ${show(o.seed)}`);
 }
 
 export function argmax(logits: Float32Array, offset = 0, length = logits.length - offset): number {
