@@ -101,6 +101,32 @@ describe('input validation', () => {
     expect(e.message).toContain('batch 0, columns 2..4 (3 tokens)');
   });
 
+  it('a placeholder under attention mask 0 is named where it is (batch 0), not where the grids run out (batch 1)', () => {
+    // Row 0's image fully masked: HF's walk would give its grid to row 1's first run and blame row 1's second.
+    const e = catchErr(() =>
+      ernieRopeIndex(
+        {
+          inputIds: [
+            [T, IS, P, IE, T, T, T],
+            [IS, P, IE, IS, P, P, IE],
+          ],
+          attentionMask: [
+            [1, 0, 0, 0, 0, 0, 0],
+            [1, 1, 1, 1, 1, 1, 1],
+          ],
+          imageGridThw: [
+            [1, 2, 2],
+            [1, 2, 2],
+            [1, 2, 4],
+          ],
+        },
+        ERNIE_45_VL_TOKENS,
+      ),
+    );
+    expect(e.code).toBe('PLACEHOLDER_COUNT_MISMATCH');
+    expect(e.message).toContain('attentionMask is 0 at batch 0, column 2, on an image placeholder token; placeholders must be attended');
+  });
+
   it('more placeholder runs than grids, and unused grids, are GRID_COUNT_MISMATCH', () => {
     const more = catchErr(() => ernieRopeIndex({ inputIds: [IS, P, IE, IS, P, IE], imageGridThw: [[1, 2, 2]] }, ERNIE_45_VL_TOKENS));
     expect(more.code).toBe('GRID_COUNT_MISMATCH');

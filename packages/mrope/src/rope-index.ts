@@ -88,7 +88,18 @@ export function computeRopeIndex(input: RopeIndexInput, spec: RopeIndexSpec, opt
     const row = rows[b]!;
     const types = (typeRows?.[b] as TokenType[] | undefined) ?? spec.tokenTypes(row, b);
     const cols: number[] = [];
-    for (let s = 0; s < seq; s++) if (masks === undefined || masks[b]![s] !== 0) cols.push(s);
+    for (let s = 0; s < seq; s++) {
+      if (masks === undefined || masks[b]![s] !== 0) cols.push(s);
+      else if (types[s] === 1 || types[s] === 2) {
+        const what = types[s] === 1 ? 'an image' : 'a video';
+        // HF drops masked tokens before walking the grids: a masked placeholder would hand its grid to the
+        // next run (in this row or a later one) and the mismatch would be reported there. Named here instead.
+        throw new MropeError(
+          'PLACEHOLDER_COUNT_MISMATCH',
+          `${spec.model}: attentionMask is 0 at batch ${b}, column ${s}, on ${what} placeholder token; placeholders must be attended (mask only padding).`,
+        );
+      }
+    }
     const put = (k: number, t: number, h: number, w: number): void => {
       const c = cols[k]!;
       setId(out, (0 * batch + b) * seq + c, t);
