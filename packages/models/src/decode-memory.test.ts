@@ -15,7 +15,7 @@ function rssMiB(): number {
 }
 
 /** A text-only ERNIE request of `n` tokens (ids below the tiny vocab, no image tokens). */
-function textRequest(n: number): Record<string, HostTensor> {
+function textRequest(n: number): { input_ids: HostTensor } & Record<string, HostTensor> {
   const ids = BigInt64Array.from({ length: n }, (_, i) => BigInt(3 + ((i * 37) % 90)));
   const zeros = new BigInt64Array(n);
   return {

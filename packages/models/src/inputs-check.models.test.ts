@@ -105,7 +105,7 @@ describe('input values blamed on the right input', () => {
       const mask = BigInt64Array.from(inputs.attention_mask!.data as BigInt64Array);
       // Mask from row 0's first image placeholder on (the rest of row 0 keeps real tokens before it).
       const mm = inputs.mm_token_type_ids!.data as BigInt64Array;
-      const first = mm.findIndex((v) => v === 1n);
+      const first = mm.indexOf(1n);
       expect(first).toBeGreaterThan(0);
       expect(first).toBeLessThan(S);
       mask.fill(0n, first, S);
@@ -128,7 +128,7 @@ describe('input values blamed on the right input', () => {
     it('mm_token_type_ids that disagree with input_ids are refused where they differ', async () => {
       const [B, S] = inputs.input_ids!.dims as [number, number];
       const mm = BigInt64Array.from(inputs.mm_token_type_ids!.data as BigInt64Array);
-      const i = mm.findIndex((v) => v === 1n);
+      const i = mm.indexOf(1n);
       mm[i] = 0n;
       const e = await refusal(() => m.forwardNamed({ ...inputs, mm_token_type_ids: int64(mm, [B, S]) }));
       expect(e.message).toBe(
