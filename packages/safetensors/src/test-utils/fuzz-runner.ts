@@ -300,7 +300,8 @@ export async function runCorpus(opts: {
   const byCategory: Summary['byCategory'] = {};
   const counts: Record<string, number> = {};
   for (const o of outcomes) {
-    const cat = (byCategory[o.category] ??= { cases: 0, clean: 0, maxMs: 0 });
+    byCategory[o.category] ??= { cases: 0, clean: 0, maxMs: 0 };
+    const cat = byCategory[o.category]!;
     cat.cases++;
     if (!o.result.startsWith('BUG')) cat.clean++;
     cat.maxMs = Math.max(cat.maxMs, o.ms);
