@@ -10,6 +10,8 @@
 // (MatMulNBits accuracy_level; default 4), `-nohead` (LM head left float), e.g. int4-sym-acc0.
 // --speed N: also greedy-generate N tokens from the inputs (first batch row) and report prefill ms and the
 // median decode ms/token (median of 3 runs).
+// --noise DIR: also run float32 on DIR (the same model with perturbed weights, e.g. rounded to bf16) and compare
+// it with the target's float32, as a noise floor: how far this model's logits move for a weight change that small.
 //
 // Per mode against float32, over the real (attention_mask 1) positions of all rows: max relative logits
 // error max|q - f| / max|f|; mean relative error mean|q - f| / mean|f|; the lowest cosine of a row's
@@ -133,6 +135,7 @@ async function parent() {
       speed: { type: 'string', default: '0' },
       threads: { type: 'string', default: '2' },
       json: { type: 'boolean', default: false },
+      noise: { type: 'string' },
     },
   });
   const fx = join(root, 'test-fixtures');
@@ -157,18 +160,24 @@ async function parent() {
       const inputs = await readNamedTensors(t.inputs);
       const mask = inputs.attention_mask?.data;
       let ref;
-      for (const mode of modes) {
+      const runs = modes.map((mode) => ({ mode, dir: t.dir }));
+      if (o.noise) runs.push({ mode: 'float32', dir: resolve(o.noise), label: `float32 on ${o.noise.split('/').pop()}` });
+      for (const { mode, dir, label } of runs) {
         const outPath = join(work, `${mode}.safetensors`);
         const stdout = execFileSync(
           process.execPath,
-          [fileURLToPath(import.meta.url), '--child', t.dir, t.inputs, mode, outPath, o.speed, o.threads],
+          [fileURLToPath(import.meta.url), '--child', dir, t.inputs, mode, outPath, o.speed, o.threads],
           { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 },
         );
         const result = JSON.parse(stdout.trim().split('\n').pop());
         const logits = (await readNamedTensors(outPath)).logits;
-        if (mode === 'float32') ref = logits;
-        const row = { target: `${t.dir.split('/').pop()} ${t.inputs.split('/').slice(-2, -1)[0]}`, ...result };
-        if (mode !== 'float32') Object.assign(row, compare(logits.data, ref.data, logits.dims, mask));
+        if (ref === undefined) ref = logits;
+        const row = {
+          target: `${t.dir.split('/').pop()} ${t.inputs.split('/').slice(-2, -1)[0]}`,
+          ...result,
+          ...(label ? { mode: label } : {}),
+        };
+        if (logits !== ref) Object.assign(row, compare(logits.data, ref.data, logits.dims, mask));
         rows.push(row);
         process.stderr.write(`[quant-accuracy] ${JSON.stringify(row)}\n`);
       }
