@@ -48,7 +48,8 @@ for (const m of ms) {
     for (const r of rows) {
       const t0 = performance.now();
       for (let i = 0; i < reps; i++) await r.s.run({ x });
-      (r.t[m] ??= []).push((performance.now() - t0) / reps);
+      r.t[m] = r.t[m] ?? [];
+      r.t[m].push((performance.now() - t0) / reps);
     }
   }
 }
