@@ -12,8 +12,9 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { caseAt } from './test-utils/fuzz-corpus.js';
-import { fixtureBases, runCorpus, type Summary } from './test-utils/fuzz-runner.js';
+import { tempDir } from './test-utils/files.js';
+import { assemble, caseAt } from './test-utils/fuzz-corpus.js';
+import { DEFAULT_BOUNDS, fixtureBases, runCase, runCorpus, type Summary } from './test-utils/fuzz-runner.js';
 
 const FULL = process.env['VLMKIT_FUZZ'] === 'full';
 const SEED = Number(process.env['VLMKIT_FUZZ_SEED'] ?? 20261130);
@@ -59,5 +60,29 @@ describe(`safetensors fuzz (${FULL ? 'full corpus' : 'CI sample'})`, () => {
       expect(summary.cases).toBe(Math.ceil(CASES / STEP));
     },
     FULL ? 3_600_000 : 120_000,
+  );
+
+  it.runIf(FULL)(
+    'a header just under the 100 MB cap (valid: 99 MB of padding) reads correctly in under 30 s',
+    async () => {
+      const base = fixtureBases().find((b) => b.name === 'granite-tiny-lora')!;
+      const text = new TextDecoder().decode(base.bytes.subarray(8, 8 + base.headerLength));
+      const padded = assemble(text + ' '.repeat(99_000_000 - text.length), base.bytes.subarray(8 + base.headerLength));
+      const outcome = await runCase(
+        {
+          id: -1,
+          category: 'file',
+          kind: 'padding-99MB',
+          files: [{ path: 'model.safetensors', bytes: padded }],
+          open: 'model.safetensors',
+          same: base,
+        },
+        await tempDir(),
+        { ...DEFAULT_BOUNDS, ms: 30_000 },
+      );
+      console.log(`99 MB header: ${outcome.result} in ${outcome.ms.toFixed(0)} ms, ${(outcome.extraBytes / 2 ** 20).toFixed(0)} MiB live`);
+      expect(outcome.result).toBe('read');
+    },
+    120_000,
   );
 });
