@@ -41,12 +41,16 @@ function leaves(json: Json, prefix = ''): string[] {
 }
 
 /** The dotted paths the reader gets from the config (a Proxy records every own key read). */
-function fieldsRead(model: Model): Set<string> {
+function fieldsRead(model: Model, absent?: Set<string>): Set<string> {
   const read = new Set<string>();
   const wrap = (obj: Json, prefix: string): Json =>
     new Proxy(obj, {
       get(target, key, receiver) {
-        if (typeof key !== 'string' || !Object.hasOwn(target, key)) return Reflect.get(target, key, receiver);
+        if (typeof key !== 'string') return Reflect.get(target, key, receiver);
+        if (!Object.hasOwn(target, key)) {
+          if (!(key in Object.prototype) && key !== 'toJSON') absent?.add(`${prefix}${key}`);
+          return Reflect.get(target, key, receiver);
+        }
         const path = `${prefix}${key}`;
         read.add(path);
         const v = target[key];
@@ -165,6 +169,22 @@ for (const model of ['ernie-tiny', 'granite-tiny'] as const) {
         expect(r.ok, `${path} = ${JSON.stringify(bad)} was accepted`).toBe(false);
         expectFieldError((r as { error: unknown }).error, path);
       });
+    });
+  });
+}
+
+/**
+ * Fields the readers look for that the fixture configs do not have (the other layout's names, optional
+ * features, top-level fallbacks): each is given a value of the wrong type, which must be a typed error naming it.
+ */
+for (const model of ['ernie-tiny', 'granite-tiny'] as const) {
+  const absent = new Set<string>();
+  fieldsRead(model, absent);
+  describe(`${model} config.json fields the fixture lacks`, () => {
+    it.each([...absent])('%s = "x": a typed error naming it', (path) => {
+      const r = outcome(model, edit(model, path, 'x'));
+      expect(r.ok, `${path} = "x" was accepted`).toBe(false);
+      expectFieldError((r as { error: unknown }).error, path);
     });
   });
 }
