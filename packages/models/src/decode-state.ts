@@ -31,7 +31,7 @@ export class GrowingMask {
  * far; free slots are 0. One buffer, updated in place: a step marks the slot the previous token went to.
  */
 export class SlotMask {
-  private readonly data: BigInt64Array;
+  private data: BigInt64Array;
   private filled: number;
   private pending = false;
 
@@ -39,7 +39,7 @@ export class SlotMask {
     prompt: ArrayLike<number | bigint>,
     private readonly batch: number,
     seq: number,
-    private readonly capacity: number,
+    private capacity: number,
   ) {
     if (capacity < seq) throw new ModelError('BAD_INPUT', `SlotMask: capacity ${capacity} is below the prompt's ${seq} positions`);
     const width = capacity + 1;
@@ -49,6 +49,19 @@ export class SlotMask {
       this.data[b * width + capacity] = 1n;
     }
     this.filled = seq;
+  }
+
+  /** Follows the cache to `capacity` slots (KvCache.reserve): the same slots, more free ones. */
+  reserve(capacity: number): void {
+    if (capacity < this.capacity) throw new ModelError('BAD_INPUT', `SlotMask: cannot shrink from ${this.capacity} to ${capacity} slots`);
+    const [from, to] = [this.capacity + 1, capacity + 1];
+    const data = new BigInt64Array(this.batch * to);
+    for (let b = 0; b < this.batch; b++) {
+      data.set(this.data.subarray(b * from, b * from + this.capacity), b * to);
+      data[b * to + capacity] = 1n;
+    }
+    this.data = data;
+    this.capacity = capacity;
   }
 
   /** The mask for the next token: every slot filled so far, then the token itself. */

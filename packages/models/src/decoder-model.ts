@@ -39,6 +39,12 @@ export interface DecoderIo extends KvCacheNames {
   readonly logitsToKeep: string;
 }
 
+/**
+ * 'append' caches start with room for this many generated tokens (or maxNewTokens, if fewer) and double the
+ * generated part when full: memory follows the tokens generated, not maxNewTokens.
+ */
+export const KV_CACHE_CHUNK = 256;
+
 /** The KV cache mode models load with unless told (see `DecoderModel.kvCache`). */
 export const DEFAULT_KV_CACHE: KvCacheMode = 'append';
 
@@ -112,15 +118,27 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
 
   /**
    * The prompt run, then one token per row per step, the cache carried between runs. 'append': the cache holds
-   * the prompt and the `maxNewTokens - 1` tokens fed back (the last one sampled is never fed), allocated once.
+   * the prompt and the tokens fed back (at most `maxNewTokens - 1`: the last one sampled is never fed), in
+   * slots allocated up front for `KV_CACHE_CHUNK` of them and doubled when full.
    */
   protected decodeSteps(p: Prompt, vision: Vision, maxNewTokens = 1): DecodeSteps {
     const B = p.batch;
     const V = this.dims.vocabSize;
-    const capacity = this.kvCache === 'append' ? p.seq + Math.max(maxNewTokens - 1, 0) : undefined;
+    // Every position the loop can feed: the prompt and all but the last sampled token.
+    const most = p.seq + Math.max(maxNewTokens - 1, 0);
+    const capacity = this.kvCache === 'append' ? Math.min(most, p.seq + KV_CACHE_CHUNK) : undefined;
     const cache = this.newCache(B, capacity);
     const realTokens = [...p.realTokens];
-    const mask = capacity !== undefined ? new SlotMask(p.attentionMask, B, p.seq, capacity) : new GrowingMask(p.attentionMask, B, p.seq);
+    const slots = capacity !== undefined ? new SlotMask(p.attentionMask, B, p.seq, capacity) : undefined;
+    const mask = slots ?? new GrowingMask(p.attentionMask, B, p.seq);
+    // A long generation grows the cache (and its mask) by doubling the generated part, up to `most`.
+    const room = () => {
+      const cap = cache.capacity;
+      if (slots === undefined || cap === undefined || cache.length < cap) return;
+      const next = Math.min(most, cap + Math.max(KV_CACHE_CHUNK, cap - p.seq));
+      cache.reserve(next);
+      slots.reserve(next);
+    };
     return {
       batchSize: B,
       vocabSize: V,
@@ -131,6 +149,7 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
         return lastPositionLogits(out[this.io.logits]!, B, 1, V);
       },
       step: async (tokens) => {
+        room();
         const feeds = this.stepFeeds(p, { tokens, attentionMask: mask.next(), realTokens, cache });
         realTokens.forEach((_, b) => {
           realTokens[b]!++;

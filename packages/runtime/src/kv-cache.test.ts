@@ -194,15 +194,34 @@ describe('KvCache', () => {
     }
     expect(slots.length).toBe(6);
 
+    // reserve grows the slots, the cached rows copied once; the run of 2 then fits.
+    const cached = Array.from(slots.layer(0).key.data.subarray(0, 6 * D));
+    slots.reserve(9);
+    expect(slots.capacity).toBe(9);
+    expect(slots.layer(0).key.dims).toEqual([2, H, 9, D]);
+    expect(Array.from(slots.layer(0).key.data.subarray(0, 6 * D))).toEqual(cached);
+    expect(Array.from(slots.layer(0).key.data.subarray(6 * D, 9 * D)).every((v) => v === 0)).toBe(true);
+    slots.update(two);
+    expect(slots.length).toBe(8);
+    expect(() => slots.reserve(7)).toThrow(/capacity 7 is below the 8 positions cached/);
+
     // select keeps whole rows of slots.
     slots.select([1]);
-    expect(slots.layer(0).key.dims).toEqual([1, H, cap, D]);
+    expect(slots.layer(0).key.dims).toEqual([1, H, 9, D]);
     expect(Array.from(slots.layer(0).key.data.subarray(0, 5 * D))).toEqual(expectedCache(0, 'key', [1], 5).slice(0, 5 * D));
     slots.reset();
     expect(slots.layer(0).key.dims).toEqual([1, H, 0, D]);
   });
 
   it('validates its options', () => {
+    expect(() => new KvCache({ numLayers: 1, numKvHeads: 1, headDim: 1, names: NAMES }).reserve(4)).toThrow(/not pre-allocated/);
+    try {
+      new KvCache({ numLayers: 2, numKvHeads: 8, headDim: 128, names: NAMES, capacity: 2 ** 40 });
+      expect.unreachable();
+    } catch (e) {
+      expect((e as RuntimeError).code).toBe('KV_CACHE_FULL');
+      expect((e as Error).message).toMatch(/cannot allocate 1099511627776 slots per row \(\d+ MiB for 2 layers/);
+    }
     expect(() => new KvCache({ numLayers: 1, numKvHeads: 1, headDim: 1, names: NAMES, capacity: 0 })).toThrow(
       /capacity must be a positive integer, got 0/,
     );

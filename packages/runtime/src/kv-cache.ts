@@ -62,8 +62,7 @@ export class KvCache {
   readonly numKvHeads: number;
   readonly headDim: number;
   readonly names: KvCacheNames;
-  /** Slots per row when pre-allocated; undefined for the concat layout. */
-  readonly capacity: number | undefined;
+  #capacity: number | undefined;
   #batchSize: number;
   #length = 0;
   #layers: Layer[] = [];
@@ -77,16 +76,19 @@ export class KvCache {
     this.numLayers = opts.numLayers;
     this.numKvHeads = opts.numKvHeads;
     this.headDim = opts.headDim;
-    this.capacity = opts.capacity;
+    this.#capacity = opts.capacity;
     this.#batchSize = opts.batchSize ?? 1;
     this.names = { past: opts.names.past, present: opts.names.present };
-    if (this.capacity !== undefined) {
-      const bytes = 2 * this.numLayers * this.#batchSize * this.numKvHeads * this.capacity * this.headDim * 4;
-      if (bytes > 2 ** 53) throw new RuntimeError('INVALID_OPTIONS', `KvCache: capacity ${this.capacity} needs ${bytes} bytes.`);
-      const slots = () => float32(new Float32Array(this.#batchSize * this.numKvHeads * this.capacity! * this.headDim), this.slotDims());
+    if (this.#capacity !== undefined) {
+      const slots = () => float32(this.allocate(this.#capacity!), this.slotDims());
       this.#layers = Array.from({ length: this.numLayers }, () => ({ key: slots(), value: slots() }));
     }
     this.reset();
+  }
+
+  /** Slots per row when pre-allocated; undefined for the concat layout. */
+  get capacity(): number | undefined {
+    return this.#capacity;
   }
 
   /** Cached positions (T). */
@@ -103,7 +105,7 @@ export class KvCache {
    * pre-allocated, 0 while empty and `capacity` after (every slot is fed, used or not).
    */
   get pastLength(): number {
-    return this.capacity === undefined || this.#length === 0 ? this.#length : this.capacity;
+    return this.#capacity === undefined || this.#length === 0 ? this.#length : this.#capacity;
   }
 
   /** Bytes the cache holds now (pre-allocated: all of its slots). */
@@ -113,7 +115,7 @@ export class KvCache {
 
   /** Drop everything: back to T = 0 (keeps the batch size; pre-allocated slots are kept and overwritten). */
   reset(): void {
-    if (this.capacity === undefined)
+    if (this.#capacity === undefined)
       this.#layers = Array.from({ length: this.numLayers }, () => ({ key: this.empty(), value: this.empty() }));
     this.#length = 0;
   }
@@ -122,7 +124,7 @@ export class KvCache {
   layer(i: number): Readonly<Layer> {
     const layer = this.#layers[i];
     if (layer === undefined) throw new RuntimeError('KV_CACHE_MISMATCH', `KvCache: no layer ${i} (numLayers ${this.numLayers}).`);
-    return this.capacity !== undefined && this.#length === 0 ? { key: this.empty(), value: this.empty() } : layer;
+    return this.#capacity !== undefined && this.#length === 0 ? { key: this.empty(), value: this.empty() } : layer;
   }
 
   /** Every layer's past key and value, in layer order (for a decoder's own feed builder). */
@@ -179,19 +181,19 @@ export class KvCache {
       }
       next.push(layer as Layer);
     }
-    if (this.capacity === undefined) {
+    if (this.#capacity === undefined) {
       this.#layers = next;
       this.#length = newLength ?? 0;
       return;
     }
     const added = newLength ?? 0;
-    if (this.#length + added > this.capacity) {
+    if (this.#length + added > this.#capacity) {
       throw new RuntimeError(
         'KV_CACHE_FULL',
-        `KvCache.update: ${this.#length} positions are cached and the run adds ${added}, past the capacity of ${this.capacity} slots; create the cache with a larger capacity (prompt + tokens to generate).`,
+        `KvCache.update: ${this.#length} positions are cached and the run adds ${added}, past the capacity of ${this.#capacity} slots; reserve() more slots first, or create the cache with a larger capacity (prompt + tokens to generate).`,
       );
     }
-    const [H, hd, cap] = [this.numKvHeads, this.headDim, this.capacity];
+    const [H, hd, cap] = [this.numKvHeads, this.headDim, this.#capacity];
     for (let i = 0; i < this.numLayers; i++) {
       for (const kind of KINDS) {
         const src = next[i]![kind].data;
@@ -205,6 +207,28 @@ export class KvCache {
   }
 
   /**
+   * Pre-allocated: grow to `capacity` slots per row (new buffers, the used slots copied once; a decode loop
+   * that does not know its length up front doubles it now and then). Smaller than `length` is refused.
+   */
+  reserve(capacity: number): void {
+    positiveInt('capacity', capacity);
+    const old = this.#capacity;
+    if (old === undefined) throw new RuntimeError('INVALID_OPTIONS', 'KvCache.reserve: this cache is not pre-allocated (no capacity).');
+    if (capacity < this.#length) {
+      throw new RuntimeError('INVALID_OPTIONS', `KvCache.reserve: capacity ${capacity} is below the ${this.#length} positions cached.`);
+    }
+    if (capacity === old) return;
+    const [rows, hd, T] = [this.#batchSize * this.numKvHeads, this.headDim, this.#length];
+    const move = (t: HostTensor<'float32'>): HostTensor<'float32'> => {
+      const out = this.allocate(capacity);
+      for (let r = 0; r < rows; r++) out.set(t.data.subarray(r * old * hd, (r * old + T) * hd), r * capacity * hd);
+      return float32(out, [this.#batchSize, this.numKvHeads, capacity, hd]);
+    };
+    this.#layers = this.#layers.map((l) => ({ key: move(l.key), value: move(l.value) }));
+    this.#capacity = capacity;
+  }
+
+  /**
    * Keep batch rows `batchIndices` in that order (beam search reorder, or
    * dropping finished sequences); indices may repeat. Copies the data.
    */
@@ -214,7 +238,7 @@ export class KvCache {
         throw new RuntimeError('KV_CACHE_MISMATCH', `KvCache.select: batch index ${b} is out of range [0, ${this.#batchSize}).`);
       }
     }
-    const slots = this.capacity ?? this.#length;
+    const slots = this.#capacity ?? this.#length;
     const row = this.numKvHeads * slots * this.headDim;
     const dims = [batchIndices.length, this.numKvHeads, slots, this.headDim];
     const gather = (t: HostTensor<'float32'>): HostTensor<'float32'> => {
@@ -233,11 +257,26 @@ export class KvCache {
     this.select(batchIndices);
   }
 
+  /** One layer's buffer of one kind for `capacity` slots; a failed allocation says how much the whole cache needs. */
+  private allocate(capacity: number): Float32Array {
+    const n = this.#batchSize * this.numKvHeads * capacity * this.headDim;
+    try {
+      return new Float32Array(n);
+    } catch (e) {
+      const mib = (2 * this.numLayers * n * 4) / 2 ** 20;
+      throw new RuntimeError(
+        'KV_CACHE_FULL',
+        `KvCache: cannot allocate ${capacity} slots per row (${mib.toFixed(0)} MiB for ${this.numLayers} layers x key/value x [${this.#batchSize}, ${this.numKvHeads}, ${capacity}, ${this.headDim}] float32): ${e instanceof Error ? e.message : String(e)}.`,
+        { cause: e },
+      );
+    }
+  }
+
   private empty(): HostTensor<'float32'> {
     return float32(new Float32Array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
   }
 
   private slotDims(): number[] {
-    return [this.#batchSize, this.numKvHeads, this.capacity ?? 0, this.headDim];
+    return [this.#batchSize, this.numKvHeads, this.#capacity ?? 0, this.headDim];
   }
 }
