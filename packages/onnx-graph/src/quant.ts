@@ -25,12 +25,12 @@ export interface QuantizeOptions {
   /**
    * MatMulNBits accuracy_level: 0/1 float32 compute, 4 int8 compute (A quantized per block; ORT falls
    * back to float32 where the CPU has no kernel for it). Default 4: measured the fastest here and within
-   * the same error (see the package README).
+   * the same error (@vlmkit/models README, "Quantized weights").
    */
   accuracyLevel: 0 | 1 | 2 | 3 | 4;
   /** Symmetric (no zero points, codes centred on 2^(bits-1)) instead of min/max with zero points (default false). */
   symmetric: boolean;
-  /** Quantize the LM head too (default true; see the package README for its measured effect). */
+  /** Quantize the LM head too (default true: measured no accuracy loss against a float head, a smaller peak RSS; models README). */
   lmHead: boolean;
 }
 
