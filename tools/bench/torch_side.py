@@ -80,7 +80,8 @@ GRANITE_IDS = dict(pad=100256, bos=100257, eos=100257, image_token_index=100352)
 
 
 def granite_config(layers: int | None):
-    """granite-4.0-3b-vision exactly as published (MODEL_NOTES.md), text layers optionally fewer."""
+    """granite-4.0-3b-vision exactly as published (MODEL_NOTES.md), text layers optionally fewer (then the
+    deepstack and spatial target layers, 0..21 in the published config, are spread over the layers there are)."""
     from transformers import Granite4VisionConfig
 
     n_layers = layers or 40
@@ -95,13 +96,21 @@ def granite_config(layers: int | None):
                 logits_scaling=10.0, tie_word_embeddings=True, pad_token_id=GRANITE_IDS["pad"],
                 bos_token_id=GRANITE_IDS["bos"], eos_token_id=GRANITE_IDS["eos"])
     pinpoints = [[384, 768], [768, 384], [768, 768], [384, 1152], [1152, 384], [1152, 1152]]
+    deepstack = [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]
+    spatial = [12, 15, 18, 21]
+    if n_layers <= 21:
+        # Fewer layers than the published targets reach: the 8 projectors keep feeding distinct layers, in the
+        # published order (targets ranked, spread over the layers there are).
+        targets = sorted([t for _, t in deepstack] + spatial)
+        at = {t: (rank * n_layers) // len(targets) for rank, t in enumerate(targets)}
+        deepstack = [[v, at[t]] for v, t in deepstack]
+        spatial = [at[t] for t in spatial]
     # The qformer config is HF's default for this vision width: 1 layer, hidden 1152, 18 heads, intermediate 3072.
     return Granite4VisionConfig(
         vision_config=vision, text_config=text, image_token_index=GRANITE_IDS["image_token_index"],
         vision_feature_select_strategy="full", vision_feature_layer=-1, tie_word_embeddings=True,
         image_grid_pinpoints=pinpoints, downsample_rate="4/8",
-        deepstack_layer_map=[[-19, 9], [-13, 6], [-7, 3], [-1, 0]], spatial_vision_layer=-1,
-        spatial_target_layers=[12, 15, 18, 21], projector_dropout=0.1)
+        deepstack_layer_map=deepstack, spatial_vision_layer=-1, spatial_target_layers=spatial, projector_dropout=0.1)
 
 
 def active_params_per_token(kind: str, cfg) -> dict:
@@ -204,14 +213,23 @@ def make(args) -> dict:
 
         cfg, ids = ernie_config(args.config, args.layers, args.vision_layers)
         torch.manual_seed(0)
-        model = Ernie4_5_VLMoeForConditionalGeneration(cfg).eval()
-        init_weights_nondegenerate(model, seed=0)
         dtype = torch.float32 if args.config == "medium" else torch.bfloat16
-        model.to(dtype).save_pretrained(str(dir_))
+        if dtype == torch.float32:
+            model = Ernie4_5_VLMoeForConditionalGeneration(cfg).eval()
+        else:
+            # Built on meta in bf16, then allocated: no float32 copy of the model and no default init (every
+            # parameter is drawn below anyway).
+            torch.set_default_dtype(dtype)
+            with torch.device("meta"):
+                model = Ernie4_5_VLMoeForConditionalGeneration(cfg).eval()
+            torch.set_default_dtype(torch.float32)
+            model = model.to_empty(device="cpu")
+            model.tie_weights()
+        init_weights_nondegenerate(model, seed=0)
+        model.save_pretrained(str(dir_))
         params = sum(p.numel() for p in model.parameters())
         del model
-        side = 32 if args.config == "medium" else 32  # 448x448: 32x32 patches of 14 -> 256 image tokens
-        grid = [1, side, side]
+        grid = [1, 32, 32]  # 448x448: 32x32 patches of 14 -> 256 image tokens
         n_img = math.prod(grid) // 4
         seq = args.prompt or 1280
         text = seq - n_img - 3
