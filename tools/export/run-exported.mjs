@@ -13,6 +13,8 @@ import { join } from 'node:path';
 
 const ortModule = await import(process.env.ORT_NODE ?? 'onnxruntime-node');
 const ort = ortModule.default ?? ortModule;
+/** Options of every session, from the manifest's session_config (below). */
+const sessionOptions = {};
 
 // --- safetensors: an 8-byte little-endian header length, a JSON header, the tensors' bytes ---------------------
 
@@ -209,7 +211,7 @@ async function prepareErnie(dir, man, x) {
   const g = man.graphs;
   const embeds = [];
   if (imageGrids.length + videoGrids.length > 0) {
-    const vision = await ort.InferenceSession.create(join(dir, g.vision_encoder.file));
+    const vision = await ort.InferenceSession.create(join(dir, g.vision_encoder.file), sessionOptions);
     const out = need(g.vision_encoder, 'embeds');
     for (const [pixels, grids] of [
       [x.pixel_values, imageGrids],
@@ -375,7 +377,7 @@ async function prepareGranite(dir, man, x) {
         o += n * tile;
       });
     } else pixels.set(pv.data);
-    const vision = await ort.InferenceSession.create(join(dir, g.vision_encoder.file));
+    const vision = await ort.InferenceSession.create(join(dir, g.vision_encoder.file), sessionOptions);
     const r = await vision.run({ pixel_values: f32(pixels, [total, ...pv.dims.slice(-3)]), pack_indices: i64(indices, [indices.length]) });
     gr.deepstack.forEach((d, k) => {
       deepstack[k] = r[need(g.vision_encoder, d.output)].data;
@@ -440,7 +442,7 @@ async function decode(dir, man, model, maxNew) {
   const { kv_cache: kv, vocab_size: V, generation } = man.decoder;
   const { B, S } = model;
   for (const name of Object.keys(model.feeds)) need(g, name);
-  const session = await ort.InferenceSession.create(join(dir, g.file));
+  const session = await ort.InferenceSession.create(join(dir, g.file), sessionOptions);
   let out = await session.run(model.feeds);
   const prefill = out[need(g, 'logits')];
   const tokens = Array.from({ length: B }, () => []);
@@ -480,6 +482,12 @@ if (!dir || !inputsPath || !outPath) {
   process.exit(2);
 }
 const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+// The session config entries vlmkit uses (Node's `extra` nests them by their first dot).
+for (const [k, v] of Object.entries(manifest.session_config ?? {})) {
+  const [head, ...rest] = k.split('.');
+  sessionOptions.extra ??= {};
+  sessionOptions.extra[head] = { ...(sessionOptions.extra[head] ?? {}), [rest.join('.')]: v };
+}
 if (manifest.format !== 'vlmkit-export' || manifest.version !== 1) throw new Error(`${dir}: not a vlmkit export version 1`);
 const inputs = readSafetensors(inputsPath);
 const prepare = { ernie4_5_vl_moe: prepareErnie, granite4_vision: prepareGranite }[manifest.model_type];

@@ -67,6 +67,12 @@ export interface ExportManifest {
   source: { checkpoint: string; adapter: string | null; files: Record<string, { size: number; sha256: string }> };
   /** Run order: `vision_encoder` (when the prompt has images or videos), then `decoder` once per step. */
   graphs: { vision_encoder: ManifestGraph; decoder: ManifestGraph };
+  /**
+   * ORT session config entries vlmkit creates its sessions with (`SessionOptionsAppendConfigEntry`; in Node,
+   * `extra`): with them, plain ORT gives vlmkit's numbers exactly (ORT's weight prepacking changes the
+   * float32 summation order of MatMul, ~1e-5 relative).
+   */
+  session_config: Record<string, string>;
   decoder: {
     vocab_size: number;
     hidden_size: number;
@@ -291,13 +297,14 @@ function head(
   files: ExportManifest['source']['files'],
   vision: ManifestGraph,
   decoder: ManifestGraph,
-): Pick<ExportManifest, 'format' | 'version' | 'model_type' | 'source' | 'graphs'> {
+): Pick<ExportManifest, 'format' | 'version' | 'model_type' | 'source' | 'graphs' | 'session_config'> {
   return {
     format: EXPORT_FORMAT,
     version: EXPORT_VERSION,
     model_type: modelType,
     source: { checkpoint, adapter, files },
     graphs: { vision_encoder: vision, decoder },
+    session_config: { 'session.disable_prepacking': '1' },
   };
 }
 
