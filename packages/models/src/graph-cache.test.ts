@@ -114,6 +114,34 @@ describe('graph cache', () => {
     expect(decoder.where.filter((w) => w.file === 'model.safetensors').map((w) => w.name)).toContain('decoder.embed_tokens.weight');
   });
 
+  it('a cache on the checkpoint filesystem hard-links its .safetensors: tensors used as stored are not copied', async () => {
+    const dir = await checkpointCopy('blobs');
+    const cacheDir = join(work, 'cache-blobs');
+    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger: () => {} });
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+    const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
+    await m.release();
+    const expected = await readTensors(join(c.dir, 'expected.safetensors'));
+    expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
+    const files = await readdir(cacheDir);
+    const blobs = files.filter((f) => f.startsWith('vlmkit-blob-'));
+    expect(blobs).toHaveLength(1);
+    const [ckpt, blob] = [await stat(join(dir, 'model.safetensors')), await stat(join(cacheDir, blobs[0]!))];
+    expect([blob.ino, blob.nlink]).toEqual([ckpt.ino, 2]);
+    const onnx = files.find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
+    const proto = await loadModelProto(join(cacheDir, onnx));
+    const embed = proto.graph!.initializer!.find((t) => t.name === 'decoder.embed_tokens.weight')!;
+    expect(embed.externalData!.find((e) => e.key === 'location')!.value).toBe(blobs[0]);
+    // A removed link is noticed and the decoder's entry rebuilt (linked again).
+    await rm(join(cacheDir, blobs[0]!));
+    const { lines, logger } = logs();
+    await (await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger })).release();
+    expect(lines.filter((l) => l.includes('damaged'))).toEqual([
+      expect.stringMatching(/vlmkit-ernie-decoder-.*vlmkit-blob-[0-9a-f]+\.safetensors is missing\); rebuilding it/),
+    ]);
+    expect((await stat(join(cacheDir, blobs[0]!))).ino).toBe(ckpt.ino);
+  });
+
   it('a damaged .onnx.data or .onnx is detected, rebuilt and reported, never served', async () => {
     const dir = await checkpointCopy('damage');
     const cacheDir = join(work, 'cache-damage');

@@ -10,11 +10,13 @@
 //                                           more 4 KiB aligned so that ORT memory-maps them
 //   <root>/vlmkit-<name>-<key>.json        the entry: what it was built from, the digests of the two files above;
 //                                           written last, so an entry without it is an unfinished build
+//   <root>/vlmkit-blob-<sha256>.safetensors a hard link of a checkpoint file (same filesystem only): tensors used
+//                                           as stored point into it, so they are not copied; shared by entries
 //   <root>/digests/<hash of path>.json     remembered sha256 of a checkpoint file, by path + size + mtime + ctime + inode
 import { createHash } from 'node:crypto';
-import { access, constants, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, constants, link, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
 import { ModelError } from './errors.js';
 
@@ -26,6 +28,7 @@ const FORMAT = 3;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 const HASH_CHUNK = 4 * 2 ** 20;
+const BLOB_PREFIX = 'vlmkit-blob-';
 
 /** `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`. */
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -96,6 +99,12 @@ interface FileRecord {
   sha256: string;
 }
 
+interface Blob {
+  name: string;
+  source: string;
+  sha256: string;
+}
+
 interface Entry {
   format: number;
   name: string;
@@ -105,6 +114,8 @@ interface Entry {
   inputs: Record<string, FileRecord>;
   onnx: FileRecord;
   data?: FileRecord & { stamp: Stamp };
+  /** Hard links of checkpoint files the graph's external data may point into: name, the file, its sha256. */
+  blobs?: Blob[];
   createdAt: number;
 }
 
@@ -135,6 +146,7 @@ export class GraphCache {
 
   private constructor(
     readonly root: string,
+    private readonly realRoot: string,
     private readonly options: GraphCacheOptions,
   ) {
     this.log = options.logger ?? ((m) => process.stderr.write(`vlmkit: ${m}\n`));
@@ -160,7 +172,7 @@ export class GraphCache {
         `graph cache directory ${dir} is not writable. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
       );
     }
-    return new GraphCache(dir, options);
+    return new GraphCache(dir, await realpath(dir), options);
   }
 
   /**
@@ -232,6 +244,48 @@ export class GraphCache {
     return { modelPath, cached: false, bytes: entryBytes(built) };
   }
 
+  /**
+   * Hard links of the checkpoint's .safetensors files in the cache directory, named by content, so that
+   * external data can point into them (ORT reads external data only inside the model's directory). None
+   * where the cache is on another filesystem or links are refused: tensors are then copied.
+   */
+  private async linkBlobs(inputs: Record<string, FileRecord>): Promise<Blob[]> {
+    const out: Blob[] = [];
+    for (const [source, rec] of Object.entries(inputs)) {
+      // Files already in the cache directory (cacheDir = the model directory) are pointed into directly.
+      if (!source.endsWith('.safetensors') || dirname(source) === this.realRoot) continue;
+      const b: Blob = { name: `${BLOB_PREFIX}${rec.sha256.slice(0, 32)}.safetensors`, source, sha256: rec.sha256 };
+      const path = join(this.root, b.name);
+      if ((await this.verifyBlob(b)) === undefined) {
+        out.push(b);
+        continue;
+      }
+      await rm(path, { force: true });
+      try {
+        await link(source, path);
+        out.push(b);
+      } catch {
+        // EXDEV (another filesystem), EPERM: the tensors are copied instead.
+      }
+    }
+    return out;
+  }
+
+  /** Undefined when the link holds the bytes it is named after: the checkpoint file itself (same inode), or hashed. */
+  private async verifyBlob(b: Blob): Promise<string | undefined> {
+    const path = join(this.root, b.name);
+    let s: Stamp;
+    try {
+      s = await stampOf(path);
+    } catch {
+      return `${b.name} is missing`;
+    }
+    const src = await stampOf(b.source).catch(() => undefined);
+    // The checkpoint file itself: its content is what the key was computed from on this load.
+    if (src && src.ino === s.ino && src.dev === s.dev) return undefined;
+    return (await this.fileDigest(path)) === b.sha256 ? undefined : `${b.name} does not have the sha256 it is named after`;
+  }
+
   /** Undefined when the entry's files are what was written; else what is wrong. */
   private async verify(entry: Entry, base: string): Promise<string | undefined> {
     if (entry.format !== FORMAT) return `entry format ${entry.format}, expected ${FORMAT}`;
@@ -249,6 +303,10 @@ export class GraphCache {
     };
     const bad = await check(onnx, entry.onnx);
     if (bad) return bad;
+    for (const b of entry.blobs ?? []) {
+      const problem = await this.verifyBlob(b);
+      if (problem) return problem;
+    }
     if (entry.data) {
       const dataPath = `${onnx}.data`;
       let stamp: Stamp;
@@ -279,7 +337,9 @@ export class GraphCache {
     try {
       // Weights stored as ORT will use them (bf16 -> float32 casts and transposes done once, here), 4 KiB
       // aligned so ORT memory-maps them: no per-load folding, no bf16 copy beside the float32 one.
-      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}`, fold: true });
+      const blobs = await this.linkBlobs(e.inputs);
+      const fileAliases = new Map(blobs.map((b) => [b.source, join(this.realRoot, b.name)]));
+      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}`, fold: true, fileAliases });
       const onnx: FileRecord = { size: (await stat(tmpModel)).size, sha256: await sha256File(tmpModel) };
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
@@ -288,7 +348,15 @@ export class GraphCache {
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
       }
       await rename(tmpModel, modelPath);
-      const entry: Entry = { format: FORMAT, ...e, onnx, ...(data ? { data } : {}), createdAt: Date.now() };
+      const used = saved.linkedBytes > 0 ? blobs : [];
+      const entry: Entry = {
+        format: FORMAT,
+        ...e,
+        onnx,
+        ...(data ? { data } : {}),
+        ...(used.length > 0 ? { blobs: used } : {}),
+        createdAt: Date.now(),
+      };
       await writeAtomic(join(this.root, `${base}.json`), JSON.stringify(entry, null, 1));
       return entry;
     } finally {
@@ -376,6 +444,14 @@ export class GraphCache {
       await this.remove(base);
       this.log(`removed superseded cached graph ${base}`);
     }
+    // Checkpoint links no entry points into any more.
+    const names = await readdir(this.root);
+    const referenced = new Set<string>();
+    for (const n of names) {
+      if (!n.startsWith('vlmkit-') || !n.endsWith('.json') || n.includes('.tmp-')) continue;
+      for (const b of (await readJson<Entry>(join(this.root, n)))?.blobs ?? []) referenced.add(b.name);
+    }
+    for (const n of names) if (n.startsWith(BLOB_PREFIX) && !referenced.has(n)) await rm(join(this.root, n), { force: true });
   }
 }
 

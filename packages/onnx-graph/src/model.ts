@@ -49,6 +49,12 @@ export interface SaveOptions {
    */
   linkFiles?: boolean;
   /**
+   * Files with the same bytes inside the model's directory (e.g. hard links of checkpoint files made there),
+   * by the real path of the file they stand for: `file` tensors of those files point into the alias instead
+   * of being copied (with `linkFiles`).
+   */
+  fileAliases?: ReadonlyMap<string, string>;
+  /**
    * Fold the Cast (bf16/fp16 -> float32) and Transpose nodes that read an initializer into float32 /
    * transposed initializers written here, once (default false): ORT then loads weights it can use as they
    * are (memory-mapped from the data file, see below) instead of folding them again at every session
@@ -128,7 +134,8 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
         continue;
       }
       if (ref.kind === 'file' && opts.linkFiles !== false) {
-        const rel = relative(realDir, await realpath(ref.path));
+        const real = await realpath(ref.path);
+        const rel = relative(realDir, opts.fileAliases?.get(real) ?? real);
         if (!rel.startsWith('..') && !isAbsolute(rel)) {
           tensors.push(externalTensor(entry, rel.split(sep).join('/'), ref.byteOffset, ref.byteLength));
           linkedBytes += length;
