@@ -140,10 +140,14 @@ export function pixelsFor(t: HostTensor | undefined, name: string, by: string, s
   return t as HostTensor<'float32'>;
 }
 
-/** Pixel values without the grids or sizes that say what they hold: refused rather than ignored. */
+/**
+ * Pixel values and the grids or sizes that say what they hold come together: pixels without them are refused
+ * rather than ignored, and grids without pixels are named before the prompt's placeholders are counted.
+ */
 export function pixelsNeed(t: HostTensor | undefined, name: string, by: string, byGiven: boolean): void {
   if (t !== undefined && !byGiven)
     throw new ModelError('BAD_INPUT', `${name} is given but ${by} is missing: it says how the pixels are laid out`);
+  if (t === undefined && byGiven) throw new ModelError('BAD_INPUT', `${by} is given but ${name} is missing`);
 }
 
 /**

@@ -208,15 +208,6 @@ const OPTION_CASES: OptionCase[] = [
   ['padTokenId 0.5', 'padTokenId', { padTokenId: 0.5 }],
 ];
 
-/**
- * Cases refused today without naming the input, or not refused: left out of the run until the input checks
- * (./inputs-check.ts and the prompt analyses) name them. Each is a wrong answer or an unclear message today.
- */
-const KNOWN_GAPS: Record<string, string[]> = {
-  'ernie-tiny': ['video_grid_thw without pixel_values_videos'],
-  'granite-tiny': ['image_sizes whose placeholders disagree with input_ids', 'image_sizes of 10^9 pixels a side'],
-};
-
 async function refusal(run: () => Promise<unknown>): Promise<unknown> {
   return run().then(
     () => undefined,
@@ -246,7 +237,7 @@ describe.each([
   });
   afterAll(async () => m.release());
 
-  it.each(cases.filter(([label]) => !KNOWN_GAPS[model]!.includes(label)))('%s: refused naming %s', async (_label, name, bad) => {
+  it.each(cases)('%s: refused naming %s', async (_label, name, bad) => {
     const e = await refusal(() => m.forwardNamed(bad(good)));
     expectNamed(e, name);
   });

@@ -160,13 +160,16 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     knownInputs(inputs, ERNIE_INPUT_NAMES, 'ERNIE-4.5-VL');
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
     const [B, S] = [ids.batch, ids.seq];
+    const [imageGrids, videoGrids] = [grids(inputs.image_grid_thw, 'image_grid_thw'), grids(inputs.video_grid_thw, 'video_grid_thw')];
+    pixelsNeed(inputs.pixel_values, 'pixel_values', 'image_grid_thw', imageGrids.length > 0);
+    pixelsNeed(inputs.pixel_values_videos, 'pixel_values_videos', 'video_grid_thw', videoGrids.length > 0);
     return analyzeErniePrompt(
       {
         inputIds: ids.data,
         shape: [B, S],
         attentionMask: attentionMask(inputs.attention_mask, B, S),
-        imageGrids: grids(inputs.image_grid_thw, 'image_grid_thw'),
-        videoGrids: grids(inputs.video_grid_thw, 'video_grid_thw'),
+        imageGrids,
+        videoGrids,
         mmTokenType: tokenTypes(inputs.mm_token_type_ids, 'mm_token_type_ids', B, S, [0, 1, 2]),
         moeTokenType: tokenTypes(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids', B, S, [0, 1, 2]),
       },

@@ -111,6 +111,6 @@ describe('Granite4Vision LoRA and input checks', () => {
     ids[ids.indexOf(BigInt(m.config.imageTokenId))] = 5n;
     const err = await m.forward({ ...inputs, input_ids: { ...inputs.input_ids!, data: ids } } as never).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelError);
-    expect((err as ModelError).message).toMatch(/93 image tokens \(id 255\) but the images \(sizes 70x160\) pack into 94 features/);
+    expect((err as ModelError).message).toMatch(/93 image tokens \(id 255\) but image_sizes \(70x160\) pack into 94 features/);
   });
 });

@@ -173,7 +173,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     if (features !== placeholders) {
       throw new ModelError(
         'PLACEHOLDER_MISMATCH',
-        `Image features and image tokens do not match: the prompt has ${placeholders} image tokens (id ${this.config.tokens.image}) but the images (sizes ${sizes.map((s) => s.join('x')).join(', ')}) pack into ${features} features (${plan.tokensPerImage.join(' + ')}). Build the prompt with the processor's token count per image.`,
+        `Image features and image tokens do not match: the prompt has ${placeholders} image tokens (id ${this.config.tokens.image}) but image_sizes (${sizes.map((s) => s.join('x')).join(', ')}) pack into ${features} features (${plan.tokensPerImage.join(' + ')}). Build input_ids with the processor's token count per image.`,
       );
     }
     const out = await this.vision.run(feeds);
