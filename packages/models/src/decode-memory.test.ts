@@ -54,4 +54,24 @@ describe('decode memory', () => {
       await model.release();
     }
   }, 120_000);
+
+  it('an aborted generate stops within one step and keeps nothing: 20 aborted runs leave RSS flat', async () => {
+    const model = await Ernie45VL.fromPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu', threads: 1 });
+    try {
+      const aborted = async (at: number): Promise<number> => {
+        const controller = new AbortController();
+        const onToken = (_t: readonly number[], step: number) => {
+          if (step === at) controller.abort();
+        };
+        const { tokens } = await model.generate(textRequest(600), { maxNewTokens: 5000, eos: [], onToken, signal: controller.signal });
+        return tokens[0]!.length;
+      };
+      expect(await aborted(4)).toBe(5); // the step that saw the abort is the last
+      const before = rssMiB();
+      for (let i = 0; i < 20; i++) expect(await aborted(10 + i)).toBe(11 + i);
+      expect(rssMiB() - before).toBeLessThan(12);
+    } finally {
+      await model.release();
+    }
+  }, 120_000);
 });
