@@ -13,8 +13,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from './test-utils/files.js';
-import { assemble, caseAt } from './test-utils/fuzz-corpus.js';
+import { assemble } from './test-utils/fuzz-corpus.js';
 import { DEFAULT_BOUNDS, fixtureBases, runCase, runCorpus, type Summary } from './test-utils/fuzz-runner.js';
+import { caseAt } from './test-utils/fuzz-shards.js';
 
 const FULL = process.env['VLMKIT_FUZZ'] === 'full';
 const SEED = Number(process.env['VLMKIT_FUZZ_SEED'] ?? 20261130);

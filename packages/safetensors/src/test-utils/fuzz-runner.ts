@@ -16,7 +16,8 @@ import { dirname, join, resolve } from 'node:path';
 import { Checkpoint } from '../checkpoint.js';
 import type { Tensor } from '../dtype.js';
 import { ERROR_CODES, SafetensorsError } from '../errors.js';
-import { type BaseFile, type CaseFile, caseAt, type FuzzCase, loadBase } from './fuzz-corpus.js';
+import { type BaseFile, type CaseFile, type FuzzCase, loadBase } from './fuzz-corpus.js';
+import { caseAt } from './fuzz-shards.js';
 
 export interface Outcome {
   id: number;
