@@ -1,16 +1,13 @@
 // kvCache 'append' against 'concat' on the same weights and steps: prefill then decode steps of a left-padded
 // batch, the append graph fed slot buffers (free slots hold junk, masked) and its new rows written into them.
 
-import { type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
-import type { GraniteTextConfig } from './granite/config.js';
-import { graniteTextExpectedParameters } from './granite/parameters.js';
 import { buildGraniteTextDecoderModel } from './granite/standalone.js';
 import { graniteStep } from './test-utils/granite-runner.js';
 import { maxAbs, maxAbsDiff, randn, sessionFor } from './test-utils/ort.js';
-import { randomWeights, tinyConfig } from './test-utils/random-model.js';
+import { randomGraniteWeights, randomWeights, tinyConfig, tinyGraniteConfig } from './test-utils/random-model.js';
 import { argmax, step } from './test-utils/runner.js';
 
 const B = 2;
@@ -123,42 +120,8 @@ describe("kvCache 'append' equals 'concat'", () => {
   });
 
   it('Granite: the same', async () => {
-    const config: GraniteTextConfig = {
-      hiddenSize: 32,
-      numHiddenLayers: 2,
-      numAttentionHeads: 4,
-      numKeyValueHeads: 2,
-      headDim: 8,
-      intermediateSize: 48,
-      vocabSize: 40,
-      rmsNormEps: 1e-5,
-      ropeTheta: 10000,
-      embeddingMultiplier: 3,
-      attentionMultiplier: 0.3,
-      residualMultiplier: 0.5,
-      logitsScaling: 2,
-      tieWordEmbeddings: true,
-      attentionBias: true,
-      mlpBias: true,
-    };
-    const refs = new Map<string, TensorRef>();
-    let k = 70;
-    for (const p of graniteTextExpectedParameters(config)) {
-      if (p.name === 'lm_head.weight') continue;
-      refs.set(
-        p.name,
-        tensorFromArray(
-          'float32',
-          p.shape,
-          randn(
-            p.shape.reduce((a, b) => a * b, 1),
-            k++,
-            0.3,
-          ),
-        ),
-      );
-    }
-    const weights = Weights.from(refs);
+    const config = tinyGraniteConfig;
+    const weights = randomGraniteWeights(config, 70);
     const concat = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [] }));
     const append = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [], kvCache: 'append' }));
     const caches = new Caches(config.numHiddenLayers, config.numKeyValueHeads, config.headDim);

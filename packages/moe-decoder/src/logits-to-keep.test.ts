@@ -1,12 +1,9 @@
-import { type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
-import type { GraniteTextConfig } from './granite/config.js';
-import { graniteTextExpectedParameters } from './granite/parameters.js';
 import { buildGraniteTextDecoderModel } from './granite/standalone.js';
 import { graniteStep } from './test-utils/granite-runner.js';
-import { randn, sessionFor } from './test-utils/ort.js';
-import { randomWeights, tinyConfig } from './test-utils/random-model.js';
+import { sessionFor } from './test-utils/ort.js';
+import { randomGraniteWeights, randomWeights, tinyConfig, tinyGraniteConfig } from './test-utils/random-model.js';
 import { step } from './test-utils/runner.js';
 
 // logits_to_keep = n: the logits of the last n positions of every row, computed from the same hidden states, so
@@ -49,32 +46,8 @@ describe('logits_to_keep', () => {
   });
 
   it('Granite: the same, after logits_scaling', async () => {
-    const config: GraniteTextConfig = {
-      hiddenSize: 32,
-      numHiddenLayers: 2,
-      numAttentionHeads: 4,
-      numKeyValueHeads: 2,
-      headDim: 8,
-      intermediateSize: 48,
-      vocabSize: 40,
-      rmsNormEps: 1e-5,
-      ropeTheta: 10000,
-      embeddingMultiplier: 3,
-      attentionMultiplier: 0.3,
-      residualMultiplier: 0.5,
-      logitsScaling: 2,
-      tieWordEmbeddings: true,
-      attentionBias: true,
-      mlpBias: true,
-    };
-    const refs = new Map<string, TensorRef>();
-    let k = 50;
-    for (const p of graniteTextExpectedParameters(config)) {
-      if (p.name === 'lm_head.weight') continue;
-      const n = p.shape.reduce((a, b) => a * b, 1);
-      refs.set(p.name, tensorFromArray('float32', p.shape, randn(n, k++, 0.3)));
-    }
-    const weights = Weights.from(refs);
+    const config = tinyGraniteConfig;
+    const weights = randomGraniteWeights(config, 50);
     const plain = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [] }));
     const keeping = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [], logitsToKeep: true }));
     const ids = [0, 0, 5, 9, 1, 4, 9, 2, 7, 3];

@@ -1,6 +1,8 @@
 import { type TensorRef, tensorFromArray, Weights } from '@vlmkit/onnx-graph';
 import type { ErnieTextConfig } from '../ernie/config.js';
 import { ernieTextExpectedParameters } from '../ernie/parameters.js';
+import type { GraniteTextConfig } from '../granite/config.js';
+import { graniteTextExpectedParameters } from '../granite/parameters.js';
 import { randn } from './ort.js';
 
 /** A small config that exercises every path: GQA, dense and MoE layers, unequal text/vision experts, shared experts. */
@@ -65,4 +67,36 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
   }
   if (config.tieWordEmbeddings) refs.set('lm_head.weight', refs.get('embed_tokens.weight')!);
   return { weights: Weights.from(refs), arrays };
+}
+
+/** A small Granite text config: GQA, biases, every multiplier away from 1, tied embeddings. */
+export const tinyGraniteConfig: GraniteTextConfig = {
+  hiddenSize: 32,
+  numHiddenLayers: 2,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  headDim: 8,
+  intermediateSize: 48,
+  vocabSize: 40,
+  rmsNormEps: 1e-5,
+  ropeTheta: 10000,
+  embeddingMultiplier: 3,
+  attentionMultiplier: 0.3,
+  residualMultiplier: 0.5,
+  logitsScaling: 2,
+  tieWordEmbeddings: true,
+  attentionBias: true,
+  mlpBias: true,
+};
+
+/** Random float32 weights N(0, 0.3) for every Granite parameter (lm_head tied), drawn in list order from `seed`. */
+export function randomGraniteWeights(config: GraniteTextConfig, seed: number): Weights {
+  const refs = new Map<string, TensorRef>();
+  let k = seed;
+  for (const p of graniteTextExpectedParameters(config)) {
+    if (p.name === 'lm_head.weight') continue;
+    const n = p.shape.reduce((a, b) => a * b, 1);
+    refs.set(p.name, tensorFromArray('float32', p.shape, randn(n, k++, 0.3)));
+  }
+  return Weights.from(refs);
 }
