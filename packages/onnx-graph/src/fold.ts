@@ -10,6 +10,7 @@ import { lazyTensor, type TensorRef } from './tensor-ref.js';
  * initializer read by the MatMul). Numbers are unchanged: bf16/fp16 -> float32 is exact and a transpose
  * moves values. The folded tensors are lazy: each is produced from its source tensor when written, one at
  * a time. Casts to other types (rounding) are left to ORT, and so is a node whose output is a graph output.
+ * Nodes inside Loop / If bodies are folded the same way (their weights become root initializers).
  */
 export interface FoldResult {
   nodes: OnnxTypes.INodeProto[];
@@ -38,38 +39,75 @@ export function foldInitializerTransforms(
 ): FoldResult {
   const recipes = new Map<string, Recipe>();
   for (const e of snap.initializers) recipes.set(e.name, { base: e.ref, toFloat32: false, perm: undefined });
-  const outputs = new Set(snap.outputs.map((o) => o.name));
-  const nodes: OnnxTypes.INodeProto[] = [];
   const made: string[] = [];
-  for (const node of snap.nodes) {
-    const src = node.input?.length === 1 ? recipes.get(node.input[0]!) : undefined;
-    const out = node.output?.length === 1 ? node.output[0]! : undefined;
-    let next: Recipe | undefined;
-    if (src && out !== undefined && !outputs.has(out) && (node.domain ?? '') === '') {
-      if (node.opType === 'Cast' && intAttr(node, 'to') === FLOAT && CASTABLE.includes(src.base.dtype)) {
-        next = { ...src, toFloat32: true };
-      } else if (node.opType === 'Transpose') {
-        const rank = src.base.shape.length;
-        const p = intsAttr(node, 'perm') ?? [...Array(rank).keys()].reverse();
-        if (p.length === rank) next = { ...src, perm: p.map((j) => (src.perm ? src.perm[j]! : j)) };
+  let folded = 0;
+  const used = new Set<string>();
+  // Loop / If bodies read the root's initializers from the outer scope (names are unique model-wide): a
+  // Cast or Transpose of a weight inside a body folds into a root initializer too, so no iteration redoes it.
+  const walk = (list: readonly OnnxTypes.INodeProto[], graphOutputs: readonly string[]): OnnxTypes.INodeProto[] => {
+    const outputs = new Set(graphOutputs);
+    for (const o of graphOutputs) used.add(o);
+    const nodes: OnnxTypes.INodeProto[] = [];
+    for (const node of list) {
+      const src = node.input?.length === 1 ? recipes.get(node.input[0]!) : undefined;
+      const out = node.output?.length === 1 ? node.output[0]! : undefined;
+      let next: Recipe | undefined;
+      if (src && out !== undefined && !outputs.has(out) && (node.domain ?? '') === '') {
+        if (node.opType === 'Cast' && intAttr(node, 'to') === FLOAT && CASTABLE.includes(src.base.dtype)) {
+          next = { ...src, toFloat32: true };
+        } else if (node.opType === 'Transpose') {
+          const rank = src.base.shape.length;
+          const p = intsAttr(node, 'perm') ?? [...Array(rank).keys()].reverse();
+          if (p.length === rank) next = { ...src, perm: p.map((j) => (src.perm ? src.perm[j]! : j)) };
+        }
       }
+      if (next === undefined) {
+        nodes.push(withBodies(node, walk));
+        continue;
+      }
+      recipes.set(out!, next);
+      made.push(out!);
+      folded++;
     }
-    if (next === undefined) {
-      nodes.push(node);
-      continue;
-    }
-    recipes.set(out!, next);
-    made.push(out!);
-  }
-  const used = new Set<string>(outputs);
-  for (const n of nodes) for (const i of n.input ?? []) used.add(i);
+    for (const n of nodes) for (const i of n.input ?? []) used.add(i);
+    return nodes;
+  };
+  const nodes = walk(
+    snap.nodes,
+    snap.outputs.map((o) => o.name),
+  );
   const initializers = snap.initializers.filter((e) => used.has(e.name));
   for (const name of made) {
     if (!used.has(name)) continue;
     const r = recipes.get(name)!;
     initializers.push({ name, ref: foldedTensor(r, read) });
   }
-  return { nodes, initializers, folded: snap.nodes.length - nodes.length };
+  return { nodes, initializers, folded };
+}
+
+/** `node` with each subgraph attribute's nodes passed through `walk` (the node itself when it has none). */
+function withBodies(
+  node: OnnxTypes.INodeProto,
+  walk: (nodes: readonly OnnxTypes.INodeProto[], outputs: readonly string[]) => OnnxTypes.INodeProto[],
+): OnnxTypes.INodeProto {
+  if (!node.attribute?.some((a) => a.g)) return node;
+  return {
+    ...node,
+    attribute: node.attribute.map((a) =>
+      a.g
+        ? {
+            ...a,
+            g: {
+              ...a.g,
+              node: walk(
+                a.g.node ?? [],
+                (a.g.output ?? []).map((o) => o.name ?? ''),
+              ),
+            },
+          }
+        : a,
+    ),
+  };
 }
 
 function foldedTensor(r: Recipe, read: (ref: TensorRef) => Promise<Uint8Array>): TensorRef {

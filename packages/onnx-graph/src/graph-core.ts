@@ -15,7 +15,9 @@ export type Attr =
   | { readonly string: string }
   | { readonly ints: readonly number[] }
   | { readonly floats: readonly number[] }
-  | { readonly tensor: { dtype: DType; shape: readonly number[]; data: TypedArray } };
+  | { readonly tensor: { dtype: DType; shape: readonly number[]; data: TypedArray } }
+  /** A subgraph (Loop / If bodies): see `ControlFlowOps`. */
+  | { readonly graph: OnnxTypes.IGraphProto };
 
 export const MS_DOMAIN = 'com.microsoft';
 
@@ -41,31 +43,74 @@ export interface InitializerEntry {
   readonly ref: TensorRef;
 }
 
+/** What a root graph and its subgraphs share: one name space (ONNX resolves outer-scope names), the initializers. */
+interface SharedState {
+  readonly initializerList: InitializerEntry[];
+  readonly domains: Set<string>;
+  readonly counters: Map<string, number>;
+  readonly valueNames: Set<string>;
+  readonly byRef: Map<TensorRef, Value>;
+  readonly byInitName: Map<string, Value>;
+  readonly smallConstants: Map<string, Value>;
+  dims: number;
+}
+
 /**
  * The bookkeeping under every op: scoped names, inputs, outputs,
  * initializers, and node emission. Ops (ops-*.ts) sit on top of it.
+ *
+ * A subgraph (a Loop or If body, `ControlFlowOps`) is a GraphCore with a `parent`: it has its own nodes,
+ * inputs and outputs, but shares the root's name space (every name is unique in the whole model, as ONNX
+ * needs for outer-scope references) and the root's initializers: a parameter or constant made in a body is
+ * stored once, in the root graph, and read by the body as an outer-scope value. Values of any ancestor graph
+ * may be used inside a body.
  */
 export class GraphCore {
   readonly name: string;
   readonly opset: number;
   /** The weight quantization asked for at construction (`GraphOptions.quantize`), resolved; undefined: float. */
   readonly quantize: QuantizeOptions | undefined;
+  /** The graph this one is a body of; undefined for the root (model) graph. */
+  readonly parent: GraphCore | undefined;
   protected readonly nodeList: OnnxTypes.INodeProto[] = [];
   protected readonly inputList: Value[] = [];
   protected readonly outputList: Value[] = [];
-  protected readonly initializerList: InitializerEntry[] = [];
-  protected readonly domains = new Set<string>();
+  protected readonly initializerList: InitializerEntry[];
+  protected readonly domains: Set<string>;
   private readonly scopeStack: string[] = [];
-  private readonly counters = new Map<string, number>();
-  private readonly valueNames = new Set<string>();
-  private readonly byRef = new Map<TensorRef, Value>();
-  private readonly byInitName = new Map<string, Value>();
-  private readonly smallConstants = new Map<string, Value>();
+  private readonly shared: SharedState;
 
-  constructor(options: GraphOptions = {}) {
+  /** `parent`: build a subgraph of it (`ControlFlowOps` does; options other than `name` come from the root). */
+  constructor(options: GraphOptions = {}, parent?: GraphCore) {
     this.name = options.name ?? 'vlmkit';
-    this.opset = options.opset ?? 23;
-    this.quantize = options.quantize !== undefined ? quantizeOptions(options.quantize) : undefined;
+    this.parent = parent;
+    if (parent !== undefined) {
+      this.opset = parent.opset;
+      this.quantize = parent.quantize;
+      this.shared = parent.shared;
+      // A body's nodes are named in the scope it was opened in.
+      this.scopeStack.push(...parent.scopeStack);
+    } else {
+      this.opset = options.opset ?? 23;
+      this.quantize = options.quantize !== undefined ? quantizeOptions(options.quantize) : undefined;
+      this.shared = {
+        initializerList: [],
+        domains: new Set(),
+        counters: new Map(),
+        valueNames: new Set(),
+        byRef: new Map(),
+        byInitName: new Map(),
+        smallConstants: new Map(),
+        dims: 0,
+      };
+    }
+    this.initializerList = this.shared.initializerList;
+    this.domains = this.shared.domains;
+  }
+
+  /** The model graph: this one, or the root of the bodies this one is nested in. */
+  get root(): GraphCore {
+    return this.parent === undefined ? this : this.parent.root;
   }
 
   /** The current scope path (`vision.blocks.3.attn`), empty at top level. */
@@ -101,7 +146,8 @@ export class GraphCore {
   output(value: Value, name: string = value.name, shape?: Shape): Value {
     this.own(value, `output ${name}`);
     let out = value;
-    if (value.name !== name || this.outputList.includes(value) || this.inputList.includes(value)) {
+    // A body's output must be computed in the body: an outer-scope value passes through an Identity.
+    if (value.name !== name || this.outputList.includes(value) || this.inputList.includes(value) || value.owner !== this) {
       this.claim(name);
       this.nodeList.push({ opType: 'Identity', name: `${name}/Identity`, input: [value.name], output: [name], domain: '' });
       out = new Value(this, name, value.dtype, shape ?? value.shape);
@@ -117,16 +163,18 @@ export class GraphCore {
    * (tied embeddings) yields the same value, stored once.
    */
   initializer(name: string, ref: TensorRef): Value {
-    const seen = this.byRef.get(ref);
+    const { byRef, byInitName } = this.shared;
+    const seen = byRef.get(ref);
     if (seen !== undefined) return seen;
-    if (this.byInitName.has(name)) {
+    if (byInitName.has(name)) {
       throw new GraphError('DUPLICATE_NAME', `initializer '${name}' is already defined with another tensor`);
     }
     this.claim(name);
-    const v = new Value(this, name, ref.dtype, [...ref.shape]);
+    // Owned by the root: every body may read it.
+    const v = new Value(this.root, name, ref.dtype, [...ref.shape]);
     this.initializerList.push({ name, ref });
-    this.byRef.set(ref, v);
-    this.byInitName.set(name, v);
+    byRef.set(ref, v);
+    byInitName.set(name, v);
     return v;
   }
 
@@ -161,13 +209,13 @@ export class GraphCore {
     const small = n <= 64;
     const key = small ? `${dtype}|${shape.join(',')}|${Array.from(values as ArrayLike<number | bigint>).join(',')}` : '';
     if (small) {
-      const hit = this.smallConstants.get(key);
+      const hit = this.shared.smallConstants.get(key);
       if (hit !== undefined) return hit;
     }
     const data = toTypedArray(dtype, n, values);
-    const name = small ? `const.${dtype}.${this.smallConstants.size}` : this.uniqueName(this.scoped('const'));
+    const name = small ? `const.${dtype}.${this.shared.smallConstants.size}` : this.uniqueName(this.scoped('const'));
     const v = this.initializer(name, tensorFromArray(dtype, shape, data));
-    if (small) this.smallConstants.set(key, v);
+    if (small) this.shared.smallConstants.set(key, v);
     return v;
   }
 
@@ -217,30 +265,33 @@ export class GraphCore {
   /** The name the next `opType` node in this scope will get. */
   protected nodeName(opType: string): string {
     const base = this.scoped(opType);
-    const k = this.counters.get(base) ?? 0;
-    this.counters.set(base, k + 1);
+    const counters = this.shared.counters;
+    const k = counters.get(base) ?? 0;
+    counters.set(base, k + 1);
     return k === 0 ? base : `${base}_${k}`;
   }
 
   protected uniqueName(base: string): string {
-    if (!this.valueNames.has(base)) return base;
-    for (let k = 1; ; k++) if (!this.valueNames.has(`${base}_${k}`)) return `${base}_${k}`;
+    const names = this.shared.valueNames;
+    if (!names.has(base)) return base;
+    for (let k = 1; ; k++) if (!names.has(`${base}_${k}`)) return `${base}_${k}`;
   }
 
   /** A fresh symbolic dim name for a size the builder cannot know. */
   protected freshDim(label: string): Dim {
-    return `${label}_${this.dimCounter++}`;
+    return `${label}_${this.shared.dims++}`;
   }
 
-  private dimCounter = 0;
-
-  private claim(name: string): void {
-    if (this.valueNames.has(name)) throw new GraphError('DUPLICATE_NAME', `the name '${name}' is already used in graph '${this.name}'`);
-    this.valueNames.add(name);
+  protected claim(name: string): void {
+    const names = this.shared.valueNames;
+    if (names.has(name)) throw new GraphError('DUPLICATE_NAME', `the name '${name}' is already used in graph '${this.root.name}'`);
+    names.add(name);
   }
 
+  /** Refuses a value this graph cannot read: its own values and its ancestors' (outer scope) are readable. */
   protected own(v: Value, where: string): void {
-    if (v.owner !== this) throw new GraphError('FOREIGN_VALUE', `value '${v.name}' belongs to another graph`, where);
+    for (let g: GraphCore | undefined = this; g !== undefined; g = g.parent) if (v.owner === g) return;
+    throw new GraphError('FOREIGN_VALUE', `value '${v.name}' belongs to another graph (or to a body this graph cannot see)`, where);
   }
 
   /** Everything a serialiser needs; the model module turns it into a ModelProto. */
@@ -260,7 +311,8 @@ export class GraphCore {
       nodes: this.nodeList,
       inputs: this.inputList,
       outputs: this.outputList,
-      initializers: this.initializerList,
+      // A body's initializers are the root's (outer-scope values): listed once, by the root.
+      initializers: this.parent === undefined ? this.initializerList : [],
     };
   }
 }
@@ -286,6 +338,7 @@ function toAttribute(name: string, a: Attr): OnnxTypes.IAttributeProto {
   if ('string' in a) return { name, type: T.STRING, s: new TextEncoder().encode(a.string) };
   if ('ints' in a) return { name, type: T.INTS, ints: [...a.ints] };
   if ('floats' in a) return { name, type: T.FLOATS, floats: [...a.floats] };
+  if ('graph' in a) return { name, type: T.GRAPH, g: a.graph };
   const t = a.tensor;
   return {
     name,

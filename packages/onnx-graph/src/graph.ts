@@ -1,4 +1,4 @@
-import { AttentionOps } from './ops-attention.js';
+import { ControlFlowOps } from './ops-control.js';
 
 /**
  * The graph builder. Values carry dtype and shape; ops are methods that
@@ -10,5 +10,7 @@ import { AttentionOps } from './ops-attention.js';
  * const y = g.scope('fc', () => g.matmul(x, w));
  * g.output(y, 'y');
  * ```
+ *
+ * Loop and If bodies are graphs of this class too (`g.loop`, `g.if`).
  */
-export class Graph extends AttentionOps {}
+export class Graph extends ControlFlowOps {}

@@ -7,9 +7,8 @@ import { foldInitializerTransforms } from './fold.js';
 import type { Graph } from './graph.js';
 import { type InitializerEntry, MS_DOMAIN } from './graph-core.js';
 import { type OnnxTypes, onnx } from './proto.js';
-import type { Shape } from './shape.js';
 import { type TensorRef, tensorByteLength } from './tensor-ref.js';
-import type { Value } from './value.js';
+import { valueInfo } from './value-info.js';
 
 /** An external-data buffer handed to onnxruntime with the model bytes. */
 export interface ExternalBuffer {
@@ -188,20 +187,6 @@ function encode(g: Graph, initializer: OnnxTypes.ITensorProto[], nodes?: readonl
     },
   };
   return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
-}
-
-const PLAIN_DIM = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-function valueInfo(v: Value): OnnxTypes.IValueInfoProto {
-  return {
-    name: v.name,
-    type: { tensorType: { elemType: onnxDataType(v.dtype), shape: { dim: shapeProto(v.shape) } } },
-  };
-}
-
-/** Known dims as values, plain symbolic names as params; derived expressions left unnamed for ORT to infer. */
-function shapeProto(shape: Shape): OnnxTypes.TensorShapeProto.IDimension[] {
-  return shape.map((d) => (typeof d === 'number' ? { dimValue: d } : PLAIN_DIM.test(d) ? { dimParam: d } : {}));
 }
 
 function inlineTensor(entry: InitializerEntry, bytes: Uint8Array): OnnxTypes.ITensorProto {
