@@ -5,11 +5,12 @@ Subcommands (each prints one JSON line last; bench.mjs reads it):
   make   --config medium|granite|ernie28b --dir D [--layers N] [--vision-layers N]
          Builds a random-weight checkpoint of that config into D (once: skipped when D/bench.json exists),
          D/inputs.safetensors (the benchmark prompt) and D/bench.json (what was built, parameter counts).
-  run    --dir D --threads T --repeats R --new-tokens N --out F
+  run    --dir D --threads T --repeats R --new-tokens N --out F [--device cpu|cuda] [--dtype float32|bfloat16|float16]
          Times HF on D's checkpoint and inputs: load, vision (image features), prefill (the prompt with the
          vision features given, cache on, last position's logits only, as generate does), decode (greedy
-         generate of N tokens, per-step times), peak RSS (VmHWM of this process). Writes the greedy ids and
-         the raw logits of every generated step to F (safetensors) for the comparison with vlmkit.
+         generate of N tokens, per-step times), peak RSS (VmHWM of this process); on cuda every time is taken
+         after torch.cuda.synchronize() and the peak GPU memory (max allocated / reserved) is reported. Writes the
+         greedy ids and the raw logits of every generated step to F (safetensors) for the comparison with vlmkit.
   curves --dir D --threads T --points JSON
          Vision time against patches, prefill time and decode ms/token against prompt (context) length.
 
@@ -322,7 +323,16 @@ def median(xs):
     return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
 
 
-def load_model(dir_: Path, info: dict):
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def sync(device: str) -> None:
+    """Waits for the GPU: CUDA kernels run asynchronously, so a wall-clock time is only true after this."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def load_model(dir_: Path, info: dict, device: str = "cpu", dtype: str = "float32"):
     if info["model"] == "ernie":
         from transformers import Ernie4_5_VLMoeForConditionalGeneration as Cls
     else:
@@ -331,7 +341,7 @@ def load_model(dir_: Path, info: dict):
     kw = {"attn_implementation": "sdpa"}
     if info["model"] == "ernie":
         kw["experts_implementation"] = "grouped_mm"
-    return Cls.from_pretrained(str(dir_), dtype=torch.float32, **kw).eval()
+    return Cls.from_pretrained(str(dir_), dtype=DTYPES[dtype], **kw).to(device).eval()
 
 
 def vision_features(model, info: dict, inputs: dict):
@@ -343,18 +353,20 @@ def vision_features(model, info: dict, inputs: dict):
 class StepClock:
     """A logits processor that notes the time each time generate asks for the next token's scores."""
 
-    def __init__(self):
+    def __init__(self, device: str = "cpu"):
         self.times: list[float] = []
+        self.device = device
 
     def __call__(self, input_ids, scores):
+        sync(self.device)
         self.times.append(time.perf_counter())
         return scores
 
 
-def greedy(model, inputs: dict, n: int):
+def greedy(model, inputs: dict, n: int, device: str = "cpu"):
     from transformers import LogitsProcessorList
 
-    clock = StepClock()
+    clock = StepClock(device)
     t0 = time.perf_counter()
     out = model.generate(**inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None,
                          pad_token_id=0, logits_processor=LogitsProcessorList([clock]), output_logits=True,
@@ -368,39 +380,56 @@ def run(args) -> dict:
     torch.set_num_threads(args.threads)
     dir_ = Path(args.dir)
     info = json.loads((dir_ / "bench.json").read_text())
-    inputs = load_file(str(dir_ / "inputs.safetensors"))
+    dev = args.device
+    inputs = {k: v.to(dev) for k, v in load_file(str(dir_ / "inputs.safetensors")).items()}
+    if args.dtype != "float32" and "pixel_values" in inputs:
+        inputs["pixel_values"] = inputs["pixel_values"].to(DTYPES[args.dtype])
     t0 = time.perf_counter()
-    model = load_model(dir_, info)
+    model = load_model(dir_, info, dev, args.dtype)
+    sync(dev)
     load_s = time.perf_counter() - t0
     vision = []
     feats = None
-    for _ in range(args.repeats):
+    # On a GPU the first runs also warm cuBLAS/cuDNN up (plans, workspaces): one untimed run of each first.
+    for r in range(args.repeats + (dev == "cuda")):
+        sync(dev)
         t0 = time.perf_counter()
         feats = vision_features(model, info, inputs)
-        vision.append(time.perf_counter() - t0)
+        sync(dev)
+        if r or dev != "cuda":
+            vision.append(time.perf_counter() - t0)
     # Prefill alone: the forward that generate runs first (cache on, last position's logits only), with the
     # image features already computed (the model's own get_image_features answers from the last run).
     real = model.model.get_image_features
     model.model.get_image_features = lambda *a, **k: feats
     prefill = []
-    for _ in range(args.repeats):
+    for r in range(args.repeats + (dev == "cuda")):
+        sync(dev)
         t0 = time.perf_counter()
         model(**inputs, use_cache=True, logits_to_keep=1)
-        prefill.append(time.perf_counter() - t0)
+        sync(dev)
+        if r or dev != "cuda":
+            prefill.append(time.perf_counter() - t0)
     model.model.get_image_features = real
     decode = []
     gen_total = []
     out = None
     for _ in range(max(1, args.decode_repeats)):
+        sync(dev)
         t0 = time.perf_counter()
-        out, first_s, steps = greedy(model, inputs, args.new_tokens)
+        out, first_s, steps = greedy(model, inputs, args.new_tokens, dev)
         gen_total.append(time.perf_counter() - t0)
         decode.append(median(steps))
     seq = inputs["input_ids"].shape[1]
     ids = out.sequences[0, seq:]
-    save_file({"ids": ids.contiguous(), "logits": torch.cat(out.logits, 0).float().contiguous()}, args.out)
+    save_file({"ids": ids.cpu().contiguous(), "logits": torch.cat(out.logits, 0).float().cpu().contiguous()}, args.out)
+    gpu = {}
+    if dev == "cuda":
+        gpu = {"gpu": torch.cuda.get_device_name(), "gpu_peak_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
+               "gpu_peak_reserved_mb": torch.cuda.max_memory_reserved() / 2**20}
     return {
-        "system": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "system": "pytorch", "torch": torch.__version__, "device": dev, "dtype": args.dtype, **gpu,
+        "threads": torch.get_num_threads(),
         "load_ms": load_s * 1e3, "vision_ms": median(vision) * 1e3, "prefill_ms": median(prefill) * 1e3,
         "decode_ms": median(decode) * 1e3, "generate_ms": median(gen_total) * 1e3,
         "vision_runs_ms": [x * 1e3 for x in vision], "prefill_runs_ms": [x * 1e3 for x in prefill],
@@ -460,6 +489,8 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--points")
     ap.add_argument("--out")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--dtype", choices=list(DTYPES), default="float32")
     args = ap.parse_args()
     from transformers import logging as hf_logging
 

@@ -8,8 +8,10 @@
 //        (vision, prefill, ms/token) JSON_OPTS.repeats times; VmHWM of this process.
 //   node vlmkit_side.mjs curves DIR CACHE_DIR JSON_OPTS   vision against patches, prefill and decode against length.
 //
-// JSON_OPTS: { threads, repeats, newTokens, quantize?, hfOut?, points? }. `quantize` is passed to fromPretrained
-// only when set (bench.mjs sets it only when the models package declares the option).
+// JSON_OPTS: { threads, repeats, newTokens, quantize?, hfOut?, points?, device?, load?, generate? }. `quantize` is
+// passed to fromPretrained only when set (bench.mjs sets it only when the models package declares the option);
+// `device` (default 'cpu') and the objects `load` / `generate` (extra fromPretrained / generate options, e.g. the
+// decode loop or the compute dtype: tools/gpu/bench.mjs) likewise.
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,11 +24,13 @@ const opts = JSON.parse(optsArg ?? '{}');
 const info = JSON.parse(readFileSync(join(dir, 'bench.json'), 'utf8'));
 const Model = info.model === 'ernie' ? Ernie45VL : Granite4Vision;
 const loadOptions = {
-  device: 'cpu',
+  device: opts.device ?? 'cpu',
   threads: opts.threads,
   cacheDir,
   ...(opts.quantize ? { quantize: opts.quantize } : {}),
+  ...opts.load,
 };
+const generateOptions = opts.generate ?? {};
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -119,15 +123,24 @@ async function run() {
   const decode = [];
   const total = [];
   let ids;
+  // Decode per token also as (generate of N tokens - generate of 1) / (N - 1): the same definition whatever the
+  // decode loop (an in-graph loop runs many tokens per session run, so per-step times are per chunk).
+  const one = [];
+  // On a GPU the first run also warms the EP up (cuBLAS/cuDNN plans, the arena): one untimed run first.
+  if (loadOptions.device !== 'cpu') await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
   for (let r = 0; r < opts.repeats; r++) {
     const t0 = performance.now();
-    const gen = await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [] });
+    const gen = await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
     total.push(performance.now() - t0);
     vision.push(gen.visionMs);
     prefill.push(gen.timings.prefillMs);
     decode.push(median(gen.timings.stepMs));
     ids = gen.tokens[0];
+    const t1 = performance.now();
+    await model.generate(inputs, { maxNewTokens: 1, eos: [], ...generateOptions });
+    one.push(performance.now() - t1);
   }
+  const perToken = total.map((t, i) => (t - one[i]) / Math.max(opts.newTokens - 1, 1));
   const peak = vmHwmMb();
   await model.release();
   return {
@@ -140,7 +153,13 @@ async function run() {
     vision_ms: median(vision),
     prefill_ms: median(prefill),
     decode_ms: median(decode),
+    decode_per_token_ms: median(perToken),
     generate_ms: median(total),
+    generate_one_ms: median(one),
+    device: model.device,
+    device_reason: model.deviceReason,
+    load_options: opts.load ?? {},
+    generate_options: generateOptions,
     vision_runs_ms: vision,
     prefill_runs_ms: prefill,
     decode_runs_ms: decode,

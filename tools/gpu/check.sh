@@ -5,7 +5,9 @@
 #   tools/gpu/check.sh add-part FILE.. keep one part of tools/gpu/pack.sh's output in $VLMKIT_GPU_DIR/parts
 #                                      (one per transfer) and say what is there
 #   tools/gpu/check.sh run [PARTS_DIR] reassemble and verify the parts (default: $VLMKIT_GPU_DIR/parts), unpack,
-#                                      run the fixture cases on CUDA and on CPU, print the table, nvidia-smi
+#                                      run the fixture cases on CUDA and on CPU, print the table, then the medium
+#                                      benchmark against PyTorch on the same GPU (bench.mjs), nvidia-smi
+#   tools/gpu/check.sh bench           only the medium benchmark, from the stage `run` unpacked
 #   tools/gpu/check.sh env             only show the GPU and the CUDA libraries the loader will find
 #
 # Logs and the JSON results go to $OUT when set (the device tool's folder that comes back), else $VLMKIT_GPU_DIR.
@@ -31,6 +33,16 @@ show_env() {
     [ -z "$found" ] && found=$(ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l { print $NF; exit }')
     echo "  $lib: ${found:-NOT FOUND}"
   done
+}
+
+run_bench() {
+  # The medium ERNIE against PyTorch eager on the same device (tools/gpu/bench.mjs): the checkpoint is made here
+  # by torch_side.py (python3 must hold torch and transformers 5.17), graphs built into $dir.
+  local stage=$1
+  echo "== medium benchmark on $device (vlmkit host loop / graph loop / compute dtypes vs PyTorch eager)"
+  (cd "$stage" && timeout "${VLMKIT_GPU_BENCH_TIMEOUT:-420}" bin/node tools/gpu/bench.mjs --device "$device" \
+    --dir "$dir/ernie-medium" --out "$out/gpu-bench.json" ${VLMKIT_GPU_BENCH_ARGS:-})
+  echo "bench exit $?"
 }
 
 case "${1:-}" in
@@ -74,9 +86,14 @@ case "${1:-}" in
       echo "== fixture cases, $device vs cpu, NVIDIA_TF32_OVERRIDE=0 (strict float32)"
       NVIDIA_TF32_OVERRIDE=0 timeout 200 $check --no-placement --out "$out/fixture-check-no-tf32.json"
       echo "fixture-check exit $?"
+      run_bench "$stage"
       echo "== nvidia-smi"
       nvidia-smi
     } 2>&1 | tee "$out/check.log"
+    ;;
+  bench)
+    cuda_env
+    run_bench "$dir/stage" 2>&1 | tee "$out/bench.log"
     ;;
   *)
     sed -n 2,13p "$0"

@@ -2,7 +2,7 @@
 # Packs what tools/gpu/check.sh needs on a GPU machine without network or Node into .gpu-parts/:
 # Node itself, the committed tree (HEAD, built here: other people's uncommitted edits stay out) with its dist/
 # folders and the node_modules it needs at run time, onnxruntime-node's linux/x64 binding with the CUDA EP
-# installed by tools/gpu/install-cuda-ep.mjs, and tools/gpu. One .tar.xz, split into parts small enough to travel
+# installed by tools/gpu/install-cuda-ep.mjs, tools/gpu and the two sides of the bench (tools/bench). One .tar.xz, split into parts small enough to travel
 # with the working tree in one transfer each (PART_MIB, default 40), plus its sha256.
 # usage: [REF=commit] [OVERLAY="path..."] tools/gpu/pack.sh [CUDA_EP_TGZ]
 #   CUDA_EP_TGZ: the npm pack of com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9 (fetched with npm when not given)
@@ -38,6 +38,10 @@ node --version > "$stage/NODE_VERSION"
 cp "$build/package.json" "$stage/"
 mkdir -p "$stage/tools"
 cp -a "$repo/tools/gpu" "$stage/tools/"
+# The GPU bench (tools/gpu/bench.mjs) runs the two sides of `pnpm bench`; the checkpoint maker needs make_fixtures.py.
+mkdir -p "$stage/tools/bench" "$stage/tools/fixtures"
+cp "$repo/tools/bench/torch_side.py" "$repo/tools/bench/vlmkit_side.mjs" "$stage/tools/bench/"
+cp "$repo/tools/fixtures/make_fixtures.py" "$stage/tools/fixtures/"
 for p in "$build"/packages/*/; do
   name=$(basename "$p")
   [ -d "$p/dist" ] || continue
