@@ -1,5 +1,5 @@
 import { type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
-import type { QuantizeMode } from '@vlmkit/onnx-graph';
+import type { OpSet, QuantizeMode } from '@vlmkit/onnx-graph';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
 export type Out = (s: string) => void;
@@ -20,6 +20,8 @@ export interface CommonOptions {
   adapter?: string | undefined;
   /** The decoder's weights block-quantized at load: 'int8' or 'int4' (default float32). */
   quantize?: QuantizeMode | undefined;
+  /** The decoder's ops: 'onnx' standard or 'contrib' com.microsoft fused kernels (default per device). */
+  ops?: OpSet | undefined;
 }
 
 function ms(x: number): string {
@@ -34,6 +36,7 @@ export async function forwardCommand(o: CommonOptions & { inputs: string; out: s
     cacheDir: o.cacheDir,
     adapter: o.adapter,
     quantize: o.quantize,
+    ops: o.ops,
   });
   try {
     const inputs = await readNamedTensors(o.inputs);
@@ -61,6 +64,7 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
     cacheDir: o.cacheDir,
     adapter: o.adapter,
     quantize: o.quantize,
+    ops: o.ops,
   });
   try {
     const inputs = await readNamedTensors(o.inputs);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FIXTURE_DIR, type GenerateOptions } from '@vlmkit/models';
-import { QUANTIZE_MODES } from '@vlmkit/onnx-graph';
+import { OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
 import { exportCommand } from './export-command.js';
@@ -48,6 +48,9 @@ common options:
   --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
   --quantize int8|int4     the decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32;
                            run, generate, forward, export; default float32; measured accuracy: packages/models README)
+  --ops onnx|contrib       the decoder's ops: standard ONNX (opset-23 Attention, RMSNormalization, RotaryEmbedding) or
+                           onnxruntime's com.microsoft fused kernels (run, generate, forward; default: onnx on CPU,
+                           contrib on CUDA; same numbers within float rounding)
 
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
@@ -68,6 +71,7 @@ const OPTIONS = {
   'cache-dir': { type: 'string' },
   adapter: { type: 'string' },
   quantize: { type: 'string' },
+  ops: { type: 'string' },
   'max-new-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -144,7 +148,8 @@ export async function main(
     const device = oneOf(v.device, ['auto', 'cpu', 'cuda'] as const, 'device');
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
-    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize };
+    const ops = v.ops === undefined ? undefined : oneOf(v.ops, OP_SETS, 'ops');
+    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, ops };
     switch (command) {
       case 'export':
         await exportCommand({ model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize }, out);

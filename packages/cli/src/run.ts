@@ -119,6 +119,7 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
       cacheDir: o.cacheDir,
       adapter: o.adapter,
       quantize: o.quantize,
+      ops: o.ops,
       onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
     });
   } finally {

@@ -1,4 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ContribAttentionInputs, contribAttention } from './attention-contrib.js';
 import type { KvCacheMode, KvPair } from './types.js';
 
 /**
@@ -38,6 +39,11 @@ export interface SelfAttentionInputs {
    * `present` is the new positions only, [B, Hkv, S, headDim] (see `KvCacheMode`). Default 'concat'.
    */
   kvCache?: KvCacheMode;
+  /**
+   * Build with com.microsoft fused ops (a decoder built with `ops: 'contrib'`): rotary and attention read
+   * these shared inputs (`contribAttentionInputs`) instead of `cos`/`sin`/`mask`. Default: the opset-23 ops.
+   */
+  contrib?: ContribAttentionInputs;
 }
 
 export interface SelfAttentionOutputs {
@@ -58,6 +64,12 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
   const { cos, sin, past } = inputs;
   const qkv = nn.linear(g, inputs.hidden, w, 'qkv_proj', { bias: config.qkvBias, in: D, out: (hq + 2 * hkv) * hd });
   const [q0, k0, v] = g.split(qkv, [hq * hd, hkv * hd, hkv * hd], -1);
+  if (inputs.contrib !== undefined) {
+    const args = { q: q0!, k: k0!, v: v!, past, numHeads: hq, kvNumHeads: hkv, headDim: hd, scale: config.scaling };
+    const r = contribAttention(g, inputs.contrib, { ...args, interleaved: !isNeoxStyle });
+    const out = nn.linear(g, r.out, w, 'o_proj', { bias: config.oProjBias, in: hq * hd, out: D });
+    return { out, present: presentOf(g, { k: r.k, v: v!, hkv, hd }, r.presentKey, r.presentValue, inputs.kvCache) };
+  }
   // ONNX RotaryEmbedding's `interleaved` is vLLM's not-neox (GPT-J) layout.
   const rotary = (x: Value, numHeads: number) =>
     g.scope('rotary_emb', () => g.rotaryEmbedding(x, cos, sin, { interleaved: !isNeoxStyle, numHeads }));
@@ -72,11 +84,24 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
     }),
   );
   const out = nn.linear(g, r.out, w, 'o_proj', { bias: config.oProjBias, in: hq * hd, out: D });
-  if (past !== undefined && inputs.kvCache === 'append') {
-    // The new rows as the cache lays them out; the op's own past + current (an internal copy) stays in the graph.
-    const heads = (x: Value) => g.transpose(g.reshape(x, [0, 0, hkv, hd]), [0, 2, 1, 3]);
-    return { out, present: g.scope('present', () => ({ key: heads(k), value: heads(v!) })) };
+  return { out, present: presentOf(g, { k, v: v!, hkv, hd }, r.presentKey, r.presentValue, inputs.kvCache) };
+}
+
+/**
+ * The layer's `present`: 'concat' the op's past + current [B, Hkv, P+S, hd]; 'append' the new rows only, as the
+ * cache lays them out (the op's own past + current, an internal copy, stays in the graph). Undefined without a past.
+ */
+function presentOf(
+  g: Graph,
+  cur: { k: Value; v: Value; hkv: number; hd: number },
+  presentKey: Value | undefined,
+  presentValue: Value | undefined,
+  kvCache: KvCacheMode | undefined,
+): KvPair | undefined {
+  if (presentKey === undefined) return undefined;
+  if (kvCache === 'append') {
+    const heads = (x: Value) => g.transpose(g.reshape(x, [0, 0, cur.hkv, cur.hd]), [0, 2, 1, 3]);
+    return g.scope('present', () => ({ key: heads(cur.k), value: heads(cur.v) }));
   }
-  const present = r.presentKey !== undefined ? { key: r.presentKey, value: r.presentValue! } : undefined;
-  return { out, present };
+  return { key: presentKey, value: presentValue! };
 }

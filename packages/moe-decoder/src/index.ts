@@ -1,5 +1,10 @@
 // @vlmkit/moe-decoder: ERNIE-4.5-VL MoE text decoder as an ONNX subgraph with a KV cache.
 
+export {
+  CONTRIB_ATTENTION_KERNELS,
+  type ContribAttentionKernel,
+  type DecoderOpsOptions,
+} from './attention-contrib.js';
 export { causalPaddingMask } from './attention-mask.js';
 export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from './ernie/config.js';
 export {

@@ -17,6 +17,8 @@ export {
 } from './model.js';
 export * as nn from './nn.js';
 export type { AttentionOptions, AttentionResult } from './ops-attention.js';
+export * as contrib from './ops-contrib.js';
+export { OP_SETS, type OpSet, opSet } from './ops-contrib.js';
 export type { LoopBodyInputs, LoopBodyOutputs, LoopCarried, LoopOutputs } from './ops-control.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';

@@ -112,3 +112,5 @@ export function gatedMlp(
 export function maskToBias(g: Graph, mask: Value, dtype: Value['dtype'] = 'float32'): Value {
   return g.where(mask, g.scalar(0, dtype), g.scalar(-1e9, dtype));
 }
+
+export { type Residual, repeatKvHeads, residualLayerNorm, residualRmsNorm, settle } from './nn-fused.js';

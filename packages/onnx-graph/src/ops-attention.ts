@@ -115,7 +115,8 @@ export class AttentionOps extends TensorOps {
     const hasPast = opts.pastKey !== undefined;
     const total: Dim = hasPast ? addDims(opts.pastKey!.dim(2), k.dim(1)) : k.dim(1);
     const outs = [
-      { dtype: q.dtype, shape: [q.dim(0), q.dim(1), v.dim(2)] },
+      // v [B, S, H*hd], or [B, H, T, hd] (k/v already in heads: no past then).
+      { dtype: q.dtype, shape: [q.dim(0), q.dim(1), v.rank === 4 ? mulDim(opts.numHeads, v.dim(3)) : v.dim(2)] },
       ...(hasPast
         ? [
             { dtype: q.dtype, shape: [q.dim(0), opts.numHeads, total, hd] },
@@ -209,6 +210,10 @@ export class AttentionOps extends TensorOps {
   ): Value[] {
     return this.emit(opType, inputs, outputs, attrs, domain);
   }
+}
+
+function mulDim(a: number, b: Dim): Dim {
+  return typeof b === 'number' ? a * b : `${a}*${b}`;
 }
 
 function addDims(a: Dim, b: Dim): Dim {

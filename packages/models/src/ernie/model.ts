@@ -9,7 +9,7 @@ import {
   type KvCacheMode,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
-import type { QuantizeRequest } from '@vlmkit/onnx-graph';
+import type { OpSet, QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readConfigFile } from '../config-file.js';
@@ -17,6 +17,7 @@ import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } fr
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
+import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
@@ -76,6 +77,13 @@ export interface ErnieLoadOptions extends SessionCacheOptions {
    * past + new, a copy of the whole cache). Its own graph-cache entry.
    */
   kvCache?: KvCacheMode | undefined;
+  /**
+   * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
+   * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
+   * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
+   * float rounding). Default per device (`DEFAULT_OPS`). Its own graph-cache entry.
+   */
+  ops?: OpSet | undefined;
 }
 
 export type ErnieTimings = ModelTimings;
@@ -110,6 +118,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
     const steps = new LoadSteps(2, options.onProgress);
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
+    const ops = resolveOps(options.ops, options.device);
     const { ckpt, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       return { ckpt, mapped: await loadErnieWeights(ckpt, config) };
@@ -120,7 +129,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     );
     const decoder = await steps.session('ernie-decoder', (onSession) =>
       cachedSession(
-        buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, kvCache, quantize: options.quantize }),
+        buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
         root,
         'ernie-decoder',
         options,

@@ -7,7 +7,7 @@ import {
   graniteDecoderFeeds,
   type KvCacheMode,
 } from '@vlmkit/moe-decoder';
-import type { QuantizeRequest } from '@vlmkit/onnx-graph';
+import type { OpSet, QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
@@ -16,6 +16,7 @@ import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } fr
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
+import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
 import type { Size } from './anyres.js';
@@ -69,6 +70,13 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
    * past + new, a copy of the whole cache). Its own graph-cache entry.
    */
   kvCache?: KvCacheMode | undefined;
+  /**
+   * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
+   * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
+   * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
+   * float rounding). Default per device (`DEFAULT_OPS`). Its own graph-cache entry.
+   */
+  ops?: OpSet | undefined;
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
@@ -96,6 +104,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const text = config.text;
     const steps = new LoadSteps(2, options.onProgress);
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
+    const ops = resolveOps(options.ops, options.device);
     const { ckpt, adapter, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
@@ -112,7 +121,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
     const decoder = await steps.session('granite-decoder', (onSession) =>
       cachedSession(
-        buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, kvCache, quantize: options.quantize }),
+        buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
         root,
         'granite-decoder',
         options,

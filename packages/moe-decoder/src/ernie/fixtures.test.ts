@@ -5,6 +5,7 @@ import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, type FixtureCase, loadCase, numbers, readAll, readJson, requireFixtures } from '../test-utils/fixtures.js';
 import { mapErnieDecoder } from '../test-utils/map-decoder.js';
+import { OPS_VARIANTS } from '../test-utils/ops-variants.js';
 import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
 import { argmax, type StepInput, step } from '../test-utils/runner.js';
 import { type ErnieTextConfig, ernieTextConfigFromHf } from './config.js';
@@ -64,7 +65,7 @@ function relErr(got: Float32Array, want: Float32Array, rows: boolean[], width: n
   return maxAbsDiff(got, want, keep) / maxAbs(want, keep);
 }
 
-describe('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny)', () => {
+describe.each(OPS_VARIANTS)('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny), $label', ({ options: ops }) => {
   let cfg: ErnieTextConfig;
   let top: Record<string, unknown>;
   let ckpt: Checkpoint;
@@ -80,7 +81,7 @@ describe('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny)'
     const { decoder, report } = await mapErnieDecoder(ckpt, cfg);
     expect(report.missing).toEqual([]);
     decoderWeights = decoder;
-    session = await sessionFor(buildErnieTextDecoderModel(decoder, cfg, { outputHiddenStates: true, outputRouting: true }));
+    session = await sessionFor(buildErnieTextDecoderModel(decoder, cfg, { outputHiddenStates: true, outputRouting: true, ...ops }));
     console.log(`[ernie-tiny] build + session create: ${(performance.now() - t0).toFixed(0)} ms`);
     for (const name of CASES) cases.set(name, await loadCase(MODEL, name));
   });

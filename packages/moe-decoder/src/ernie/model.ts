@@ -1,4 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { contribAttentionInputs, type DecoderOpsOptions } from '../attention-contrib.js';
 import { causalPaddingMask } from '../attention-mask.js';
 import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
@@ -32,7 +33,7 @@ export interface ErnieTextDecoderInputs {
 }
 
 /** `experts` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
-export interface ErnieTextDecoderOptions extends ErnieMoeOptions {
+export interface ErnieTextDecoderOptions extends ErnieMoeOptions, DecoderOpsOptions {
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */
   scope?: string;
   /** How `past` and `present` work (`KvCacheMode`); default 'concat'. */
@@ -95,19 +96,26 @@ export function buildErnieTextDecoder(
           )
         : inputs.inputsEmbeds!;
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
+    const ops = options.ops ?? 'onnx';
+    const contrib =
+      ops === 'contrib'
+        ? contribAttentionInputs(g, { cos: inputs.ropeCos, sin: inputs.ropeSin, mask }, options.attentionKernel)
+        : undefined;
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
     const routing: (MoeRouting | undefined)[] = [];
-    let h = x0;
+    // Each layer's last residual add is done by the norm after it (the next layer's input_layernorm, the final norm).
+    let stream: nn.Residual = { hidden: x0 };
     for (let i = 0; i < L; i++) {
       const past = inputs.past?.[i];
       const step = {
-        hidden: h,
+        ...stream,
         cos: inputs.ropeCos,
         sin: inputs.ropeSin,
         mask,
         moeTokenType: inputs.moeTokenType,
         ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+        ...(contrib ? { contrib } : {}),
       };
       const r = g.scope(`layers.${i}`, () =>
         ernieDecoderLayer(
@@ -115,15 +123,17 @@ export function buildErnieTextDecoder(
           weights.sub(`layers.${i}`),
           config,
           { ...step, ...(past !== undefined ? { past } : {}) },
-          { layerIndex: i, routing: options.routing ?? false, ...(options.experts ? { experts: options.experts } : {}) },
+          { layerIndex: i, ops, routing: options.routing ?? false, ...(options.experts ? { experts: options.experts } : {}) },
         ),
       );
-      h = r.hidden;
-      layerOutputs.push(h);
+      if (i > 0) layerOutputs.push(r.input);
+      stream = r.next;
       routing.push(r.routing);
       if (r.present !== undefined) present.push(r.present);
     }
-    const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
+    const final = nn.residualRmsNorm(g, stream, weights, 'norm', config.rmsNormEps, ops);
+    layerOutputs.push(final.sum);
+    const lastHiddenState = final.normed;
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
     const logits = lmHead(g, weights, config, kept);
     return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined, routing };

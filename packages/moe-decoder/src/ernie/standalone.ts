@@ -1,11 +1,12 @@
 import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
+import type { DecoderOpsOptions } from '../attention-contrib.js';
 import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
 import type { KvCacheMode } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
 
-export interface ErnieTextDecoderModelOptions {
+export interface ErnieTextDecoderModelOptions extends DecoderOpsOptions {
   /** How MoE layers run their routed experts: 'sparse' (default, only the chosen ones) or 'all' (every expert, weighted). */
   experts?: ExpertsImpl;
   /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
@@ -147,6 +148,8 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       routing: options.outputRouting ?? false,
       ...(options.experts ? { experts: options.experts } : {}),
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+      ...(options.ops ? { ops: options.ops } : {}),
+      ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
     },
   );
   g.output(out.logits, io.logits);

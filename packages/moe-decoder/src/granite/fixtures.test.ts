@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, type FixtureCase, loadCase, numbers, readJson, requireFixtures } from '../test-utils/fixtures.js';
 import { type GraniteStepInput, graniteStep } from '../test-utils/granite-runner.js';
 import { mapGraniteDecoder } from '../test-utils/map-decoder.js';
+import { OPS_VARIANTS } from '../test-utils/ops-variants.js';
 import { maxAbs, maxAbsDiff, sessionFor } from '../test-utils/ort.js';
 import { argmax } from '../test-utils/runner.js';
 import { type GraniteTextConfig, graniteTextConfigFromHf } from './config.js';
@@ -46,7 +47,7 @@ function relErr(got: Float32Array, want: Float32Array, rows: boolean[], width: n
   return maxAbsDiff(got, want, keep) / maxAbs(want, keep);
 }
 
-describe('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-tiny)', () => {
+describe.each(OPS_VARIANTS)('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-tiny), $label', ({ options: ops }) => {
   let cfg: GraniteTextConfig;
   let top: Record<string, unknown>;
   let levels: number[];
@@ -64,7 +65,7 @@ describe('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-ti
     const { decoder, report } = await mapGraniteDecoder(ckpt, cfg);
     expect(report.missing).toEqual([]);
     decoderWeights = decoder;
-    session = await sessionFor(buildGraniteTextDecoderModel(decoder, cfg, { levels, outputHiddenStates: true }));
+    session = await sessionFor(buildGraniteTextDecoderModel(decoder, cfg, { levels, outputHiddenStates: true, ...ops }));
     console.log(`[granite-tiny] build + session create: ${(performance.now() - t0).toFixed(0)} ms`);
     for (const name of CASES) cases.set(name, await loadCase(MODEL, name));
   });

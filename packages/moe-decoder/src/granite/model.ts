@@ -1,4 +1,5 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { contribAttentionInputs, type DecoderOpsOptions } from '../attention-contrib.js';
 import { causalPaddingMask } from '../attention-mask.js';
 import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
@@ -30,7 +31,7 @@ export interface GraniteTextDecoderInputs {
   logitsToKeep?: Value;
 }
 
-export interface GraniteTextDecoderOptions {
+export interface GraniteTextDecoderOptions extends DecoderOpsOptions {
   /** Level k -> the LLM layer its features are added before (`graniteDeepstackLevels(config.json)`). */
   levels: readonly number[];
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */
@@ -103,32 +104,50 @@ export function buildGraniteTextDecoder(
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const { cos, sin } = graniteRotaryTables(g, inputs.positionIds, config);
     const levelAt = new Map(options.levels.map((layer, k) => [layer, k]));
+    const ops = options.ops ?? 'onnx';
+    const contrib = ops === 'contrib' ? contribAttentionInputs(g, { cos, sin, mask }, options.attentionKernel) : undefined;
 
     const layerInputs: Value[] = [];
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
-    let h = x0;
+    // Each layer's last residual add is done by the norm after it (the next layer's input_layernorm, the final norm).
+    let stream: nn.Residual = { hidden: x0 };
     for (let i = 0; i < L; i++) {
       const k = levelAt.get(i);
-      if (k !== undefined && deepstack.length > 0)
-        h = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, h, { positions: positions!, features: deepstack[k]! }, D));
-      layerInputs.push(h);
+      if (k !== undefined && deepstack.length > 0) {
+        // The features are added to the settled stream (the previous layer's output), not fused with a norm.
+        const prev = nn.settle(g, stream);
+        if (i > 0) layerOutputs.push(prev);
+        stream = {
+          hidden: g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, prev, { positions: positions!, features: deepstack[k]! }, D)),
+        };
+      }
       const past = inputs.past?.[i];
       const r = g.scope(`layers.${i}`, () =>
-        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, {
-          hidden: h,
-          cos,
-          sin,
-          mask,
-          ...(past !== undefined ? { past } : {}),
-          ...(options.kvCache ? { kvCache: options.kvCache } : {}),
-        }),
+        graniteDecoderLayer(
+          g,
+          weights.sub(`layers.${i}`),
+          config,
+          {
+            ...stream,
+            cos,
+            sin,
+            mask,
+            ...(past !== undefined ? { past } : {}),
+            ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+            ...(contrib ? { contrib } : {}),
+          },
+          ops,
+        ),
       );
-      h = r.hidden;
-      layerOutputs.push(h);
+      if (i > 0 && stream.addend !== undefined) layerOutputs.push(r.input);
+      layerInputs.push(r.input);
+      stream = r.next;
       if (r.present !== undefined) present.push(r.present);
     }
-    const lastHiddenState = nn.rmsNorm(g, h, weights, 'norm', config.rmsNormEps);
+    const final = nn.residualRmsNorm(g, stream, weights, 'norm', config.rmsNormEps, ops);
+    layerOutputs.push(final.sum);
+    const lastHiddenState = final.normed;
     // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
     const logits = g.div(lmHead(g, weights, config, kept), config.logitsScaling);

@@ -1,10 +1,11 @@
 import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
+import type { DecoderOpsOptions } from '../attention-contrib.js';
 import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
 import type { KvCacheMode } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 
-export interface GraniteTextDecoderModelOptions {
+export interface GraniteTextDecoderModelOptions extends DecoderOpsOptions {
   /** Level k -> the LLM layer its features are added before (`graniteDeepstackLevels(config.json)`); [] for a text-only graph. */
   levels: readonly number[];
   /** Also output `hidden_states.{i}` (layer outputs), `layer_inputs.{i}` (layer inputs after injection) and `inputs_embeds`, all [B, S, D]. */
@@ -129,7 +130,12 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       past,
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
-    { levels: options.levels, ...(options.kvCache ? { kvCache: options.kvCache } : {}) },
+    {
+      levels: options.levels,
+      ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+      ...(options.ops ? { ops: options.ops } : {}),
+      ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
+    },
   );
   g.output(out.logits, io.logits);
   const presentLength = options.kvCache === 'append' ? 'seq' : 'total';

@@ -1,0 +1,83 @@
+// Both models built with each op set (`ops`: the standard ONNX ops and onnxruntime's com.microsoft fused ones), on
+// every fixture case on CPU: the logits of each within 1e-5 of HF's (relative to max |logits|, padding excluded) and
+// of each other, and the greedy ids equal to each other and to HF's. The bf16 case's HF logits are HF computing in
+// bf16 (vlmkit computes in float32), so there only the two op sets are compared with each other.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_OPS, resolveOps } from './ops-choice.js';
+import { loadPretrained, type PretrainedModel } from './registry.js';
+import { type FixtureCase, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
+
+const TOL = 1e-5;
+const cacheDir = mkdtempSync(join(tmpdir(), 'vlmkit-ops-test-'));
+const loaded = new Map<string, PretrainedModel>();
+
+async function model(c: FixtureCase, ops: OpSet): Promise<PretrainedModel> {
+  const adapter = c.json.adapter === undefined ? undefined : join(c.checkpoint, '..', String(c.json.adapter));
+  const key = `${c.checkpoint}|${adapter ?? ''}|${ops}`;
+  let m = loaded.get(key);
+  if (!m) {
+    m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, ops, ...(adapter ? { adapter } : {}) });
+    loaded.set(key, m);
+  }
+  return m;
+}
+
+afterAll(async () => {
+  for (const m of loaded.values()) await m.release();
+  rmSync(cacheDir, { recursive: true, force: true });
+});
+
+describe.each([...fixtureCases('ernie-tiny'), ...fixtureCases('granite-tiny')])('ops onnx and contrib: $checkpoint $name', (c) => {
+  it(`forward logits within ${TOL} of HF's and of each other; greedy ids equal`, async () => {
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    const expected = await readTensors(join(c.dir, 'expected.safetensors'));
+    const ref = expected.logits!.data as Float32Array;
+    const V = expected.logits!.dims.at(-1)!;
+    const mask = inputs.attention_mask?.data as BigInt64Array | undefined;
+    const real = (i: number) => !mask || mask[Math.floor(i / V)] === 1n;
+    const hfIsBf16 = c.name === 'bf16';
+    const logits: Float32Array[] = [];
+    const ids: number[][][] = [];
+    for (const ops of OP_SETS) {
+      const m = await model(c, ops);
+      const out = await m.forwardNamed(inputs);
+      const got = out.logits!.data as Float32Array;
+      const err = relError(got, ref, real);
+      console.log(`[${c.name}] ops ${ops}: logits vs HF ${err.toExponential(2)}`);
+      if (!hfIsBf16) expect(err).toBeLessThan(TOL);
+      logits.push(got);
+      const n = expected.generated_ids?.dims[1] ?? 8;
+      ids.push((await m.generate(inputs, { maxNewTokens: n, eos: [] })).tokens);
+    }
+    const between = relError(logits[1]!, logits[0]!, real);
+    console.log(`[${c.name}] contrib vs onnx ${between.toExponential(2)}`);
+    expect(between).toBeLessThan(TOL);
+    expect(ids[1]).toEqual(ids[0]);
+    if (expected.generated_ids) expect(ids[0]!.flat()).toEqual(Array.from(expected.generated_ids.data as BigInt64Array, Number));
+  });
+});
+
+describe('the graphs built', () => {
+  it("each model's two decoder graphs differ: the contrib one holds the com.microsoft ops, the onnx one none", () => {
+    for (const name of ['ernie-decoder', 'granite-decoder']) {
+      const graphs = readdirSync(cacheDir).filter((f) => f.startsWith(`vlmkit-${name}-`) && f.endsWith('.onnx'));
+      const fused = graphs.filter((f) => readFileSync(join(cacheDir, f)).includes('SkipSimplifiedLayerNormalization'));
+      // Built both ways (the cache may have pruned superseded entries of a checkpoint: at least one of each is left).
+      expect(fused.length).toBeGreaterThan(0);
+      expect(graphs.length - fused.length).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('the default op set', () => {
+  it('is the per-device default unless asked; cpu and cuda each have one', () => {
+    expect(resolveOps(undefined, 'cpu')).toBe(DEFAULT_OPS.cpu);
+    expect(resolveOps('contrib', 'cpu')).toBe('contrib');
+    expect(resolveOps('onnx', 'cuda')).toBe('onnx');
+    expect(Object.keys(DEFAULT_OPS).sort()).toEqual(['cpu', 'cuda']);
+  });
+});

@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import type { Graph } from '@vlmkit/onnx-graph';
+import { Checkpoint } from '@vlmkit/safetensors';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ernieTextConfigFromHf } from './ernie/config.js';
+import { buildErnieTextDecoderModel } from './ernie/standalone.js';
+import { graniteTextConfigFromHf } from './granite/config.js';
+import { graniteDeepstackLevels } from './granite/levels.js';
+import { buildGraniteTextDecoderModel } from './granite/standalone.js';
+import { FIXTURES, readJson, requireFixtures } from './test-utils/fixtures.js';
+import { mapErnieDecoder, mapGraniteDecoder } from './test-utils/map-decoder.js';
+
+requireFixtures(['ernie-tiny', 'config.json'], ['granite-tiny', 'config.json']);
+
+/** Node count per `domain:opType`. */
+function opCounts(g: Graph): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const n of g.snapshot().nodes) {
+    const k = `${n.domain ? `${n.domain}:` : ''}${n.opType}`;
+    m.set(k, (m.get(k) ?? 0) + 1);
+  }
+  return m;
+}
+const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+
+// What `ops: 'contrib'` builds: every residual add + RMSNorm pair one SkipSimplifiedLayerNormalization, every
+// rotary and attention a com.microsoft op, no opset-23 Attention / RotaryEmbedding left, and RMSNormalization only
+// where no residual add comes before the norm (layer 0's input norm; Granite's input norm of a layer whose input
+// has deepstack features added first). Numbers: the fixture tests run every case both ways.
+describe('decoders built with com.microsoft fused ops', () => {
+  const ckpts: Checkpoint[] = [];
+  // unfused: the RMSNorms with no residual add to take in (layer 0's input norm; Granite's layers after a deepstack injection).
+  const graphs: Record<string, { onnx: Graph; mha: Graph; gqa: Graph; layers: number; unfused: number }> = {};
+  beforeAll(async () => {
+    const ernieTop = await readJson('ernie-tiny', 'config.json');
+    const ernie = ernieTextConfigFromHf(ernieTop);
+    const ec = await Checkpoint.open(join(FIXTURES, 'ernie-tiny'));
+    const { decoder: ew } = await mapErnieDecoder(ec, ernie);
+    const graniteTop = await readJson('granite-tiny', 'config.json');
+    const granite = graniteTextConfigFromHf(graniteTop);
+    const levels = graniteDeepstackLevels(graniteTop);
+    const gc = await Checkpoint.open(join(FIXTURES, 'granite-tiny'));
+    const { decoder: gw } = await mapGraniteDecoder(gc, granite);
+    ckpts.push(ec, gc);
+    graphs.ernie = {
+      onnx: buildErnieTextDecoderModel(ew, ernie),
+      mha: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib', attentionKernel: 'mha' }),
+      gqa: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib', attentionKernel: 'gqa' }),
+      layers: ernie.numHiddenLayers,
+      unfused: 1,
+    };
+    graphs.granite = {
+      onnx: buildGraniteTextDecoderModel(gw, granite, { levels }),
+      mha: buildGraniteTextDecoderModel(gw, granite, { levels, ops: 'contrib', attentionKernel: 'mha' }),
+      gqa: buildGraniteTextDecoderModel(gw, granite, { levels, ops: 'contrib', attentionKernel: 'gqa' }),
+      layers: granite.numHiddenLayers,
+      unfused: 1 + new Set(levels.filter((l) => l > 0)).size,
+    };
+  });
+  afterAll(async () => {
+    for (const c of ckpts) await c.close();
+  });
+
+  for (const model of ['ernie', 'granite'] as const) {
+    it(`${model}: the fused ops replace the standard ones (node counts)`, () => {
+      const { onnx, mha, gqa, layers: L, unfused } = graphs[model]!;
+      const [a, b, c] = [opCounts(onnx), opCounts(mha), opCounts(gqa)];
+      console.log(`[${model}] nodes: standard ${total(a)}, contrib+MHA ${total(b)}, contrib+GQA ${total(c)}`);
+      expect(a.get('Attention')).toBe(L);
+      expect(a.get('RMSNormalization')).toBe(2 * L + 1);
+      expect(a.get('RotaryEmbedding')).toBe(2 * L);
+      for (const m of [b, c]) {
+        expect(m.get('RMSNormalization')).toBe(unfused);
+        expect(m.get('com.microsoft:SkipSimplifiedLayerNormalization')).toBe(2 * L + 1 - unfused);
+        expect(m.get('com.microsoft:RotaryEmbedding')).toBe(2 * L);
+        expect(m.get('Attention')).toBeUndefined();
+        expect(m.get('RotaryEmbedding')).toBeUndefined();
+      }
+      expect(b.get('com.microsoft:MultiHeadAttention')).toBe(L);
+      expect(c.get('com.microsoft:GroupQueryAttention')).toBe(L);
+    });
+  }
+});
