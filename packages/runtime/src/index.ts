@@ -35,7 +35,15 @@ export type { KvCacheNames, KvCacheOptions, KvKind } from './kv-cache.js';
 export { KvCache } from './kv-cache.js';
 export type { Logger } from './log.js';
 export type { NodePlacement, PlacedNode, PlacementOptions, ProviderNodes } from './placement.js';
-export { formatPlacement, nodePlacement, opTypeCounts, parseNodePlacements } from './placement.js';
+export {
+  EXECUTION_PROVIDERS,
+  formatOffProvider,
+  formatPlacement,
+  nodePlacement,
+  offProvider,
+  opTypeCounts,
+  parseNodePlacements,
+} from './placement.js';
 export { fromSafetensors, toSafetensors } from './safetensors-interop.js';
 export type { ExternalDataBuffer, GraphOptimizationLevel, RunOptions, SessionOptions } from './session.js';
 export { createSession, VlmSession } from './session.js';

@@ -2,7 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatPlacement, nodePlacement, opTypeCounts, parseNodePlacements } from './placement.js';
+import {
+  EXECUTION_PROVIDERS,
+  formatOffProvider,
+  formatPlacement,
+  nodePlacement,
+  offProvider,
+  opTypeCounts,
+  parseNodePlacements,
+} from './placement.js';
 import { affineModel } from './test-utils/onnx-models.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'vlmkit-placement-'));
@@ -78,5 +86,31 @@ describe('nodePlacement', () => {
     const path = join(tmp, 'broken.onnx');
     writeFileSync(path, 'not a model');
     await expect(nodePlacement(path, { device: 'cpu' })).rejects.toThrow(`node placement of ${path} on cpu failed`);
+  });
+});
+
+describe('offProvider', () => {
+  it('lists every node not on the requested provider, by op type and name, and the inserted copies', () => {
+    const [p] = parseNodePlacements(splitLog);
+    expect(offProvider(p!, 'CUDAExecutionProvider').others.map((x) => x.provider)).toEqual(['CPUExecutionProvider']);
+    expect(formatOffProvider(p!, EXECUTION_PROVIDERS.cuda)).toEqual([
+      'CPUExecutionProvider Shape (decoder/shape)',
+      'CPUExecutionProvider Gather (decoder/gather_0)',
+      'CPUExecutionProvider Shape (decoder/shape_1)',
+      'copy MemcpyToHost (Memcpy_token_3 (copy))',
+      'copy MemcpyFromHost ()',
+    ]);
+    // Asked for CPU: the CUDA nodes are the ones off it.
+    expect(formatOffProvider(p!, EXECUTION_PROVIDERS.cpu).slice(0, 2)).toEqual([
+      'CUDAExecutionProvider MatMul (decoder/layers.0/attn/q_proj/MatMul)',
+      'CUDAExecutionProvider Softmax (decoder/layers.0/attn/softmax)',
+    ]);
+  });
+
+  it('a graph wholly on another provider is one line with its count; wholly on the requested one, none', () => {
+    const log = `${prefix(1378)} Node placements\n${prefix(1381)}  All nodes placed on [CPUExecutionProvider]. Number of nodes: 567\n`;
+    const [p] = parseNodePlacements(log);
+    expect(formatOffProvider(p!, EXECUTION_PROVIDERS.cuda)).toEqual(['CPUExecutionProvider all 567 nodes']);
+    expect(formatOffProvider(p!, EXECUTION_PROVIDERS.cpu)).toEqual([]);
   });
 });

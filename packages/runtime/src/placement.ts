@@ -97,6 +97,34 @@ export function formatPlacement(p: NodePlacement): string[] {
   });
 }
 
+/** ORT's name for each device's execution provider, as its placement log prints it. */
+export const EXECUTION_PROVIDERS: Readonly<Record<Device, string>> = { cpu: 'CPUExecutionProvider', cuda: 'CUDAExecutionProvider' };
+
+/**
+ * What did not run where it was asked to: every provider other than `provider` with its nodes (op type
+ * and name; ORT lists them whenever the graph is split, so on a split graph none is missing), and the
+ * copies ORT inserted between host and device (Memcpy* nodes, on any provider). Empty `others` and
+ * `copies`: the whole graph runs on `provider`.
+ */
+export function offProvider(p: NodePlacement, provider: string): { others: ProviderNodes[]; copies: PlacedNode[] } {
+  return {
+    others: p.providers.filter((x) => x.provider !== provider),
+    copies: p.providers.flatMap((x) => x.nodes.filter((n) => n.opType.startsWith('Memcpy'))),
+  };
+}
+
+/**
+ * One line per node not on `provider` (`CPUExecutionProvider Shape (decoder/layers.0/Shape_3)`), then one per
+ * inserted copy; a provider that took the whole graph (ORT lists no nodes then) is one line with its count.
+ */
+export function formatOffProvider(p: NodePlacement, provider: string): string[] {
+  const { others, copies } = offProvider(p, provider);
+  const lines = others.flatMap(({ provider: other, count, nodes }) =>
+    nodes.length === 0 ? [`${other} all ${count} nodes`] : nodes.map((n) => `${other} ${n.opType} (${n.name})`),
+  );
+  return [...lines, ...copies.map((n) => `copy ${n.opType} (${n.name})`)];
+}
+
 export interface PlacementOptions {
   device: Device;
   graphOptimizationLevel?: GraphOptimizationLevel;
