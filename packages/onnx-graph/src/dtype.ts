@@ -1,7 +1,23 @@
+import { f32ToBf16, f32ToF16 } from '@vlmkit/safetensors';
 import { onnx } from './proto.js';
 
 /** Element types a graph value or initializer can have. */
 export type DType = 'float32' | 'float16' | 'bfloat16' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool';
+
+/**
+ * The float type a graph computes in (`GraphOptions.computeDtype`): weights and activations are held in it,
+ * while norms, routers and rotary tables compute in float32 inside and logits leave as float32.
+ */
+export type ComputeDType = 'float32' | 'float16' | 'bfloat16';
+
+/** The compute dtypes, in the order the CLI and docs list them. */
+export const COMPUTE_DTYPES: readonly ComputeDType[] = ['float32', 'float16', 'bfloat16'];
+
+/** Narrows a string to a ComputeDType; anything else is a TypeError listing the choices. */
+export function computeDType(s: string): ComputeDType {
+  if ((COMPUTE_DTYPES as readonly string[]).includes(s)) return s as ComputeDType;
+  throw new TypeError(`unknown compute dtype '${s}' (one of ${COMPUTE_DTYPES.join(', ')})`);
+}
 
 export type TypedArray = Float32Array | Float64Array | Uint16Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
 
@@ -87,4 +103,10 @@ export function typedArrayFor(dtype: DType, length: number): TypedArray {
     case 'bool':
       return new Uint8Array(length);
   }
+}
+
+/** Numbers rounded (to nearest, ties to even) into a float dtype's storage: 16-bit floats as raw bits. */
+export function floatData(dtype: 'float32' | 'float16' | 'bfloat16', values: ArrayLike<number>): Float32Array | Uint16Array {
+  const f = Float32Array.from(values);
+  return dtype === 'float32' ? f : dtype === 'float16' ? f32ToF16(f) : f32ToBf16(f);
 }

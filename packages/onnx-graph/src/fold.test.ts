@@ -96,7 +96,35 @@ describe('saveModel fold', () => {
     ]);
   });
 
-  it('leaves casts that round (float32 -> float16) and outputs alone; tensors of 1 MiB or more start on a 4 KiB page', async () => {
+  it('folds casts that round (float32 -> float16 / bfloat16, bf16 <-> f16) bit for bit as ORT Cast does: ties, overflow, subnormals, NaN', async () => {
+    // Bit patterns around every rounding case: ties to even (odd and even kept bits), just above / below a tie,
+    // the largest finite values and what overflows, f16 subnormals and underflow, signed zeros, infinities, NaN.
+    const words = [
+      0x3f800000, 0x3f801000, 0x3f803000, 0x3f802fff, 0x3f803001, 0x3f808000, 0x3f818000, 0x3f817fff, 0x477fe000, 0x477ff000, 0x477fefff,
+      0x7f7fffff, 0x7f7f8000, 0x33800000, 0x33000000, 0x33000001, 0x387fc000, 0x38800000, 0x00000001, 0x80000000, 0x7f800000, 0xff800000,
+      0x7fc00000, 0xbf801000, 0xc77ff000, 0x3eaaaaab, 0x3dcccccd,
+    ];
+    const src = new Float32Array(Uint32Array.from(words).buffer);
+    const f16Bits = Uint16Array.from([0x3c01, 0x0001, 0x03ff, 0x7bff, 0xfbff, 0x8000, 0x7c00, 0x3555]);
+    const build = () => {
+      const g = new Graph();
+      const f = g.initializer('f', tensorFromArray('float32', [words.length], src));
+      const h = g.initializer('h', tensorFromArray('float16', [f16Bits.length], f16Bits));
+      const y = g.input('y', 'float32', [1]);
+      const back = (v: ReturnType<Graph['cast']>) => g.add(g.cast(v, 'float32'), y);
+      g.output(back(g.cast(f, 'float16')), 'to_f16');
+      g.output(back(g.cast(f, 'bfloat16')), 'to_bf16');
+      g.output(back(g.cast(g.cast(f, 'bfloat16'), 'float16')), 'bf16_to_f16');
+      g.output(back(g.cast(h, 'bfloat16')), 'f16_to_bf16');
+      return g;
+    };
+    const { plain, folded, proto } = await both(build, { y: new ort.Tensor('float32', new Float32Array(1), [1]) });
+    expect(proto.graph!.node!.filter((n) => n.opType === 'Cast')).toHaveLength(0);
+    const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+    for (const k of ['to_f16', 'to_bf16', 'bf16_to_f16', 'f16_to_bf16']) expect(bits(folded[k]!), k).toEqual(bits(plain[k]!));
+  });
+
+  it('folds a cast that rounds; leaves outputs alone; tensors of 1 MiB or more start on a 4 KiB page', async () => {
     const big = randn(1 << 18, 4); // exactly 1 MiB of float32
     const small = randn(100, 5);
     const build = () => {
@@ -104,16 +132,26 @@ describe('saveModel fold', () => {
       const x = g.input('x', 'float32', [1 << 18]);
       const s = g.initializer('small', tensorFromArray('float32', [100], small));
       const b = g.initializer('big', tensorFromArray('float32', [1 << 18], big));
-      g.output(g.cast(g.cast(s, 'float16'), 'float32'), 'rounded');
+      const r = g.initializer(
+        'r',
+        tensorFromArray(
+          'float32',
+          [100],
+          small.map((v) => v * 3),
+        ),
+      );
+      g.output(g.cast(g.cast(r, 'float16'), 'float32'), 'rounded');
+      g.output(g.add(s, s), 'twice');
       g.output(g.add(x, b), 'y');
       return g;
     };
     const x = new ort.Tensor('float32', new Float32Array(1 << 18), [1 << 18]);
     const { plain, folded, proto } = await both(build, { x });
     expect(folded.rounded).toEqual(plain.rounded);
-    expect(proto.graph!.node!.filter((n) => n.opType === 'Cast')).toHaveLength(2);
+    expect(proto.graph!.node!.filter((n) => n.opType === 'Cast')).toHaveLength(0);
     const offset = (name: string) =>
       Number(proto.graph!.initializer!.find((t) => t.name === name)!.externalData!.find((e) => e.key === 'offset')!.value);
+    expect(proto.graph!.initializer!.map((t) => t.name)).not.toContain('r'); // folded through its two casts
     expect(offset('small')).toBe(0);
     expect(offset('big') % 4096).toBe(0);
     expect(offset('big')).toBeGreaterThan(0);

@@ -1,3 +1,4 @@
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '@vlmkit/safetensors';
 import type { DType, TypedArray } from './dtype.js';
 import type { InitializerEntry } from './graph-core.js';
 import type { OnnxTypes } from './proto.js';
@@ -9,7 +10,9 @@ import { lazyTensor, type TensorRef } from './tensor-ref.js';
  * creation (a bf16 checkpoint's Linear weight `Cast -> Transpose -> MatMul` becomes one float32 [in, out]
  * initializer read by the MatMul). Numbers are unchanged: bf16/fp16 -> float32 is exact and a transpose
  * moves values. The folded tensors are lazy: each is produced from its source tensor when written, one at
- * a time. Casts to other types (rounding) are left to ORT, and so is a node whose output is a graph output.
+ * a time. Casts to float16 / bfloat16 (a float32 checkpoint computed in 16 bits) round to nearest, ties to
+ * even, bit for bit as ORT's Cast does; casts to other types are left to ORT, and so is a node whose output
+ * is a graph output.
  * Nodes inside Loop / If bodies are folded the same way (their weights become root initializers).
  */
 export interface FoldResult {
@@ -21,12 +24,19 @@ export interface FoldResult {
 
 interface Recipe {
   base: TensorRef;
-  toFloat32: boolean;
+  /** The float dtypes cast to, in order (empty: no cast). */
+  casts: readonly FloatDType[];
   /** out[j] = base axis perm[j]; undefined: no transpose. */
   perm: readonly number[] | undefined;
 }
 
-const FLOAT = 1;
+type FloatDType = 'float32' | 'float16' | 'bfloat16';
+/** ONNX TensorProto data types of the casts folded. */
+const CAST_TO: ReadonlyMap<number, FloatDType> = new Map([
+  [1, 'float32'],
+  [10, 'float16'],
+  [16, 'bfloat16'],
+]);
 const CASTABLE: readonly DType[] = ['bfloat16', 'float16', 'float32'];
 
 export function foldInitializerTransforms(
@@ -38,7 +48,7 @@ export function foldInitializerTransforms(
   read: (ref: TensorRef) => Promise<Uint8Array>,
 ): FoldResult {
   const recipes = new Map<string, Recipe>();
-  for (const e of snap.initializers) recipes.set(e.name, { base: e.ref, toFloat32: false, perm: undefined });
+  for (const e of snap.initializers) recipes.set(e.name, { base: e.ref, casts: [], perm: undefined });
   const made: string[] = [];
   let folded = 0;
   const used = new Set<string>();
@@ -53,8 +63,9 @@ export function foldInitializerTransforms(
       const out = node.output?.length === 1 ? node.output[0]! : undefined;
       let next: Recipe | undefined;
       if (src && out !== undefined && !outputs.has(out) && (node.domain ?? '') === '') {
-        if (node.opType === 'Cast' && intAttr(node, 'to') === FLOAT && CASTABLE.includes(src.base.dtype)) {
-          next = { ...src, toFloat32: true };
+        const to = node.opType === 'Cast' ? CAST_TO.get(intAttr(node, 'to') ?? -1) : undefined;
+        if (to !== undefined && CASTABLE.includes(src.base.dtype)) {
+          next = { ...src, casts: [...src.casts, to] };
         } else if (node.opType === 'Transpose') {
           const rank = src.base.shape.length;
           const p = intsAttr(node, 'perm') ?? [...Array(rank).keys()].reverse();
@@ -111,7 +122,7 @@ function withBodies(
 }
 
 function foldedTensor(r: Recipe, read: (ref: TensorRef) => Promise<Uint8Array>): TensorRef {
-  const dtype: DType = r.toFloat32 ? 'float32' : r.base.dtype;
+  const dtype: DType = r.casts.at(-1) ?? r.base.dtype;
   const shape = r.perm ? r.perm.map((p) => r.base.shape[p]!) : [...r.base.shape];
   return lazyTensor(dtype, shape, async () => transform(await read(r.base), r));
 }
@@ -124,9 +135,27 @@ function transform(bytes: Uint8Array, r: Recipe): TypedArray {
   // Elements as unsigned words of their size (a copy only when the bytes are misaligned for that view).
   const aligned = bytes.byteOffset % Math.max(1, size) === 0 ? bytes : bytes.slice();
   const words = viewOf(aligned, size, n);
-  if (!r.toFloat32 || dtype === 'float32') return permute(words, shape, r.perm, size, undefined);
-  const conv = dtype === 'bfloat16' ? bf16Bits : f16Bits;
-  return new Float32Array(permute(words, shape, r.perm, 4, conv).buffer);
+  const target = r.casts.at(-1) ?? dtype;
+  if (target === dtype && r.casts.every((c) => c === dtype)) return permute(words, shape, r.perm, size, undefined);
+  if (target === 'float32' && r.casts.every((c) => c === 'float32')) {
+    const conv = dtype === 'bfloat16' ? bf16Bits : f16Bits;
+    return new Float32Array(permute(words, shape, r.perm, 4, conv).buffer);
+  }
+  // A rounding cast: through float32 (exact from any of the three), each cast in turn, then moved.
+  let x = dtype === 'float32' ? new Float32Array(words.buffer, words.byteOffset, n) : widen(dtype, words as Uint16Array);
+  let bits: Uint16Array | undefined;
+  for (const c of r.casts) {
+    bits = c === 'float16' ? f32ToF16(x) : c === 'bfloat16' ? f32ToBf16(x) : undefined;
+    if (bits !== undefined && c !== target) x = widen(c, bits);
+  }
+  if (target === 'float32')
+    return new Float32Array(permute(new Uint32Array(x.buffer, x.byteOffset, n), shape, r.perm, 4, undefined).buffer);
+  return permute(bits!, shape, r.perm, 2, undefined);
+}
+
+/** 16-bit float bits as float32 (exact). */
+function widen(dtype: DType, bits: Uint16Array): Float32Array {
+  return dtype === 'bfloat16' ? bf16ToF32(bits) : f16ToF32(bits);
 }
 
 function viewOf(b: Uint8Array, size: number, n: number): Uint8Array | Uint16Array | Uint32Array | BigUint64Array {

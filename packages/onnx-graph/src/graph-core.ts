@@ -1,4 +1,4 @@
-import { type DType, type TypedArray, typedArrayFor } from './dtype.js';
+import { type ComputeDType, type DType, floatData, type TypedArray, typedArrayFor } from './dtype.js';
 import { GraphError } from './errors.js';
 import type { OnnxTypes } from './proto.js';
 import { onnx } from './proto.js';
@@ -31,6 +31,12 @@ export interface GraphOptions {
    * MatMulNBits on int8/int4 codes instead of MatMul on the float weight. Default: none (float).
    */
   quantize?: QuantizeRequest | undefined;
+  /**
+   * The float type the components built on this graph compute in (default 'float32'): they cast their float
+   * inputs to it at entry, and `nn` blocks keep weights in it (a checkpoint tensor already in it is used as
+   * stored; others are cast, a cast `saveModel({ fold })` does once while saving). See `ComputeDType`.
+   */
+  computeDtype?: ComputeDType | undefined;
 }
 
 export interface OutputSpec {
@@ -70,6 +76,8 @@ export class GraphCore {
   readonly opset: number;
   /** The weight quantization asked for at construction (`GraphOptions.quantize`), resolved; undefined: float. */
   readonly quantize: QuantizeOptions | undefined;
+  /** The compute dtype asked for at construction (`GraphOptions.computeDtype`), default 'float32'. */
+  readonly computeDtype: ComputeDType;
   /** The graph this one is a body of; undefined for the root (model) graph. */
   readonly parent: GraphCore | undefined;
   protected readonly nodeList: OnnxTypes.INodeProto[] = [];
@@ -84,6 +92,7 @@ export class GraphCore {
   constructor(options: GraphOptions = {}, parent?: GraphCore) {
     this.name = options.name ?? 'vlmkit';
     this.parent = parent;
+    this.computeDtype = parent?.computeDtype ?? options.computeDtype ?? 'float32';
     if (parent !== undefined) {
       this.opset = parent.opset;
       this.quantize = parent.quantize;
@@ -323,8 +332,8 @@ function toTypedArray(dtype: DType, n: number, values: readonly number[] | reado
   if (out instanceof BigInt64Array) {
     for (let i = 0; i < n; i++) out[i] = BigInt(values[i] as number | bigint);
   } else if (dtype === 'float16' || dtype === 'bfloat16') {
-    if (!(values instanceof Uint16Array)) throw new GraphError('BAD_ARGUMENT', `${dtype} constants take raw Uint16 bits`);
-    out.set(values);
+    // Raw Uint16 bits are kept; numbers are rounded to the dtype (to nearest even).
+    out.set(values instanceof Uint16Array ? values : floatData(dtype, values as ArrayLike<number>));
   } else {
     for (let i = 0; i < n; i++) (out as Float32Array)[i] = Number(values[i]);
   }

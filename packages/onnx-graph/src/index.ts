@@ -1,4 +1,16 @@
-export { type DType, dtypeSize, isFloat, normalizeDType, type TypedArray, typedArrayFor } from './dtype.js';
+export {
+  COMPUTE_DTYPES,
+  type ComputeDType,
+  computeDType,
+  type DType,
+  dtypeSize,
+  floatData,
+  isFloat,
+  normalizeDType,
+  type TypedArray,
+  typedArrayFor,
+} from './dtype.js';
+export { emulateInFloat32 } from './emulate.js';
 export { GraphError, type GraphErrorCode } from './errors.js';
 export { Graph } from './graph.js';
 export type { Attr, GraphOptions, InitializerEntry } from './graph-core.js';

@@ -79,17 +79,35 @@ export function paramAs(g: Graph, w: Weights, name: string, shape: readonly numb
   return asDType(g, g.param(w, name, shape), like);
 }
 
-/** torch.nn.LayerNorm over x's last dimension (`name.weight`, `name.bias`). */
-export function layerNorm(g: Graph, x: Value, w: Weights, name: string, eps: number): Value {
-  const d = lastDim(x, w.fullName(name));
-  const [weight, bias] = [paramAs(g, w, `${name}.weight`, [d], x), paramAs(g, w, `${name}.bias`, [d], x)];
-  return g.scope(name, () => g.layerNorm(x, weight, bias, eps));
+/** True for the 16-bit float types, which the norms compute in float32 inside. */
+function halfPrecision(x: Value): boolean {
+  return x.dtype === 'float16' || x.dtype === 'bfloat16';
 }
 
-/** RMSNorm over x's last dimension (`name.weight`): x / sqrt(mean(x^2) + eps) * weight. */
+/**
+ * torch.nn.LayerNorm over x's last dimension (`name.weight`, `name.bias`). A 16-bit x is normalised in
+ * float32 with float32 weight and bias and rounded once at the end, as torch's CPU and CUDA kernels do.
+ */
+export function layerNorm(g: Graph, x: Value, w: Weights, name: string, eps: number): Value {
+  const d = lastDim(x, w.fullName(name));
+  const inner = halfPrecision(x) ? g.scope(name, () => g.cast(x, 'float32')) : x;
+  const [weight, bias] = [paramAs(g, w, `${name}.weight`, [d], inner), paramAs(g, w, `${name}.bias`, [d], inner)];
+  return g.scope(name, () => g.cast(g.layerNorm(inner, weight, bias, eps), x.dtype));
+}
+
+/**
+ * RMSNorm over x's last dimension (`name.weight`): x / sqrt(mean(x^2) + eps) * weight. A 16-bit x follows HF's
+ * Ernie4_5 / Granite / Llama RMSNorm: normalised in float32, rounded to x's dtype, then times the weight in
+ * x's dtype (`weight * hidden.to(float32)...to(input_dtype)`).
+ */
 export function rmsNorm(g: Graph, x: Value, w: Weights, name: string, eps: number): Value {
-  const weight = paramAs(g, w, `${name}.weight`, [lastDim(x, w.fullName(name))], x);
-  return g.scope(name, () => g.rmsNorm(x, weight, eps));
+  const d = lastDim(x, w.fullName(name));
+  const weight = paramAs(g, w, `${name}.weight`, [d], x);
+  if (!halfPrecision(x)) return g.scope(name, () => g.rmsNorm(x, weight, eps));
+  return g.scope(name, () => {
+    const ones = g.constant('float32', [d], new Float32Array(d).fill(1));
+    return g.mul(g.cast(g.rmsNorm(g.cast(x, 'float32'), ones, eps), x.dtype), weight);
+  });
 }
 
 /** SiLU-gated MLP with a packed gate_up projection [2I, D] (gate rows first), then down [D, I]; biases only with `bias`. */
@@ -108,9 +126,12 @@ export function gatedMlp(
   return linear(g, g.mul(g.silu(gate!), up!), w, names.down, { bias, in: intermediate, out: d });
 }
 
-/** Additive attention bias from a bool mask (true = attend): 0 where allowed, a large negative elsewhere. */
+/**
+ * Additive attention bias from a bool mask (true = attend): 0 where allowed, a large negative elsewhere
+ * (float16: its lowest finite value, -65504, since -1e9 would be -inf there).
+ */
 export function maskToBias(g: Graph, mask: Value, dtype: Value['dtype'] = 'float32'): Value {
-  return g.where(mask, g.scalar(0, dtype), g.scalar(-1e9, dtype));
+  return g.where(mask, g.scalar(0, dtype), g.scalar(dtype === 'float16' ? -65504 : -1e9, dtype));
 }
 
 export { type Residual, repeatKvHeads, residualLayerNorm, residualRmsNorm, settle } from './nn-fused.js';

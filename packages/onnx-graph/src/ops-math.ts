@@ -106,8 +106,12 @@ export class MathOps extends GraphCore {
     return this.unary('Not', x);
   }
 
-  /** x * sigmoid(x). */
+  /**
+   * x * sigmoid(x). A 16-bit x is computed in float32 and rounded once, as torch's (and a fused GPU kernel's)
+   * SiLU on bfloat16 / float16 does.
+   */
   silu(x: Value): Value {
+    if (x.dtype === 'float16' || x.dtype === 'bfloat16') return this.cast(this.silu(this.cast(x, 'float32')), x.dtype);
     return this.mul(x, this.sigmoid(x));
   }
 
