@@ -31,7 +31,7 @@ export {
 export type { RuntimeErrorCode } from './errors.js';
 export { nodeNameFromOrtMessage, RuntimeError } from './errors.js';
 export type { Feed, ValueInfo } from './feeds.js';
-export type { KvCacheNames, KvCacheOptions, KvKind } from './kv-cache.js';
+export type { KvCacheDType, KvCacheNames, KvCacheOptions, KvKind } from './kv-cache.js';
 export { KvCache } from './kv-cache.js';
 export type { Logger } from './log.js';
 export type { NodePlacement, PlacedNode, PlacementOptions, ProviderNodes } from './placement.js';

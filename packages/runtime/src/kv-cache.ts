@@ -1,6 +1,7 @@
 /**
  * Host-side KV cache for decoder loops. Each layer keeps a past key and value
- * [B, Hkv, T, hd] float32 tensor; a step feeds them under the decoder graph's
+ * [B, Hkv, T, hd] tensor (float32, or float16 for a graph whose cache is
+ * float16: half the memory); a step feeds them under the decoder graph's
  * past names and takes its present outputs (past with the new tokens appended
  * along axis 2) as the next past. The cache starts empty (T = 0), so the first
  * (prefill) step runs the same graph as decode steps. The names belong to the
@@ -19,7 +20,7 @@
  * the copy of everything before it.
  */
 import { RuntimeError } from './errors.js';
-import { float32, type HostTensor } from './tensor.js';
+import { type HostTensor, hostTensor } from './tensor.js';
 
 export type KvKind = 'key' | 'value';
 
@@ -45,9 +46,17 @@ export interface KvCacheOptions {
    * run's present outputs (past + new) as the next past.
    */
   capacity?: number;
+  /**
+   * The element type of the graph's cache inputs and outputs (default 'float32'); 'float16' holds raw IEEE half
+   * bits in Uint16Arrays (onnxruntime-node's float16 tensors). A present output of another type is refused.
+   */
+  dtype?: KvCacheDType;
 }
 
-type Layer = Record<KvKind, HostTensor<'float32'>>;
+/** The cache's element types: those onnxruntime-node can feed and read (it has no bfloat16 tensors). */
+export type KvCacheDType = 'float32' | 'float16';
+
+type Layer = Record<KvKind, HostTensor<KvCacheDType>>;
 
 const KINDS: readonly KvKind[] = ['key', 'value'];
 
@@ -62,6 +71,7 @@ export class KvCache {
   readonly numKvHeads: number;
   readonly headDim: number;
   readonly names: KvCacheNames;
+  readonly dtype: KvCacheDType;
   #capacity: number | undefined;
   #batchSize: number;
   #length = 0;
@@ -79,8 +89,12 @@ export class KvCache {
     this.#capacity = opts.capacity;
     this.#batchSize = opts.batchSize ?? 1;
     this.names = { past: opts.names.past, present: opts.names.present };
+    this.dtype = opts.dtype ?? 'float32';
+    if (this.dtype !== 'float32' && this.dtype !== 'float16') {
+      throw new RuntimeError('INVALID_OPTIONS', `KvCache: dtype must be 'float32' or 'float16', got '${String(this.dtype)}'.`);
+    }
     if (this.#capacity !== undefined) {
-      const slots = () => float32(this.allocate(this.#capacity!), this.slotDims());
+      const slots = () => this.tensor(this.allocate(this.#capacity!), this.slotDims());
       this.#layers = Array.from({ length: this.numLayers }, () => ({ key: slots(), value: slots() }));
     }
     this.reset();
@@ -133,8 +147,8 @@ export class KvCache {
   }
 
   /** The past tensors as feeds, under the past names. */
-  feeds(): Record<string, HostTensor<'float32'>> {
-    const out: Record<string, HostTensor<'float32'>> = {};
+  feeds(): Record<string, HostTensor<KvCacheDType>> {
+    const out: Record<string, HostTensor<KvCacheDType>> = {};
     this.layers().forEach((layer, i) => {
       for (const kind of KINDS) out[this.names.past(i, kind)] = layer[kind];
     });
@@ -142,7 +156,7 @@ export class KvCache {
   }
 
   /**
-   * Take a run's present outputs. All of them must be there, float32, [B, Hkv, T', hd] with one T' for every
+   * Take a run's present outputs. All of them must be there, of the cache's dtype, [B, Hkv, T', hd] with one T' for every
    * layer: the concat layout keeps them as the new past (T' = T + S); pre-allocated, they are the run's new rows
    * (T' = S), copied into slots [T, T + S).
    */
@@ -160,8 +174,8 @@ export class KvCache {
             `KvCache.update: output '${name}' is missing; got ${Object.keys(outputs).join(', ') || 'no outputs'}.`,
           );
         }
-        if (t.dtype !== 'float32') {
-          throw new RuntimeError('KV_CACHE_MISMATCH', `KvCache.update: '${name}' is ${t.dtype}; the cache holds float32.`);
+        if (t.dtype !== this.dtype) {
+          throw new RuntimeError('KV_CACHE_MISMATCH', `KvCache.update: '${name}' is ${t.dtype}; the cache holds ${this.dtype}.`);
         }
         const [b, h, len, d] = t.dims;
         if (t.dims.length !== 4 || b !== this.#batchSize || h !== this.numKvHeads || d !== this.headDim || len === undefined) {
@@ -177,7 +191,7 @@ export class KvCache {
           );
         }
         newLength = len;
-        layer[kind] = t as HostTensor<'float32'>;
+        layer[kind] = t as HostTensor<KvCacheDType>;
       }
       next.push(layer as Layer);
     }
@@ -196,8 +210,8 @@ export class KvCache {
     const [H, hd, cap] = [this.numKvHeads, this.headDim, this.#capacity];
     for (let i = 0; i < this.numLayers; i++) {
       for (const kind of KINDS) {
-        const src = next[i]![kind].data;
-        const dst = this.#layers[i]![kind].data;
+        const src = next[i]![kind].data as Float32Array;
+        const dst = this.#layers[i]![kind].data as Float32Array;
         for (let r = 0; r < this.#batchSize * H; r++) {
           dst.set(src.subarray(r * added * hd, (r + 1) * added * hd), (r * cap + this.#length) * hd);
         }
@@ -219,10 +233,11 @@ export class KvCache {
     }
     if (capacity === old) return;
     const [rows, hd, T] = [this.#batchSize * this.numKvHeads, this.headDim, this.#length];
-    const move = (t: HostTensor<'float32'>): HostTensor<'float32'> => {
-      const out = this.allocate(capacity);
-      for (let r = 0; r < rows; r++) out.set(t.data.subarray(r * old * hd, (r * old + T) * hd), r * capacity * hd);
-      return float32(out, [this.#batchSize, this.numKvHeads, capacity, hd]);
+    const move = (t: HostTensor<KvCacheDType>): HostTensor<KvCacheDType> => {
+      const out = this.allocate(capacity) as Float32Array;
+      const data = t.data as Float32Array;
+      for (let r = 0; r < rows; r++) out.set(data.subarray(r * old * hd, (r * old + T) * hd), r * capacity * hd);
+      return this.tensor(out, [this.#batchSize, this.numKvHeads, capacity, hd]);
     };
     this.#layers = this.#layers.map((l) => ({ key: move(l.key), value: move(l.value) }));
     this.#capacity = capacity;
@@ -241,12 +256,13 @@ export class KvCache {
     const slots = this.#capacity ?? this.#length;
     const row = this.numKvHeads * slots * this.headDim;
     const dims = [batchIndices.length, this.numKvHeads, slots, this.headDim];
-    const gather = (t: HostTensor<'float32'>): HostTensor<'float32'> => {
-      const out = new Float32Array(batchIndices.length * row);
+    const gather = (t: HostTensor<KvCacheDType>): HostTensor<KvCacheDType> => {
+      const out = this.array(batchIndices.length * row) as Float32Array;
+      const data = t.data as Float32Array;
       batchIndices.forEach((b, j) => {
-        out.set(t.data.subarray(b * row, (b + 1) * row), j * row);
+        out.set(data.subarray(b * row, (b + 1) * row), j * row);
       });
-      return float32(out, dims);
+      return this.tensor(out, dims);
     };
     this.#layers = this.#layers.map((l) => ({ key: gather(l.key), value: gather(l.value) }));
     this.#batchSize = batchIndices.length;
@@ -258,22 +274,31 @@ export class KvCache {
   }
 
   /** One layer's buffer of one kind for `capacity` slots; a failed allocation says how much the whole cache needs. */
-  private allocate(capacity: number): Float32Array {
+  private allocate(capacity: number): Float32Array | Uint16Array {
     const n = this.#batchSize * this.numKvHeads * capacity * this.headDim;
     try {
-      return new Float32Array(n);
+      return this.array(n);
     } catch (e) {
-      const mib = (2 * this.numLayers * n * 4) / 2 ** 20;
+      const mib = (2 * this.numLayers * n * (this.dtype === 'float16' ? 2 : 4)) / 2 ** 20;
       throw new RuntimeError(
         'KV_CACHE_FULL',
-        `KvCache: cannot allocate ${capacity} slots per row (${mib.toFixed(0)} MiB for ${this.numLayers} layers x key/value x [${this.#batchSize}, ${this.numKvHeads}, ${capacity}, ${this.headDim}] float32): ${e instanceof Error ? e.message : String(e)}.`,
+        `KvCache: cannot allocate ${capacity} slots per row (${mib.toFixed(0)} MiB for ${this.numLayers} layers x key/value x [${this.#batchSize}, ${this.numKvHeads}, ${capacity}, ${this.headDim}] ${this.dtype}): ${e instanceof Error ? e.message : String(e)}.`,
         { cause: e },
       );
     }
   }
 
-  private empty(): HostTensor<'float32'> {
-    return float32(new Float32Array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
+  /** A zeroed buffer of the cache's element type (float16: raw half bits). */
+  private array(n: number): Float32Array | Uint16Array {
+    return this.dtype === 'float16' ? new Uint16Array(n) : new Float32Array(n);
+  }
+
+  private tensor(data: Float32Array | Uint16Array, dims: readonly number[]): HostTensor<KvCacheDType> {
+    return this.dtype === 'float16' ? hostTensor('float16', data as Uint16Array, dims) : hostTensor('float32', data as Float32Array, dims);
+  }
+
+  private empty(): HostTensor<KvCacheDType> {
+    return this.tensor(this.array(0), [this.#batchSize, this.numKvHeads, 0, this.headDim]);
   }
 
   private slotDims(): number[] {

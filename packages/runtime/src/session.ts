@@ -16,7 +16,7 @@ import {
   isCudaProviderFailure,
   probeNvidiaGpu,
 } from './device.js';
-import { errorMessage, RuntimeError, wrapOrtError } from './errors.js';
+import { errorMessage, noKernelError, RuntimeError, wrapOrtError } from './errors.js';
 import { type Feed, prepareFeeds, readOutputs, type ValueInfo } from './feeds.js';
 import { type Logger, resolveLogger } from './log.js';
 import type { HostTensor } from './tensor.js';
@@ -66,6 +66,11 @@ export interface SessionOptions {
   prepack?: boolean;
   /** ORT's CPU memory arena (default true, ORT's default); false returns freed activations to the system. */
   cpuMemArena?: boolean;
+  /**
+   * The float type the graph computes in ('float32', 'float16', 'bfloat16': onnx-graph's `ComputeDType`), named
+   * in the NO_KERNEL error a session with an op the EP has no kernel for fails with. Default: not named.
+   */
+  computeDtype?: string;
 }
 
 export interface RunOptions {
@@ -200,6 +205,7 @@ export async function openSession(model: Uint8Array | string, opts: SessionOptio
   }
 
   const loadError = (e: unknown): RuntimeError =>
+    noKernelError(name, e, opts.computeDtype) ??
     wrapOrtError('ORT_LOAD_FAILED', name, e, /Unsupported data type: 16\b/.test(errorMessage(e)) ? BF16_HINT : undefined);
 
   let device: Device = choice.device;
