@@ -6,7 +6,16 @@ export {
   type DecoderOpsOptions,
 } from './attention-contrib.js';
 export { causalPaddingMask } from './attention-mask.js';
+export {
+  buildDecodeLoopModel,
+  DECODE_LOOP_IO,
+  type DecodeLoopInput,
+  type DecodeLoopModelOptions,
+  type DecodeLoopSpec,
+  type DecodeLoopStep,
+} from './decode-loop.js';
 export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from './ernie/config.js';
+export { buildErnieDecodeLoopModel, type ErnieDecodeLoopModelOptions } from './ernie/decode-loop.js';
 export {
   buildErnieTextDecoder,
   type ErnieTextDecoderInputs,
@@ -27,6 +36,7 @@ export {
 export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
 export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite/config.js';
+export { buildGraniteDecodeLoopModel, type GraniteDecodeLoopModelOptions } from './granite/decode-loop.js';
 export { checkGraniteLevels, type GraniteDeepstackLevel, graniteDeepstackLevels, graniteDeepstackPlan } from './granite/levels.js';
 export {
   buildGraniteTextDecoder,
@@ -45,4 +55,5 @@ export {
   graniteDecoderFeeds,
 } from './granite/standalone.js';
 export { KV_CACHE_IO, type KvKind, type KvTensors, type PastName, type PresentName, pastFeeds, presentOutputs } from './kv-io.js';
+export { greedyTokens, type SamplingInputs, sampledTokens } from './token-choice.js';
 export type { KvCacheMode, KvPair, ParameterSpec } from './types.js';

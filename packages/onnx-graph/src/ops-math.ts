@@ -283,16 +283,23 @@ export class MathOps extends GraphCore {
     )[0]!;
   }
 
-  /** TopK along `axis`: [values, int64 indices]. */
-  topk(x: Value, k: number, axis = -1, opts: { largest?: boolean; sorted?: boolean } = {}): [Value, Value] {
+  /**
+   * TopK along `axis`: [values, int64 indices]; ties in order of index (ONNX). `k` a number, or an int64 [1]
+   * value known at run time.
+   */
+  topk(x: Value, k: number | Value, axis = -1, opts: { largest?: boolean; sorted?: boolean } = {}): [Value, Value] {
     const name = this.nodeName('TopK');
     const ax = this.axis(name, axis, x.rank);
     const d = x.shape[ax]!;
-    if (typeof d === 'number' && k > d) throw new GraphError('BAD_ARGUMENT', `TopK k=${k} exceeds axis size ${d} of ${x}`, name);
-    const shape = x.shape.map((s, i) => (i === ax ? k : s));
+    if (typeof k === 'number' && typeof d === 'number' && k > d)
+      throw new GraphError('BAD_ARGUMENT', `TopK k=${k} exceeds axis size ${d} of ${x}`, name);
+    if (typeof k !== 'number' && (k.dtype !== 'int64' || k.rank !== 1))
+      throw new GraphError('DTYPE_MISMATCH', `TopK k must be int64 [1], got ${k}`, name);
+    const kDim = typeof k === 'number' ? k : this.freshDim('k');
+    const shape = x.shape.map((s, i) => (i === ax ? kDim : s));
     const [v, i] = this.emit(
       'TopK',
-      [x, this.ints([k])],
+      [x, typeof k === 'number' ? this.ints([k]) : k],
       [
         { dtype: x.dtype, shape },
         { dtype: 'int64', shape },
@@ -306,6 +313,14 @@ export class MathOps extends GraphCore {
       name,
     );
     return [v!, i!];
+  }
+
+  /** ArgMax along `axis` (int64); the first index among equal maxima (ONNX `select_last_index` 0, as torch.argmax). */
+  argmax(x: Value, axis = -1, keepdims = false): Value {
+    const name = this.nodeName('ArgMax');
+    const ax = this.axis(name, axis, x.rank);
+    const shape = keepdims ? x.shape.map((d, i) => (i === ax ? 1 : d)) : x.shape.filter((_, i) => i !== ax);
+    return this.emit('ArgMax', [x], [{ dtype: 'int64', shape }], { axis: { int: ax }, keepdims: { int: keepdims ? 1 : 0 } }, '', name)[0]!;
   }
 
   cast(x: Value, to: DType): Value {

@@ -1,0 +1,181 @@
+// The generation loop in the graph, shared by both decoders: an ONNX Loop whose body is one decoder step
+// (the model's own builder, called once on the body graph: one copy of its nodes, weights in the root) plus the
+// choice of the next token, with the KV cache, the attention mask and the next inputs as loop-carried state.
+// One session run makes up to `loop.max_tokens` tokens; its `next.*` and `present.*` outputs are the next
+// run's inputs, so a generation goes chunk by chunk (the host streams each chunk's tokens).
+import { type DType, Graph, type QuantizeRequest, type Shape, type Value } from '@vlmkit/onnx-graph';
+import { KV_CACHE_IO, pastInputs } from './kv-io.js';
+import { greedyTokens, sampledTokens } from './token-choice.js';
+import type { KvPair } from './types.js';
+
+/** The loop graph's own inputs and outputs (the decoder's inputs keep their names, see `DecodeLoopModel`). */
+export const DECODE_LOOP_IO = {
+  /** int64 scalar: the most tokens this run makes (the Loop's trip count). */
+  maxTokens: 'loop.max_tokens',
+  /** int64 [B]: the position of the token each row is fed next (the model turns it into its position inputs). */
+  nextPositions: 'loop.next_positions',
+  /** bool [B]: rows that already ended (they emit and are fed the pad id). */
+  done: 'loop.done',
+  /** int64 [E] (E may be 0): the ids that end a row. */
+  eos: 'loop.eos',
+  /** int64 scalar: the id a finished row emits. */
+  padTokenId: 'loop.pad_token_id',
+  /** float64 scalar: 0 is greedy; above 0, sampling at that temperature. */
+  temperature: 'loop.temperature',
+  /** int64 scalar (0: all ids). */
+  topK: 'loop.top_k',
+  /** float64 scalar in (0, 1]. */
+  topP: 'loop.top_p',
+  /** float64 [U]: uniform numbers in [0, 1), used in order, one per unfinished row and step when sampling. */
+  uniforms: 'loop.uniforms',
+  /** int64 [K, B] output: the tokens of the K steps run (K < max_tokens when every row ended). */
+  tokens: 'loop.tokens',
+  /** int64 scalar output: how many of `loop.uniforms` were used. */
+  draws: 'loop.draws',
+  /** The output that holds a carried input's value for the next run; the KV cache's are `present.*`. */
+  next: (input: string) => `next.${input}` as const,
+} as const;
+
+/** One model input besides the token ids, the attention mask and the KV cache, carried from step to step. */
+export interface DecodeLoopInput {
+  name: string;
+  dtype: DType;
+  shape: Shape;
+}
+
+/** What the body hands a model to build one decoder step. */
+export interface DecodeLoopStep {
+  /** [B, S] int64: the prompt in the first step, then the previous token [B, 1]. */
+  inputIds: Value;
+  /** [B, P + S] int64. */
+  attentionMask: Value;
+  /** The model's `inputs`, in their order. */
+  inputs: Value[];
+  past: KvPair[];
+  /** int64 scalar 1: only the last position's logits are needed. */
+  logitsToKeep: Value;
+}
+
+/** A decoder the loop drives: its sizes and IO names, one step, and its inputs for the next token. */
+export interface DecodeLoopSpec {
+  numHiddenLayers: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  /** The decoder's own names for these inputs (its `*_DECODER_IO`). */
+  io: { inputIds: string; attentionMask: string };
+  inputs: readonly DecodeLoopInput[];
+  /** Builds one decoder step on `b`: logits [B, 1, V] and every layer's present KV (concat layout). */
+  step(b: Graph, x: DecodeLoopStep): { logits: Value; present: KvPair[] };
+  /**
+   * The model's `inputs` for a generated text token at `positions` [B] int64 (tokens [B] are the ids fed),
+   * in `inputs` order.
+   */
+  next(b: Graph, x: { positions: Value; tokens: Value }): Value[];
+}
+
+export interface DecodeLoopModelOptions {
+  /** Graph name written into the model. */
+  name?: string;
+  quantize?: QuantizeRequest | undefined;
+}
+
+/**
+ * The decode loop as a complete graph:
+ *
+ * inputs: the decoder's step inputs under their own names (`input_ids`, `attention_mask`, the model's
+ * `inputs`, `past_key_values.*`), plus `loop.*` (`DECODE_LOOP_IO`).
+ *
+ * Each iteration runs one decoder step, picks each row's token (greedy, or sampled when `loop.temperature` >
+ * 0), emits the pad id for finished rows, marks rows that emitted an eos id, and carries the next inputs: the
+ * token [B, 1], the mask with a column of ones, the model's inputs at the next position, the cache. It stops
+ * after `loop.max_tokens` iterations or when every row has ended.
+ *
+ * outputs: `loop.tokens` [K, B], `loop.draws`, and for the next run `next.<input>` of every carried input
+ * (`next.input_ids`, `next.attention_mask`, `next.loop.next_positions`, `next.loop.done`, the model's) and
+ * `present.*` (its `past_key_values.*`).
+ */
+export function buildDecodeLoopModel(spec: DecodeLoopSpec, options: DecodeLoopModelOptions = {}): Graph {
+  const g = new Graph({ name: options.name ?? 'decode_loop', quantize: options.quantize });
+  const io = DECODE_LOOP_IO;
+  const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd } = spec;
+  const inputIds = g.input(spec.io.inputIds, 'int64', ['batch', 'seq']);
+  const attentionMask = g.input(spec.io.attentionMask, 'int64', ['batch', 'total']);
+  const modelInputs = spec.inputs.map((x) => g.input(x.name, x.dtype, x.shape));
+  const past = pastInputs(g, L, hkv, hd);
+  const maxTokens = g.input(io.maxTokens, 'int64', []);
+  const nextPositions = g.input(io.nextPositions, 'int64', ['batch']);
+  const done = g.input(io.done, 'bool', ['batch']);
+  const eos = g.input(io.eos, 'int64', ['eos']);
+  const pad = g.input(io.padTokenId, 'int64', []);
+  const temperature = g.input(io.temperature, 'float64', []);
+  const topK = g.input(io.topK, 'int64', []);
+  const topP = g.input(io.topP, 'float64', []);
+  const uniforms = g.input(io.uniforms, 'float64', ['uniforms']);
+
+  const M = modelInputs.length;
+  const named: Value[] = [inputIds, attentionMask, ...modelInputs, nextPositions, done];
+  const carried = [
+    ...named,
+    g.scalar(0, 'int64'), // uniforms drawn so far in this run
+    ...past.flatMap((kv) => [kv.key, kv.value]),
+  ];
+  const r = g.loop({ trips: maxTokens, cond: g.not(allDone(g, done)), carried }, (b, { carried: c }) => {
+    const [ids, mask] = [c[0]!, c[1]!];
+    const inputs = c.slice(2, 2 + M);
+    const [positions, rowDone, draws] = [c[2 + M]!, c[3 + M]!, c[4 + M]!];
+    const kv = c.slice(5 + M);
+    const pastKv = Array.from({ length: L }, (_, i) => ({ key: kv[2 * i]!, value: kv[2 * i + 1]! }));
+    const step = spec.step(b, { inputIds: ids, attentionMask: mask, inputs, past: pastKv, logitsToKeep: b.scalar(1, 'int64') });
+    return b.scope('token_choice', () => {
+      const logits = b.reshape(step.logits, [-1, step.logits.dim(2) as number]); // [B, V]
+      const open = b.cast(b.not(rowDone), 'int64'); // [B]
+      const sampling = b.greater(temperature, 0);
+      const [chosen] = b.if(
+        sampling,
+        (s) => {
+          // Row b draws the next uniform after those of the unfinished rows before it (the host's order).
+          const index = s.add(draws, s.cumsum(open, 0, { exclusive: true }));
+          const last = s.sub(s.reshape(s.shapeOf(uniforms), []), 1);
+          const uniform = s.gather(uniforms, s.max(s.min(index, last), 0));
+          return [sampledTokens(s, logits, { temperature, topK, topP, uniform })];
+        },
+        (s) => [greedyTokens(s, logits)],
+      );
+      const token = b.where(rowDone, pad, chosen!); // [B]
+      const hitEos = b.greater(b.reduceSum(b.cast(b.equal(b.unsqueeze(token, [1]), b.unsqueeze(eos, [0])), 'int64'), [1], false), 0);
+      const nowDone = b.or(rowDone, hitEos);
+      const nextIds = b.unsqueeze(token, [1]);
+      const ones = b.constantOfShape(b.shapeOf(nextIds), 1, 'int64', ['batch', 1]);
+      const used = b.where(sampling, b.reduceSum(open, [0], false), b.scalar(0, 'int64'));
+      return {
+        cond: b.not(allDone(b, nowDone)),
+        carried: [
+          nextIds,
+          b.concat([mask, ones], 1),
+          ...spec.next(b, { positions, tokens: token }),
+          b.add(positions, 1),
+          nowDone,
+          b.add(draws, used),
+          ...step.present.flatMap((p) => [p.key, p.value]),
+        ],
+        scans: [token],
+      };
+    });
+  });
+  named.forEach((v, i) => {
+    g.output(r.carried[i]!, io.next(v.name));
+  });
+  g.output(r.carried[named.length]!, io.draws);
+  const kvOut = r.carried.slice(named.length + 1);
+  for (let i = 0; i < L; i++) {
+    g.output(kvOut[2 * i]!, KV_CACHE_IO.present(i, 'key'), ['batch', hkv, 'total_out', hd]);
+    g.output(kvOut[2 * i + 1]!, KV_CACHE_IO.present(i, 'value'), ['batch', hkv, 'total_out', hd]);
+  }
+  g.output(r.scans[0]!, io.tokens);
+  return g;
+}
+
+/** bool scalar: every row of `done` [B] is true. */
+function allDone(g: Graph, done: Value): Value {
+  return g.equal(g.reduceSum(g.cast(g.not(done), 'int64'), [0], false), g.scalar(0, 'int64'));
+}

@@ -1,0 +1,94 @@
+import { ropeInverseFrequencies } from '@vlmkit/mrope';
+import type { Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
+import type { DecoderOpsOptions } from '../attention-contrib.js';
+import { buildDecodeLoopModel } from '../decode-loop.js';
+import type { ErnieTextConfig } from './config.js';
+import { buildErnieTextDecoder } from './model.js';
+import type { ExpertsImpl } from './moe.js';
+import { ERNIE_DECODER_IO } from './standalone.js';
+
+/** `ops` / `attentionKernel` build the step as `buildErnieTextDecoderModel` does. */
+export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
+  /** How MoE layers run their routed experts (see `ErnieTextDecoderModelOptions`). */
+  experts?: ExpertsImpl;
+  quantize?: QuantizeRequest | undefined;
+  /** Graph name written into the model. */
+  name?: string;
+}
+
+/**
+ * The ERNIE decoder inside the shared decode loop (`buildDecodeLoopModel`): the first step takes the prompt
+ * with its vision rows and the host's 3D rotary tables; generated tokens are text (text experts, no vision
+ * rows) at position (real tokens so far) + rope delta on all three axes, so their `rope_cos` / `rope_sin` are
+ * computed in the body from `loop.next_positions`.
+ */
+export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextConfig, options: ErnieDecodeLoopModelOptions = {}): Graph {
+  const io = ERNIE_DECODER_IO;
+  const { hiddenSize: D, headDim: hd } = config;
+  const invFreq = ropeInverseFrequencies(hd, config.ropeTheta);
+  return buildDecodeLoopModel(
+    {
+      numHiddenLayers: config.numHiddenLayers,
+      numKeyValueHeads: config.numKeyValueHeads,
+      headDim: hd,
+      io,
+      inputs: [
+        { name: io.visionEmbeds, dtype: 'float32', shape: ['vision_tokens', D] },
+        { name: io.visionPositions, dtype: 'int64', shape: ['vision_tokens'] },
+        { name: io.moeTokenType, dtype: 'int64', shape: ['batch', 'seq'] },
+        { name: io.ropeCos, dtype: 'float32', shape: ['batch', 'seq', hd / 2] },
+        { name: io.ropeSin, dtype: 'float32', shape: ['batch', 'seq', hd / 2] },
+      ],
+      step: (b, x) => {
+        const [visionEmbeds, visionPositions, moeTokenType, ropeCos, ropeSin] = x.inputs as [Value, Value, Value, Value, Value];
+        const out = buildErnieTextDecoder(
+          b,
+          weights,
+          config,
+          {
+            inputIds: x.inputIds,
+            visionEmbeds,
+            visionPositions,
+            moeTokenType,
+            attentionMask: x.attentionMask,
+            ropeCos,
+            ropeSin,
+            past: x.past,
+            logitsToKeep: x.logitsToKeep,
+          },
+          {
+            ...(options.experts ? { experts: options.experts } : {}),
+            ...(options.ops ? { ops: options.ops } : {}),
+            ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
+          },
+        );
+        return { logits: out.logits, present: out.present! };
+      },
+      next: (b, { positions, tokens }) => {
+        const ids = b.unsqueeze(tokens, [1]);
+        const { cos, sin } = textRotary(b, positions, invFreq);
+        return [
+          b.constant('float32', [0, D], []),
+          b.constant('int64', [0], []),
+          b.constantOfShape(b.shapeOf(ids), 0, 'int64', ['batch', 1]),
+          cos,
+          sin,
+        ];
+      },
+    },
+    { name: options.name ?? 'ernie_decode_loop', quantize: options.quantize },
+  );
+}
+
+/**
+ * `rope_cos` / `rope_sin` [B, 1, headDim/2] of text tokens at `positions` [B]: with t = h = w every frequency
+ * turns by float32(position * inv_freq[i]) (one float32 product, @vlmkit/mrope `angle`), and cos / sin are
+ * taken in float64 and rounded to float32, as the host's `mropeCosSin` (Math.cos into a Float32Array) does.
+ */
+function textRotary(b: Graph, positions: Value, invFreq: Float32Array): { cos: Value; sin: Value } {
+  return b.scope('rotary_emb', () => {
+    const pos = b.unsqueeze(b.cast(positions, 'float32'), [1, 2]); // [B, 1, 1]
+    const angle = b.cast(b.mul(pos, b.constant('float32', [invFreq.length], invFreq)), 'float64');
+    return { cos: b.cast(b.cos(angle), 'float32'), sin: b.cast(b.sin(angle), 'float32') };
+  });
+}

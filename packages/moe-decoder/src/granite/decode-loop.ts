@@ -1,0 +1,71 @@
+import type { Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
+import type { DecoderOpsOptions } from '../attention-contrib.js';
+import { buildDecodeLoopModel, type DecodeLoopInput } from '../decode-loop.js';
+import type { GraniteTextConfig } from './config.js';
+import { buildGraniteTextDecoder } from './model.js';
+import { GRANITE_DECODER_IO } from './standalone.js';
+
+/** `ops` / `attentionKernel` build the step as `buildGraniteTextDecoderModel` does. */
+export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
+  /** Level k -> the LLM layer its features are added before; [] for a text-only graph (as `buildGraniteTextDecoderModel`). */
+  levels: readonly number[];
+  quantize?: QuantizeRequest | undefined;
+  /** Graph name written into the model. */
+  name?: string;
+}
+
+/**
+ * The Granite decoder inside the shared decode loop (`buildDecodeLoopModel`): the first step takes the prompt
+ * with its image rows and deepstack features; generated tokens are text (no image rows) at position (real
+ * tokens so far), fed as `position_ids` from `loop.next_positions` (cos/sin are computed in the decoder).
+ */
+export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTextConfig, options: GraniteDecodeLoopModelOptions): Graph {
+  const io = GRANITE_DECODER_IO;
+  const D = config.hiddenSize;
+  const levels = options.levels;
+  const image: DecodeLoopInput[] =
+    levels.length > 0
+      ? [
+          { name: io.imagePositions, dtype: 'int64', shape: ['image_tokens'] },
+          ...levels.map((_, k): DecodeLoopInput => ({ name: io.deepstack(k), dtype: 'float32', shape: ['image_tokens', D] })),
+        ]
+      : [];
+  return buildDecodeLoopModel(
+    {
+      numHiddenLayers: config.numHiddenLayers,
+      numKeyValueHeads: config.numKeyValueHeads,
+      headDim: config.headDim,
+      io,
+      inputs: [...image, { name: io.positionIds, dtype: 'int64', shape: ['batch', 'seq'] }],
+      step: (b, x) => {
+        const positionIds = x.inputs.at(-1)!;
+        const [imagePositions, ...deepstack] = x.inputs.slice(0, -1);
+        const out = buildGraniteTextDecoder(
+          b,
+          weights,
+          config,
+          {
+            inputIds: x.inputIds,
+            ...(imagePositions ? { imagePositions, deepstack } : {}),
+            attentionMask: x.attentionMask,
+            positionIds,
+            past: x.past,
+            logitsToKeep: x.logitsToKeep,
+          },
+          {
+            levels,
+            ...(options.ops ? { ops: options.ops } : {}),
+            ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
+          },
+        );
+        return { logits: out.logits, present: out.present! };
+      },
+      next: (b, { positions }) => {
+        const empty: Value[] =
+          levels.length > 0 ? [b.constant('int64', [0], []), ...levels.map(() => b.constant('float32', [0, D], []))] : [];
+        return [...empty, b.unsqueeze(positions, [1])];
+      },
+    },
+    { name: options.name ?? 'granite_decode_loop', quantize: options.quantize },
+  );
+}
