@@ -5,8 +5,10 @@
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import { type HostTensor, int64, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
 import { GrowingMask, lastPositionLogits, type PromptBatch, SlotMask } from './decode-state.js';
-import { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
+import { ModelError } from './errors.js';
+import { type DecodeSteps, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
+import { DECODE_LOOPS, type DecodeLoop, generateInGraph, type ModelGenerateOptions, validateLoopChunk } from './graph-loop.js';
 
 export interface ModelTimings {
   /** Reading config.json and the safetensors headers, mapping weights. */
@@ -68,6 +70,11 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
    * the same. 'append': a cache pre-allocated for prompt + new tokens, each step writes its new rows only.
    */
   protected kvCache: KvCacheMode = 'concat';
+  /**
+   * Which generation loop the decoder session serves (`DecodeLoop`): 'host', the decoder step graph (one run
+   * per token; also `forward`), or 'graph', the in-graph decode loop (moe-decoder `buildDecodeLoopModel`).
+   */
+  protected loop: DecodeLoop = 'host';
   protected abstract readonly dims: DecoderDims;
   protected abstract readonly io: DecoderIo;
   protected abstract readonly tokens: GenerationTokens;
@@ -76,21 +83,51 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
   protected abstract encodeVision(inputs: Inputs, prompt: Prompt): Promise<Vision>;
   protected abstract prefillFeeds(prompt: Prompt, vision: Vision, cache: KvCache): Record<string, HostTensor>;
   protected abstract stepFeeds(prompt: Prompt, step: DecodeStep): Record<string, HostTensor>;
+  /** Each row's position of the first generated token (the in-graph loop's `loop.next_positions`), as `stepFeeds` derives it. */
+  protected abstract loopPositions(prompt: Prompt): readonly number[];
+
+  /** The generation loop this model was loaded with (`loop` load option). */
+  get decodeLoop(): DecodeLoop {
+    return this.loop;
+  }
 
   /** Greedy by default; sampling with temperature/topK/topP/seed. Returns the new tokens only. */
-  async generate(inputs: Inputs, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }> {
+  async generate(inputs: Inputs, options: ModelGenerateOptions): Promise<GenerateResult & { visionMs: number }> {
     // Options first: a bad maxNewTokens would otherwise size the KV cache, after the vision encoder ran.
     validateGenerateOptions({ eos: this.tokens.eos, padTokenId: this.tokens.pad, ...options }, this.dims.vocabSize);
+    validateLoopChunk(options.loopChunk);
+    const loop = options.loop ?? this.loop;
+    if (!DECODE_LOOPS.includes(loop))
+      throw new ModelError('BAD_GENERATION_OPTIONS', `loop must be one of ${DECODE_LOOPS.join(', ')}, got ${String(loop)}`);
+    if (loop !== this.loop) this.loopUnavailable(`generate with loop '${loop}'`);
     const p = this.prompt(inputs);
     const t0 = performance.now();
     const vision = await this.encodeVision(inputs, p);
     const visionMs = performance.now() - t0;
-    const result = await generateTokens(this.decodeSteps(p, vision, options.maxNewTokens), {
-      eos: this.tokens.eos,
-      padTokenId: this.tokens.pad,
-      ...options,
-    });
+    const o = { eos: this.tokens.eos, padTokenId: this.tokens.pad, ...options };
+    const result =
+      loop === 'graph'
+        ? await generateInGraph(
+            {
+              run: (feeds) => this.decoder.run(feeds),
+              prompt: this.prefillFeeds(p, vision, this.newCache(p.batch)),
+              nextPositions: this.loopPositions(p),
+              batchSize: p.batch,
+              vocabSize: this.dims.vocabSize,
+              numLayers: this.dims.numHiddenLayers,
+            },
+            o,
+          )
+        : await generateTokens(this.decodeSteps(p, vision, options.maxNewTokens), o);
     return { ...result, visionMs };
+  }
+
+  /** Refuses `what` on a model whose decoder session is the other loop's graph (DECODE_LOOP_UNAVAILABLE). */
+  protected loopUnavailable(what: string): never {
+    throw new ModelError(
+      'DECODE_LOOP_UNAVAILABLE',
+      `${what} needs the decoder built for loop '${this.loop === 'host' ? 'graph' : 'host'}', but this model was loaded with loop: '${this.loop}' (one decoder graph per load). Load it with loop: '${this.loop === 'host' ? 'graph' : 'host'}' (CLI --loop) for that.`,
+    );
   }
 
   async release(): Promise<void> {

@@ -6,7 +6,8 @@ export type ModelErrorCode =
   | 'PLACEHOLDER_MISMATCH'
   | 'BAD_GENERATION_OPTIONS'
   | 'BAD_CACHE_DIR'
-  | 'INSUFFICIENT_MEMORY';
+  | 'INSUFFICIENT_MEMORY'
+  | 'DECODE_LOOP_UNAVAILABLE';
 
 /** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
 export class ModelError extends Error {

@@ -49,6 +49,15 @@ export {
   graniteVisionEncoderFeeds,
 } from './granite/vision-encoder.js';
 export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions, sha256File } from './graph-cache.js';
+export {
+  DECODE_LOOPS,
+  DEFAULT_DECODE_LOOP,
+  DEFAULT_LOOP_CHUNK,
+  type DecodeLoop,
+  type GraphLoopRun,
+  generateInGraph,
+  type ModelGenerateOptions,
+} from './graph-loop.js';
 export { readNamedTensors, writeNamedTensors } from './inputs-file.js';
 export {
   formatInspectReport,

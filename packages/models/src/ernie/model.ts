@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import {
+  buildErnieDecodeLoopModel,
   buildErnieTextDecoderModel,
   ERNIE_DECODER_IO,
   type ErnieDecoderFeeds,
@@ -16,6 +17,7 @@ import { readConfigFile } from '../config-file.js';
 import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
+import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
 import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
 import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
@@ -78,6 +80,13 @@ export interface ErnieLoadOptions extends SessionCacheOptions {
    */
   kvCache?: KvCacheMode | undefined;
   /**
+   * The generation loop the decoder session is built for (`DecodeLoop`): 'host' (default, `DEFAULT_DECODE_LOOP`;
+   * the step graph: one run per token, and `forward`) or 'graph' (the in-graph decode loop: the decoder step,
+   * the token choice and the KV cache inside one ONNX Loop, a chunk of tokens per run; `kvCache` does not
+   * apply, the Loop carries its cache). Its own graph-cache entry.
+   */
+  loop?: DecodeLoop | undefined;
+  /**
    * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
    * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
    * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
@@ -127,11 +136,15 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const vision = await steps.session('ernie-vision', (onSession) =>
       cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options, { onSession }),
     );
-    const decoder = await steps.session('ernie-decoder', (onSession) =>
+    const loop = options.loop ?? DEFAULT_DECODE_LOOP;
+    const session = loop === 'graph' ? 'ernie-decode-loop' : 'ernie-decoder';
+    const decoder = await steps.session(session, (onSession) =>
       cachedSession(
-        buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
+        loop === 'graph'
+          ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops })
+          : buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
         root,
-        'ernie-decoder',
+        session,
         options,
         {
           onSession,
@@ -146,11 +159,13 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       sessionMs: vision.sessionMs + decoder.sessionMs,
     });
     model.kvCache = kvCache;
+    model.loop = loop;
     return model;
   }
 
   /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */
   async forward(inputs: ErnieInputs): Promise<ErnieForwardOutputs> {
+    if (this.loop !== 'host') this.loopUnavailable('forward');
     const prompt = this.prompt(inputs);
     const { image, video } = await this.encodeVision(inputs);
     const cache = this.newCache(prompt.batch);
@@ -232,6 +247,12 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       ropeSin: float32(rope.sin, rope.shape),
       past: cache.layers(),
     });
+  }
+
+  /** The first generated token's position per row: (real tokens) + rope delta (`ernieDecodePositions`, axis t). */
+  protected loopPositions(p: ErniePrompt): number[] {
+    const pos = ernieDecodePositions(p.ropeDeltas, p.realTokens).positionIds;
+    return Array.from({ length: p.batch }, (_, b) => Number(pos[b]!));
   }
 
   /** Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes. */

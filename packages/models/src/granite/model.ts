@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import {
+  buildGraniteDecodeLoopModel,
   buildGraniteTextDecoderModel,
   GRANITE_DECODER_IO,
   type GraniteDecoderFeeds,
@@ -15,6 +16,7 @@ import { readConfigFile } from '../config-file.js';
 import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
+import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
 import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
 import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
@@ -71,6 +73,13 @@ export interface GraniteLoadOptions extends SessionCacheOptions {
    */
   kvCache?: KvCacheMode | undefined;
   /**
+   * The generation loop the decoder session is built for (`DecodeLoop`): 'host' (default, `DEFAULT_DECODE_LOOP`;
+   * the step graph: one run per token, and `forward`) or 'graph' (the in-graph decode loop: the decoder step,
+   * the token choice and the KV cache inside one ONNX Loop, a chunk of tokens per run; `kvCache` does not
+   * apply, the Loop carries its cache). Its own graph-cache entry.
+   */
+  loop?: DecodeLoop | undefined;
+  /**
    * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
    * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
    * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
@@ -119,11 +128,15 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     );
     const levels = config.levels.map((l) => l.llmLayer);
     const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
-    const decoder = await steps.session('granite-decoder', (onSession) =>
+    const loop = options.loop ?? DEFAULT_DECODE_LOOP;
+    const session = loop === 'graph' ? 'granite-decode-loop' : 'granite-decoder';
+    const decoder = await steps.session(session, (onSession) =>
       cachedSession(
-        buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
+        loop === 'graph'
+          ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops })
+          : buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
         root,
-        'granite-decoder',
+        session,
         options,
         {
           extraFiles,
@@ -138,10 +151,12 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
       sessionMs: vision.sessionMs + decoder.sessionMs,
     });
     model.kvCache = kvCache;
+    model.loop = loop;
     return model;
   }
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
+    if (this.loop !== 'host') this.loopUnavailable('forward');
     const p = this.prompt(inputs);
     const deepstack = await this.encodeVision(inputs, p);
     const logits = GRANITE_DECODER_IO.logits;
@@ -197,6 +212,11 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
       past: cache.layers(),
       image: { positions: int64(p.imagePositions, [p.imagePositions.length]), deepstack },
     });
+  }
+
+  /** The first generated token's position per row: its count of real tokens (`graniteDecodePositions`). */
+  protected loopPositions(p: GranitePrompt): number[] {
+    return Array.from(graniteDecodePositions(p.realTokens), Number);
   }
 
   /** Generated tokens are text: no image rows, and each row continues at its count of real tokens so far. */
