@@ -21,13 +21,19 @@ export interface SelfAttentionConfig {
   scaling: number;
   /** vLLM `is_neox_style`: true rotates halves (GPT-NeoX), false rotates (even, odd) pairs (GPT-J). */
   isNeoxStyle: boolean;
+  /**
+   * In 16-bit compute, rotate q and k in float32 with float32 tables and round back (HF ERNIE's
+   * `q.float() * cos`); false: the tables are cast to the compute dtype and q, k rotated in it (HF Granite's
+   * `cos.to(x.dtype)`). The same in float32 compute.
+   */
+  rotaryInFloat32: boolean;
 }
 
 /** One decoder step's inputs to a self-attention module. */
 export interface SelfAttentionInputs {
   /** [B, S, D]: the module's input (a decoder layer takes its own input here and passes input_layernorm's output on). */
   hidden: Value;
-  /** Rotary tables [B, S, headDim/2] float32, the same for every layer (laid out for `isNeoxStyle`). */
+  /** Rotary tables [B, S, headDim/2] float32, the same for every layer (laid out for `isNeoxStyle`); see `rotaryInFloat32`. */
   cos: Value;
   sin: Value;
   /** bool [B, 1, S, T], true = attend (`causalPaddingMask`). */
@@ -72,7 +78,11 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
   }
   // ONNX RotaryEmbedding's `interleaved` is vLLM's not-neox (GPT-J) layout.
   const rotary = (x: Value, numHeads: number) =>
-    g.scope('rotary_emb', () => g.rotaryEmbedding(x, cos, sin, { interleaved: !isNeoxStyle, numHeads }));
+    g.scope('rotary_emb', () => {
+      const dt = config.rotaryInFloat32 ? 'float32' : x.dtype;
+      const y = g.rotaryEmbedding(g.cast(x, dt), g.cast(cos, dt), g.cast(sin, dt), { interleaved: !isNeoxStyle, numHeads });
+      return g.cast(y, x.dtype);
+    });
   const [q, k] = [rotary(q0!, hq), rotary(k0!, hkv)];
   const r = g.scope('attn', () =>
     g.attention(q, k, v!, {
@@ -80,7 +90,8 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
       kvNumHeads: hkv,
       scale: config.scaling,
       mask: inputs.mask,
-      ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
+      // A cache fed in another float dtype (bfloat16 compute, float32 IO: kv-io.ts) is cast in.
+      ...(past !== undefined ? { pastKey: g.cast(past.key, k.dtype), pastValue: g.cast(past.value, k.dtype) } : {}),
     }),
   );
   const out = nn.linear(g, r.out, w, 'o_proj', { bias: config.oProjBias, in: hq * hd, out: D });

@@ -54,6 +54,16 @@ export {
   type GraniteTextDecoderModelOptions,
   graniteDecoderFeeds,
 } from './granite/standalone.js';
-export { KV_CACHE_IO, type KvKind, type KvTensors, type PastName, type PresentName, pastFeeds, presentOutputs } from './kv-io.js';
+export {
+  KV_CACHE_IO,
+  type KvCacheDType,
+  type KvKind,
+  type KvTensors,
+  kvCacheDType,
+  type PastName,
+  type PresentName,
+  pastFeeds,
+  presentOutputs,
+} from './kv-io.js';
 export { greedyTokens, type SamplingInputs, sampledTokens } from './token-choice.js';
 export type { KvCacheMode, KvPair, ParameterSpec } from './types.js';

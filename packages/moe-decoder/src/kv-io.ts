@@ -1,6 +1,6 @@
 // The KV cache inputs and outputs both decoder models declare: the HF / optimum ONNX decoder naming.
 // Written once here; the models package hands these to @vlmkit/runtime's KvCache.
-import type { Graph } from '@vlmkit/onnx-graph';
+import type { ComputeDType, Graph } from '@vlmkit/onnx-graph';
 import { MoeDecoderError } from './errors.js';
 import type { KvPair } from './types.js';
 
@@ -22,13 +22,39 @@ export const KV_CACHE_IO = {
   present: (layer: number, kind: KvKind): PresentName => `present.${layer}.${kind}`,
 } as const;
 
-/** The `past_key_values.*` graph inputs of every layer: float32 [batch, Hkv, past, headDim]. */
+/** The dtype the KV cache is fed and returned in (`past_key_values.*`, `present.*`). */
+export type KvCacheDType = 'float32' | 'float16';
+
+/**
+ * The KV cache's I/O dtype for a graph computing in `compute`: the compute dtype itself, so the cache takes
+ * half the memory in float16, except bfloat16, whose cache is fed and returned as float32 holding bfloat16
+ * values (exact both ways): onnxruntime-node 1.29 has no bfloat16 tensor type (its Tensor takes float16 as
+ * Uint16Array, and no 'bfloat16'), so a bfloat16 graph input or output cannot be fed or read from Node.
+ */
+export function kvCacheDType(compute: ComputeDType): KvCacheDType {
+  return compute === 'float16' ? 'float16' : 'float32';
+}
+
+/**
+ * The `past_key_values.*` graph inputs of every layer, [batch, Hkv, past, headDim] in the cache dtype for the
+ * graph's compute dtype (`kvCacheDType`), cast to the compute dtype where they differ.
+ */
 export function pastInputs(g: Graph, layers: number, kvHeads: number, headDim: number): KvPair[] {
   const shape = ['batch', kvHeads, 'past', headDim] as const;
+  const dt = kvCacheDType(g.computeDtype);
   return Array.from({ length: layers }, (_, i) => ({
-    key: g.input(KV_CACHE_IO.past(i, 'key'), 'float32', [...shape]),
-    value: g.input(KV_CACHE_IO.past(i, 'value'), 'float32', [...shape]),
+    key: g.cast(g.input(KV_CACHE_IO.past(i, 'key'), dt, [...shape]), g.computeDtype),
+    value: g.cast(g.input(KV_CACHE_IO.past(i, 'value'), dt, [...shape]), g.computeDtype),
   }));
+}
+
+/** Layer i's `present.*` outputs, [batch, Hkv, length, headDim] in the cache dtype (`kvCacheDType`). */
+export function presentOutputsOf(g: Graph, present: readonly KvPair[], kvHeads: number, headDim: number, length: string): void {
+  const dt = kvCacheDType(g.computeDtype);
+  present.forEach((kv, i) => {
+    g.output(g.cast(kv.key, dt), KV_CACHE_IO.present(i, 'key'), ['batch', kvHeads, length, headDim]);
+    g.output(g.cast(kv.value, dt), KV_CACHE_IO.present(i, 'value'), ['batch', kvHeads, length, headDim]);
+  });
 }
 
 /** The `past_key_values.*` feeds of every layer, in layer order. */

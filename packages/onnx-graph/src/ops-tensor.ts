@@ -1,4 +1,4 @@
-import type { DType } from './dtype.js';
+import { type DType, floatData } from './dtype.js';
 import { GraphError } from './errors.js';
 import { MathOps } from './ops-math.js';
 import { broadcastShapes, type Dim, dimProduct, dimsCompatible, formatShape, type Shape } from './shape.js';
@@ -229,11 +229,13 @@ export class TensorOps extends MathOps {
         ? new BigInt64Array([BigInt(value)])
         : dtype === 'bool'
           ? new Uint8Array([value ? 1 : 0])
-          : new Float32Array([value]);
-    if (dtype !== 'int64' && dtype !== 'bool' && dtype !== 'float32') {
+          : dtype === 'float32' || dtype === 'float16' || dtype === 'bfloat16'
+            ? floatData(dtype, [value])
+            : undefined;
+    if (data === undefined) {
       throw new GraphError(
         'BAD_ARGUMENT',
-        `constantOfShape supports float32, int64 and bool, not ${dtype}`,
+        `constantOfShape supports float32, float16, bfloat16, int64 and bool, not ${dtype}`,
         this.scoped('ConstantOfShape'),
       );
     }

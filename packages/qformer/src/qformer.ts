@@ -1,4 +1,4 @@
-import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { QFormerError } from './errors.js';
 import { type Blip2QFormerConfig, validateQFormerConfig } from './qformer-config.js';
 
@@ -11,13 +11,15 @@ export interface Blip2QFormerInputs {
 }
 
 export interface Blip2QFormerOutputs {
-  /** [B, Q, H]: last_hidden_state, in queryEmbeds' dtype. */
+  /** [B, Q, H]: last_hidden_state, in the graph's compute dtype (both inputs are cast to it). */
   readonly hidden: Value;
 }
 
 export interface Blip2QFormerOptions {
   /** Scope of the nodes and initializers (default `qformer`, the module's name in BLIP-2 and Granite checkpoints). */
   readonly scope?: string;
+  /** Standalone models only: the float type the graph computes in (default 'float32'); inputs and output stay float32. */
+  readonly computeDtype?: ComputeDType | undefined;
 }
 
 /**
@@ -39,10 +41,12 @@ export function buildBlip2QFormer(
   checkInputs(inputs, cfg);
   return g.scope(options.scope ?? 'qformer', () => {
     // HF: Blip2QFormerModel.forward. The dropout after layernorm is the identity in eval mode.
-    let hidden = nn.layerNorm(g, inputs.queryEmbeds, weights, 'layernorm', cfg.layerNormEps);
+    // Both inputs in the graph's compute dtype (cast at entry; no-ops when already).
+    const encoder = g.cast(inputs.encoderHiddenStates, g.computeDtype);
+    let hidden = nn.layerNorm(g, g.cast(inputs.queryEmbeds, g.computeDtype), weights, 'layernorm', cfg.layerNormEps);
     module(g, weights, 'encoder', (w) => {
       for (let i = 0; i < cfg.numHiddenLayers; i++) {
-        hidden = module(g, w, `layer.${i}`, (lw) => qformerLayer(g, lw, cfg, { index: i, hidden, encoder: inputs.encoderHiddenStates }));
+        hidden = module(g, w, `layer.${i}`, (lw) => qformerLayer(g, lw, cfg, { index: i, hidden, encoder }));
       }
     });
     return { hidden };
@@ -59,15 +63,15 @@ export const QFORMER_IO = {
 /**
  * The Q-Former alone as a complete graph: inputs `query_embeds` float32
  * [batch, num_queries, H] and `encoder_hidden_states` float32 [batch, encoder_len, E];
- * output `last_hidden_state` float32 [batch, num_queries, H].
+ * output `last_hidden_state` float32 [batch, num_queries, H] (computed in `options.computeDtype`).
  */
 export function buildBlip2QFormerModel(weights: Weights, config: Blip2QFormerConfig, options: Blip2QFormerOptions = {}): Graph {
   const cfg = validateQFormerConfig(config);
-  const g = new Graph({ name: 'blip2_qformer' });
+  const g = new Graph({ name: 'blip2_qformer', computeDtype: options.computeDtype });
   const queryEmbeds = g.input(QFORMER_IO.queryEmbeds, 'float32', ['batch', 'num_queries', cfg.hiddenSize]);
   const encoderHiddenStates = g.input(QFORMER_IO.encoderHiddenStates, 'float32', ['batch', 'encoder_len', cfg.encoderHiddenSize]);
   const { hidden } = buildBlip2QFormer(g, weights, cfg, { queryEmbeds, encoderHiddenStates }, options);
-  g.output(hidden, QFORMER_IO.hidden, ['batch', 'num_queries', cfg.hiddenSize]);
+  g.output(g.cast(hidden, 'float32'), QFORMER_IO.hidden, ['batch', 'num_queries', cfg.hiddenSize]);
   return g;
 }
 

@@ -1,4 +1,4 @@
-import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { interpolateDownsample, spatialOffsetDownsample } from './downsample.js';
 import { QFormerError } from './errors.js';
 import { buildBlip2QFormer } from './qformer.js';
@@ -31,6 +31,8 @@ export interface WindowQFormerOptions {
    * `layerwise_projectors.0` or `spatial_projectors.3`.
    */
   readonly scope?: string;
+  /** Standalone models only: the float type the graph computes in (default 'float32'); input and output stay float32. */
+  readonly computeDtype?: ComputeDType | undefined;
 }
 
 /**
@@ -57,7 +59,7 @@ export function buildWindowQFormerDownsampler(
   const { imageSide: s, querySide: q, windowSide: w, visionHiddenSize: dv } = cfg;
   const { numWindows: n, downsampledSide } = windowGeometry(cfg);
   return g.scope(options.scope ?? 'window_qformer', () => {
-    const x = nn.layerNorm(g, features, weights, 'norm', cfg.normEps);
+    const x = nn.layerNorm(g, g.cast(features, g.computeDtype), weights, 'norm', cfg.normEps);
     const keyWindows = windowedRaster(g, x, { side: s, win: w, channels: dv }); // [N*n*n, w*w, Dv]
     // HF: interpolated_side = int(image_side * Fraction(rate)), which is n*q since w divides s.
     const downsampled =
@@ -84,14 +86,15 @@ export const WINDOW_QFORMER_IO = { features: 'features', projected: 'projected' 
 
 /**
  * One downsampler alone as a complete graph: input `features` float32
- * [num_tiles, s*s, Dv], output `projected` float32 [num_tiles, (s*q/w)^2, D].
+ * [num_tiles, s*s, Dv], output `projected` float32 [num_tiles, (s*q/w)^2, D]
+ * (computed in `options.computeDtype`).
  */
 export function buildWindowQFormerDownsamplerModel(weights: Weights, config: WindowQFormerConfig, options: WindowQFormerOptions): Graph {
   const cfg = validateWindowQFormerConfig(config);
-  const g = new Graph({ name: 'window_qformer_downsampler' });
+  const g = new Graph({ name: 'window_qformer_downsampler', computeDtype: options.computeDtype });
   const features = g.input(WINDOW_QFORMER_IO.features, 'float32', ['num_tiles', cfg.imageSide ** 2, cfg.visionHiddenSize]);
   const { projected } = buildWindowQFormerDownsampler(g, weights, cfg, { features }, options);
-  g.output(projected, WINDOW_QFORMER_IO.projected, ['num_tiles', windowGeometry(cfg).tokensPerTile, cfg.textHiddenSize]);
+  g.output(g.cast(projected, 'float32'), WINDOW_QFORMER_IO.projected, ['num_tiles', windowGeometry(cfg).tokensPerTile, cfg.textHiddenSize]);
   return g;
 }
 

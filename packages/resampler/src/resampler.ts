@@ -1,4 +1,4 @@
-import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 
@@ -13,7 +13,7 @@ export interface ErnieResamplerInputs {
 }
 
 export interface ErnieResamplerOutputs {
-  /** [Nt, D] in visionHidden's dtype: one row per placeholder token, items in order. */
+  /** [Nt, D] in the graph's compute dtype (`visionHidden` is cast to it): one row per placeholder token, items in order. */
   readonly embeds: Value;
 }
 
@@ -40,7 +40,7 @@ export function buildErnieResampler(
   const cfg = validateResamplerConfig(config);
   checkInputs(inputs, cfg);
   return g.scope(options.scope ?? 'resampler_model', () => {
-    let x = spatialConvReshape(g, inputs.visionHidden, cfg);
+    let x = spatialConvReshape(g, g.cast(inputs.visionHidden, g.computeDtype), cfg);
     x = visionMlp(g, weights, cfg, x, { fc1: 'spatial_linear1', fc2: 'spatial_linear2', norm: 'spatial_norm', frames: 1 });
     if (cfg.useTemporalConv) {
       x = temporalSlicing(g, x, inputs.firstSlice!, inputs.secondSlice!);
@@ -65,9 +65,13 @@ export const RESAMPLER_IO = {
  * [num_patches, Dv], `first_slice` and `second_slice` int64 [num_tokens]
  * (absent without temporal conv); output `embeds` float32 [num_tokens, D].
  */
-export function buildErnieResamplerModel(weights: Weights, config: ErnieResamplerConfig, options: ErnieResamplerOptions = {}): Graph {
+export function buildErnieResamplerModel(
+  weights: Weights,
+  config: ErnieResamplerConfig,
+  options: ErnieResamplerOptions & { readonly computeDtype?: ComputeDType | undefined } = {},
+): Graph {
   const cfg = validateResamplerConfig(config);
-  const g = new Graph({ name: 'ernie_resampler' });
+  const g = new Graph({ name: 'ernie_resampler', computeDtype: options.computeDtype });
   const visionHidden = g.input(RESAMPLER_IO.visionHidden, 'float32', ['num_patches', cfg.visionHiddenSize]);
   const slices = cfg.useTemporalConv
     ? {
@@ -76,7 +80,7 @@ export function buildErnieResamplerModel(weights: Weights, config: ErnieResample
       }
     : {};
   const { embeds } = buildErnieResampler(g, weights, cfg, { visionHidden, ...slices }, options);
-  g.output(embeds, RESAMPLER_IO.embeds, [cfg.useTemporalConv ? 'num_tokens' : 'num_merged', cfg.textHiddenSize]);
+  g.output(g.cast(embeds, 'float32'), RESAMPLER_IO.embeds, [cfg.useTemporalConv ? 'num_tokens' : 'num_merged', cfg.textHiddenSize]);
   return g;
 }
 

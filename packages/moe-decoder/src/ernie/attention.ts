@@ -10,6 +10,7 @@ import type { ErnieTextConfig } from './config.js';
  * (`ernieRotaryTables`). `w` is relative to the module (`layers.3.self_attn`).
  */
 export function ernieAttention(g: Graph, w: Weights, config: ErnieTextConfig, inputs: SelfAttentionInputs): SelfAttentionOutputs {
-  const choices = { qkvBias: false, oProjBias: false, scaling: config.headDim ** -0.5, isNeoxStyle: false };
+  // HF apply_rotary_pos_emb: `q.float() * cos + rotate_half_text(q).float() * sin`, then back to q's dtype.
+  const choices = { qkvBias: false, oProjBias: false, scaling: config.headDim ** -0.5, isNeoxStyle: false, rotaryInFloat32: true };
   return selfAttention(g, w, { ...config, ...choices }, inputs);
 }

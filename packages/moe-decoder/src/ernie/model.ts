@@ -62,7 +62,11 @@ export interface ErnieTextDecoderOutputs {
  * text decoder to `g` inside `scope` (default 'decoder'): embeddings with
  * vision rows scattered in, the decoder layers with KV cache, the final
  * norm and lm_head (with tied embeddings, embed_tokens' weight: stored once).
- * Computes in float32; bf16/fp16 parameters are cast in the graph.
+ * Computes in the graph's `computeDtype` (float32 by default; parameters in
+ * another dtype are cast in the graph, once at save with `fold`): float inputs
+ * are cast to it at entry; norms, router and rotary run in float32 inside
+ * (as HF); `logits` are float32. `past` may be in any float dtype (cast in);
+ * `present` is in the compute dtype.
  */
 export function buildErnieTextDecoder(
   g: Graph,
@@ -94,7 +98,7 @@ export function buildErnieTextDecoder(
             config,
             inputs.visionEmbeds && { embeds: inputs.visionEmbeds, positions: inputs.visionPositions! },
           )
-        : inputs.inputsEmbeds!;
+        : g.cast(inputs.inputsEmbeds!, g.computeDtype);
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const ops = options.ops ?? 'onnx';
     const contrib =
@@ -135,7 +139,8 @@ export function buildErnieTextDecoder(
     layerOutputs.push(final.sum);
     const lastHiddenState = final.normed;
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
-    const logits = lmHead(g, weights, config, kept);
+    // HF: lm_head in the compute dtype; the logits leave as float32 (host sampling reads float32).
+    const logits = g.cast(lmHead(g, weights, config, kept), 'float32');
     return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined, routing };
   });
 }

@@ -87,9 +87,12 @@ interface RoutedExpertsArgs {
  * `{m}_experts` = FusedMoE with e_score_correction_bias and renormalize; HF:
  * Ernie4_5_VLMoeMoeTopKRouter + Ernie4_5_VLMoeMoeExperts), on tokens [N, D].
  *
- * Router, in float32: p = softmax(x gate^T); topk_ids = topk(p + bias, k);
+ * Router, in float32 whatever the compute dtype (HF runs it with autocast off
+ * on `hidden_states.float()` and the float32 gate; vLLM's gate is float32
+ * too): p = softmax(x gate^T); topk_ids = topk(p + bias, k);
  * topk_weights = p[topk_ids] / max(sum, moe_norm_min) (HF clamps the sum;
- * vLLM divides by it unclamped, the same for any real sum).
+ * vLLM divides by it unclamped, the same for any real sum). The weights are
+ * then rounded to the compute dtype, as HF's `routing_weights.to(hidden_states.dtype)`.
  */
 function routedExperts(
   g: Graph,
@@ -151,7 +154,7 @@ interface ExpertSizes {
 interface ExpertsInputs {
   /** [N, D]. */
   tokens: Value;
-  /** [N, E]: each token's weight for each expert, zero for the experts it did not choose. */
+  /** [N, E] float32: each token's weight for each expert, zero for the experts it did not choose (used in the tokens' dtype). */
   routingWeights: Value;
 }
 
@@ -164,15 +167,15 @@ interface ExpertsInputs {
  */
 function allExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInputs): Value {
   const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
-  const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
-  const w13 = f32(g.param(w, 'w13_weight', [E, 2 * I, D]));
-  const w2 = f32(g.param(w, 'w2_weight', [E, D, I]));
+  const like = (v: Value) => g.cast(v, inputs.tokens.dtype);
+  const w13 = like(g.param(w, 'w13_weight', [E, 2 * I, D]));
+  const w2 = like(g.param(w, 'w2_weight', [E, D, I]));
   const experts = g.scope('experts', () => {
     const gateUp = g.matmul(w13, g.transpose(inputs.tokens, [1, 0]));
     const [gt, up] = g.split(gateUp, [I, I], 1);
     return g.matmul(w2, g.mul(g.silu(gt!), up!));
   });
-  const perExpert = g.unsqueeze(g.transpose(inputs.routingWeights, [1, 0]), [1]); // [E, 1, N]
+  const perExpert = g.unsqueeze(g.transpose(like(inputs.routingWeights), [1, 0]), [1]); // [E, 1, N]
   return g.transpose(g.reduceSum(g.mul(experts, perExpert), [0], false), [1, 0]); // [N, D]
 }
 
@@ -187,11 +190,16 @@ function allExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInp
  * that ORT folds once at load (measured: MatMul on the folded [D, I] runs a
  * decode step twice as fast as Gemm with transB on ORT 1.29's CPU EP), or
  * block-quantized (MatMulNBits) on a graph built with `quantize`. The 'all'
- * path's stacked [E, ., .] weights stay float.
+ * path's stacked [E, ., .] weights stay float. In 16-bit compute the sum over
+ * experts is HF's: each expert's scaled rows added in the compute dtype, one
+ * rounding per add, experts in index order (`final_hidden_states.index_add_`),
+ * as Gather + Add + ScatterND of the rows it chose (each token picks an expert
+ * at most once; ORT's CPU EP has no 16-bit ScatterND 'add'). [N, D] in the tokens' dtype.
  */
 function sparseExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInputs): Value {
   const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
   const { tokens: x, routingWeights } = inputs;
+  const accumulate = x.dtype; // float32, or 16-bit summed as HF does (above)
   let out = g.mul(x, 0); // [N, D] zeros of x's shape
   for (let e = 0; e < E; e++) {
     out = g.scope(`${e}`, () => {
@@ -202,8 +210,10 @@ function sparseExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: Experts
       const proj = (v: Value, name: string, shape: { in: number; out: number }) => nn.linear(g, v, ew, name, { bias: false, ...shape });
       const h = g.mul(g.silu(proj(xs, 'gate_proj', { in: D, out: I })), proj(xs, 'up_proj', { in: D, out: I }));
       const y = proj(h, 'down_proj', { in: I, out: D }); // [M, D]
-      const scaled = g.mul(y, g.unsqueeze(g.gather(weight, rows, 0), [1]));
-      return g.scatterND(out, g.unsqueeze(rows, [1]), scaled, 'add');
+      const scaled = g.mul(y, g.unsqueeze(g.cast(g.gather(weight, rows, 0), y.dtype), [1]));
+      const at = g.unsqueeze(rows, [1]);
+      if (accumulate === 'float32') return g.scatterND(out, at, scaled, 'add');
+      return g.scatterND(out, at, g.add(g.gather(out, rows, 0), scaled));
     });
   }
   return out;

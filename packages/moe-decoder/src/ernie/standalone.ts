@@ -1,6 +1,6 @@
-import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
-import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
+import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs, presentOutputsOf } from '../kv-io.js';
 import type { KvCacheMode } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
@@ -29,6 +29,12 @@ export interface ErnieTextDecoderModelOptions extends DecoderOpsOptions {
    * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
    */
   kvCache?: KvCacheMode;
+  /**
+   * The float type the decoder computes in (onnx-graph's `ComputeDType`, default 'float32'); weights are stored
+   * in it. Inputs (`vision_embeds`, rope tables) stay float32 and `logits` float32; the KV cache is fed and
+   * returned in `kvCacheDType(computeDtype)`: float16 for float16, float32 (holding bfloat16 values) for bfloat16.
+   */
+  computeDtype?: ComputeDType | undefined;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -107,17 +113,17 @@ export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoder
  * - `moe_token_type` [B, S] int64 (nonzero: vision experts)
  * - `attention_mask` [B, P+S] int64 (1 real, 0 padding; 'append': P = the slots fed, 0 for free ones)
  * - `rope_cos`, `rope_sin` [B, S, headDim/2] float32, from the 3D position ids on the host (`ernieRotaryTables`)
- * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
+ * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] (P may be 0), float32 or float16 (`kvCacheDType`)
  * - `logits_to_keep` int64 scalar, with the `logitsToKeep` option (0: all positions)
  *
  * outputs
  * - `logits` [B, S, V] float32 ([B, n, V] when `logits_to_keep` is n > 0)
- * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim] ('append': the new rows, [B, Hkv, S, headDim])
- * - `hidden_states.{i}` [B, S, D] with `outputHiddenStates`
+ * - `present.{i}.key` / `.value` [B, Hkv, P+S, headDim] ('append': the new rows, [B, Hkv, S, headDim]), as past
+ * - `hidden_states.{i}` [B, S, D] float32 with `outputHiddenStates`
  * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
  */
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'ernie_text_decoder', quantize: options.quantize });
+  const g = new Graph({ name: options.name ?? 'ernie_text_decoder', quantize: options.quantize, computeDtype: options.computeDtype });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const io = ERNIE_DECODER_IO;
   const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
@@ -153,14 +159,10 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     },
   );
   g.output(out.logits, io.logits);
-  const presentLength = options.kvCache === 'append' ? 'seq' : 'total';
-  out.present!.forEach((kv, i) => {
-    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, presentLength, hd]);
-    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, presentLength, hd]);
-  });
+  presentOutputsOf(g, out.present!, hkv, hd, options.kvCache === 'append' ? 'seq' : 'total');
   if (options.outputHiddenStates)
     out.layerOutputs.forEach((h, i) => {
-      g.output(h, io.hiddenStates(i));
+      g.output(g.cast(h, 'float32'), io.hiddenStates(i));
     });
   out.routing.forEach((r, i) => {
     if (r === undefined) return;

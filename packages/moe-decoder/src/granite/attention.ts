@@ -11,6 +11,13 @@ import type { GraniteTextConfig } from './config.js';
  */
 export function graniteAttention(g: Graph, w: Weights, config: GraniteTextConfig, inputs: SelfAttentionInputs): SelfAttentionOutputs {
   const { attentionBias, attentionMultiplier } = config;
-  const choices = { qkvBias: attentionBias, oProjBias: attentionBias, scaling: attentionMultiplier, isNeoxStyle: true };
+  // HF GraniteRotaryEmbedding returns `cos.to(x.dtype)`: the rotation runs in the compute dtype.
+  const choices = {
+    qkvBias: attentionBias,
+    oProjBias: attentionBias,
+    scaling: attentionMultiplier,
+    isNeoxStyle: true,
+    rotaryInFloat32: false,
+  };
   return selfAttention(g, w, { ...config, ...choices }, inputs);
 }

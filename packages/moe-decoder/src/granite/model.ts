@@ -62,7 +62,10 @@ export interface GraniteTextDecoderOutputs {
  * times embedding_multiplier; before layer L, the level mapped to L is added
  * at the image rows (unscaled); dense Granite layers with a KV cache; final
  * norm; lm_head (tied: embed_tokens' weight, stored once) divided by
- * logits_scaling. Computes in float32; bf16/fp16 parameters are cast in the graph.
+ * logits_scaling. Computes in the graph's `computeDtype` (float32 by default;
+ * parameters in another dtype are cast in the graph, once at save with `fold`):
+ * float inputs are cast to it at entry; norms and rotary tables run in float32
+ * inside (as HF); `logits` are float32; `present` is in the compute dtype.
  */
 export function buildGraniteTextDecoder(
   g: Graph,
@@ -100,7 +103,7 @@ export function buildGraniteTextDecoder(
               ),
             )
           : inputs.inputsEmbeds!;
-    const x0 = g.scope('embedding_multiplier', () => g.mul(inputsEmbeds, config.embeddingMultiplier));
+    const x0 = g.scope('embedding_multiplier', () => g.mul(g.cast(inputsEmbeds, g.computeDtype), config.embeddingMultiplier));
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const { cos, sin } = graniteRotaryTables(g, inputs.positionIds, config);
     const levelAt = new Map(options.levels.map((layer, k) => [layer, k]));
@@ -150,7 +153,8 @@ export function buildGraniteTextDecoder(
     const lastHiddenState = final.normed;
     // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
-    const logits = g.div(lmHead(g, weights, config, kept), config.logitsScaling);
+    // HF: lm_head and the division in the compute dtype; the logits leave as float32 (host sampling reads float32).
+    const logits = g.cast(g.div(lmHead(g, weights, config, kept), config.logitsScaling), 'float32');
     return { logits, lastHiddenState, inputsEmbeds, layerInputs, layerOutputs, present: inputs.past !== undefined ? present : undefined };
   });
 }

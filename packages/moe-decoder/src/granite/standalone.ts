@@ -1,6 +1,6 @@
-import { Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, type QuantizeRequest, type Value, type Weights } from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
-import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs } from '../kv-io.js';
+import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs, presentOutputsOf } from '../kv-io.js';
 import type { KvCacheMode } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
@@ -26,6 +26,12 @@ export interface GraniteTextDecoderModelOptions extends DecoderOpsOptions {
    * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
    */
   kvCache?: KvCacheMode;
+  /**
+   * The float type the decoder computes in (onnx-graph's `ComputeDType`, default 'float32'); weights are stored
+   * in it. Inputs (`deepstack_{k}`) stay float32 and `logits` float32; the KV cache is fed and returned in
+   * `kvCacheDType(computeDtype)`: float16 for float16, float32 (holding bfloat16 values) for bfloat16.
+   */
+  computeDtype?: ComputeDType | undefined;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -99,7 +105,7 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
  * - `deepstack_{k}` [N, D] float32, one per level (none when `levels` is empty)
  * - `attention_mask` [B, P+S] int64 (1 real, 0 padding; 'append': P = the slots fed, 0 for free ones)
  * - `position_ids` [B, S] int64 (cos/sin are computed in the graph)
- * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] float32 (P may be 0)
+ * - `past_key_values.{i}.key` / `.value` [B, Hkv, P, headDim] (P may be 0), float32 or float16 (`kvCacheDType`)
  * - `logits_to_keep` int64 scalar, with the `logitsToKeep` option (0: all positions)
  *
  * outputs
@@ -108,7 +114,7 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
  * - with `outputHiddenStates`: `hidden_states.{i}`, `layer_inputs.{i}`, `inputs_embeds`
  */
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
-  const g = new Graph({ name: options.name ?? 'granite_text_decoder', quantize: options.quantize });
+  const g = new Graph({ name: options.name ?? 'granite_text_decoder', quantize: options.quantize, computeDtype: options.computeDtype });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const io = GRANITE_DECODER_IO;
   const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
@@ -138,18 +144,15 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
     },
   );
   g.output(out.logits, io.logits);
-  const presentLength = options.kvCache === 'append' ? 'seq' : 'total';
-  out.present!.forEach((kv, i) => {
-    g.output(kv.key, io.present(i, 'key'), ['batch', hkv, presentLength, hd]);
-    g.output(kv.value, io.present(i, 'value'), ['batch', hkv, presentLength, hd]);
-  });
+  presentOutputsOf(g, out.present!, hkv, hd, options.kvCache === 'append' ? 'seq' : 'total');
   if (options.outputHiddenStates) {
-    g.output(out.inputsEmbeds, io.inputsEmbeds);
+    const f32 = (h: Value) => g.cast(h, 'float32');
+    g.output(f32(out.inputsEmbeds), io.inputsEmbeds);
     out.layerInputs.forEach((h, i) => {
-      g.output(h, io.layerInputs(i));
+      g.output(f32(h), io.layerInputs(i));
     });
     out.layerOutputs.forEach((h, i) => {
-      g.output(h, io.hiddenStates(i));
+      g.output(f32(h), io.hiddenStates(i));
     });
   }
   return g;

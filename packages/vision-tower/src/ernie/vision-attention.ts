@@ -2,7 +2,7 @@ import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import type { FrameMask } from './attention-mask.js';
 import { type ErnieVisionConfig, ernieVisionHeadDim } from './config.js';
 
-/** Per-patch rotary tables [1, Np, headDim/2] in the activations' dtype. */
+/** Per-patch rotary tables [1, Np, headDim/2] float32. */
 export interface VisionRotary {
   cos: Value;
   sin: Value;
@@ -19,7 +19,9 @@ export function visionAttention(g: Graph, w: Weights, config: ErnieVisionConfig,
   // [Np, 3D] -> [1, Np, 3D]: the attention ops take a batch axis.
   const qkv = g.unsqueeze(nn.linear(g, x, w, 'qkv', { in: d, out: 3 * d }), [0]);
   const [q0, k0, v] = g.split(qkv, [d, d, d], -1) as [Value, Value, Value];
-  const rope = (t: Value) => g.rotaryEmbedding(t, rotary.cos, rotary.sin, { interleaved: false, numHeads: heads });
+  // HF apply_rotary_pos_emb_vision: q.float(), k.float() rotated with float32 tables, then back to their dtype.
+  const rope = (t: Value) =>
+    g.cast(g.rotaryEmbedding(g.cast(t, 'float32'), rotary.cos, rotary.sin, { interleaved: false, numHeads: heads }), t.dtype);
   const [q, k] = [rope(q0), rope(k0)];
   const scale = 1 / Math.sqrt(ernieVisionHeadDim(config));
   const out =

@@ -1,4 +1,4 @@
-import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import { blockDiagonalMask } from './attention-mask.js';
@@ -7,9 +7,9 @@ import { visionBlock } from './vision-block.js';
 
 /** The tower's graph inputs, as values of the caller's graph. */
 export interface ErnieVisionTowerInputs {
-  /** [Np, C*p*p] flattened patches (float32, or float16 to compute in half precision). */
+  /** [Np, C*p*p] flattened patches (float32 or float16; cast to the graph's compute dtype). */
   pixelValues: Value;
-  /** [Np, headDim/2] per-patch tables from `ernieVisionInputs`. */
+  /** [Np, headDim/2] per-patch tables from `ernieVisionInputs` (float32: the rotation runs in float32). */
   rotaryCos: Value;
   rotarySin: Value;
   /** [Np] int32/int64 frame ids from `ernieVisionInputs`. */
@@ -17,7 +17,7 @@ export interface ErnieVisionTowerInputs {
 }
 
 export interface ErnieVisionTowerOutputs {
-  /** [Np, Dv], after the final LayerNorm `ln`. */
+  /** [Np, Dv] in the graph's compute dtype, after the final LayerNorm `ln`. */
   hidden: Value;
 }
 
@@ -32,6 +32,12 @@ export interface ErnieVisionBuildOptions {
   scope?: string;
 }
 
+/** `buildErnieVisionTowerModel`'s options: the builder's, and the graph's compute dtype. */
+export interface ErnieVisionTowerModelOptions extends ErnieVisionBuildOptions {
+  /** The float type the tower computes in (default 'float32'); inputs and `vision_hidden` stay float32. */
+  computeDtype?: ComputeDType | undefined;
+}
+
 export const DEFAULT_ATTENTION_OP: AttentionOp = 'MultiHeadAttention';
 
 /** vLLM: Ernie4_5_VisionPatchEmbed. A bias-free linear on flattened patches. */
@@ -43,6 +49,9 @@ export function patchEmbed(g: Graph, w: Weights, config: ErnieVisionConfig, pixe
 /**
  * vLLM: Ernie4_5_VisionTransformer.forward. Adds the tower to `g` inside
  * `options.scope`: patch_embed -> blocks (2D rotary, attention per frame) -> ln.
+ * Computes in `g.computeDtype`: the pixels are cast to it at entry; LayerNorms
+ * and the rotation run in float32 inside (HF: `apply_rotary_pos_emb_vision`
+ * rotates `q.float()`).
  */
 export function buildErnieVisionTower(
   g: Graph,
@@ -54,9 +63,10 @@ export function buildErnieVisionTower(
   checkInputs(config, inputs);
   const op = options.attentionOp ?? DEFAULT_ATTENTION_OP;
   return g.scope(options.scope ?? 'vision_tower', () => {
-    let x = g.scope('patch_embed', () => patchEmbed(g, weights.sub('patch_embed'), config, inputs.pixelValues));
-    const like = (t: Value) => g.unsqueeze(t.dtype === x.dtype ? t : g.cast(t, x.dtype), [0]);
-    const rotary = g.scope('rotary', () => ({ cos: like(inputs.rotaryCos), sin: like(inputs.rotarySin) }));
+    const pixels = g.cast(inputs.pixelValues, g.computeDtype);
+    let x = g.scope('patch_embed', () => patchEmbed(g, weights.sub('patch_embed'), config, pixels));
+    const f32 = (t: Value) => g.unsqueeze(g.cast(t, 'float32'), [0]);
+    const rotary = g.scope('rotary', () => ({ cos: f32(inputs.rotaryCos), sin: f32(inputs.rotarySin) }));
     const frames = blockDiagonalMask(g, inputs.segmentIds, op, x.dtype);
     for (let i = 0; i < config.depth; i++) {
       const name = `blocks.${i}`;
@@ -87,10 +97,11 @@ export function ernieVisionTowerFeeds<T>(x: { pixelValues: T; rotaryCos: T; rota
 /**
  * The tower alone as a complete model. Inputs: `pixel_values` [Np, C*p*p]
  * float32, `rotary_cos` / `rotary_sin` [Np, headDim/2] float32, `segment_ids`
- * [Np] int32 (all from `ernieVisionInputs`). Output: `vision_hidden` [Np, Dv] float32.
+ * [Np] int32 (all from `ernieVisionInputs`). Output: `vision_hidden` [Np, Dv] float32
+ * (computed in `options.computeDtype`).
  */
-export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVisionConfig, options: ErnieVisionBuildOptions = {}): Graph {
-  const g = new Graph({ name: 'ernie_vision_tower' });
+export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVisionConfig, options: ErnieVisionTowerModelOptions = {}): Graph {
+  const g = new Graph({ name: 'ernie_vision_tower', computeDtype: options.computeDtype });
   const half = ernieVisionHeadDim(config) / 2;
   const io = ERNIE_VISION_TOWER_IO;
   const inputs: ErnieVisionTowerInputs = {
@@ -100,7 +111,7 @@ export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVision
     segmentIds: g.input(io.segmentIds, 'int32', ['num_patches']),
   };
   const { hidden } = buildErnieVisionTower(g, weights, config, inputs, options);
-  g.output(hidden, io.visionHidden);
+  g.output(g.cast(hidden, 'float32'), io.visionHidden);
   return g;
 }
 

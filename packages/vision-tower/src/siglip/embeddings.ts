@@ -9,7 +9,7 @@ import { type SiglipVisionConfig, siglipNumPatches } from './config.js';
 export function siglipVisionEmbeddings(g: Graph, w: Weights, config: SiglipVisionConfig, pixelValues: Value): Value {
   const { hiddenSize: d, numChannels: c, patchSize: p } = config;
   const n = siglipNumPatches(config);
-  // bf16/f16 checkpoints: compute in the input's dtype.
+  // Parameters in the input's dtype (the compute dtype; a checkpoint already in it is used as stored).
   const as = (v: Value) => (v.dtype === pixelValues.dtype ? v : g.cast(v, pixelValues.dtype));
   const weight = as(g.param(w, 'patch_embedding.weight', [d, c, p, p]));
   const bias = as(g.param(w, 'patch_embedding.bias', [d]));

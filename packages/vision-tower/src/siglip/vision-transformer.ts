@@ -1,4 +1,4 @@
-import { Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -14,6 +14,12 @@ export interface SiglipVisionBuildOptions {
   scope?: string;
 }
 
+/** `buildSiglipVisionTowerModel`'s options: the builder's, and the graph's compute dtype. */
+export interface SiglipVisionTowerModelOptions extends SiglipVisionBuildOptions {
+  /** The float type the tower computes in (default 'float32'); `pixel_values` and the outputs stay float32. */
+  computeDtype?: ComputeDType | undefined;
+}
+
 export interface SiglipVisionTowerOutputs {
   /** L + 1 values [B, Np, D]: the embeddings, then the output of each encoder layer (HF hidden_states, vLLM return_all_hidden_states). */
   hiddenStates: Value[];
@@ -24,7 +30,8 @@ export interface SiglipVisionTowerOutputs {
 /**
  * vLLM: SiglipVisionTransformer (embeddings -> encoder returning all hidden
  * states). Adds the tower to `g` under `options.scope`; `pixelValues` is
- * [B, C, imageSize, imageSize] (one row per anyres tile).
+ * [B, C, imageSize, imageSize] (one row per anyres tile), cast to
+ * `g.computeDtype`, which the hidden states are in (LayerNorms run in float32 inside).
  */
 export function buildSiglipVisionTower(
   g: Graph,
@@ -41,7 +48,7 @@ export function buildSiglipVisionTower(
   }
   const op = options.attentionOp ?? 'MultiHeadAttention';
   return g.scope(options.scope ?? 'vision_tower', () => {
-    let x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, pv));
+    let x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, g.cast(pv, g.computeDtype)));
     const hiddenStates = [x];
     for (let l = 0; l < config.numHiddenLayers; l++) {
       const name = `encoder.layers.${l}`;
@@ -63,21 +70,28 @@ export const SIGLIP_VISION_TOWER_IO = {
 /**
  * The SigLIP tower alone. Input `pixel_values` [B, C, S, S] float32; output
  * `vision_hidden_states` [L+1, B, Np, D] (embeddings, then each layer), and
- * `vision_post_layernorm` [B, Np, D] when `postLayerNorm`.
+ * `vision_post_layernorm` [B, Np, D] when `postLayerNorm`; outputs float32, computed in `options.computeDtype`.
  */
-export function buildSiglipVisionTowerModel(weights: Weights, config: SiglipVisionConfig, options: SiglipVisionBuildOptions = {}): Graph {
-  const g = new Graph({ name: 'siglip_vision_tower' });
+export function buildSiglipVisionTowerModel(
+  weights: Weights,
+  config: SiglipVisionConfig,
+  options: SiglipVisionTowerModelOptions = {},
+): Graph {
+  const g = new Graph({ name: 'siglip_vision_tower', computeDtype: options.computeDtype });
   const s = config.imageSize;
   const io = SIGLIP_VISION_TOWER_IO;
   const pixelValues = g.input(io.pixelValues, 'float32', ['batch', config.numChannels, s, s]);
   const { hiddenStates, pooled } = buildSiglipVisionTower(g, weights, config, { pixelValues }, options);
   g.output(
-    g.concat(
-      hiddenStates.map((h) => g.unsqueeze(h, [0])),
-      0,
+    g.cast(
+      g.concat(
+        hiddenStates.map((h) => g.unsqueeze(h, [0])),
+        0,
+      ),
+      'float32',
     ),
     io.hiddenStates,
   );
-  if (pooled) g.output(pooled, io.postLayerNorm);
+  if (pooled) g.output(g.cast(pooled, 'float32'), io.postLayerNorm);
   return g;
 }
