@@ -1,4 +1,4 @@
-import { type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import { type DecodeLoop, loadPretrained, type ModelGenerateOptions, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import type { OpSet, QuantizeMode } from '@vlmkit/onnx-graph';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
@@ -22,6 +22,8 @@ export interface CommonOptions {
   quantize?: QuantizeMode | undefined;
   /** The decoder's ops: 'onnx' standard or 'contrib' com.microsoft fused kernels (default per device). */
   ops?: OpSet | undefined;
+  /** The generation loop the decoder is built for: 'host' or 'graph' (the in-graph decode loop); default the models'. */
+  loop?: DecodeLoop | undefined;
 }
 
 function ms(x: number): string {
@@ -37,6 +39,7 @@ export async function forwardCommand(o: CommonOptions & { inputs: string; out: s
     adapter: o.adapter,
     quantize: o.quantize,
     ops: o.ops,
+    loop: o.loop,
   });
   try {
     const inputs = await readNamedTensors(o.inputs);
@@ -53,7 +56,7 @@ export async function forwardCommand(o: CommonOptions & { inputs: string; out: s
 export interface GenerateCommandOptions extends CommonOptions {
   inputs: string;
   out?: string | undefined;
-  generate: GenerateOptions;
+  generate: ModelGenerateOptions;
 }
 
 /** `vlmkit generate`: greedy by default; streams each step's tokens; writes `generated_ids` [B, N] int64. */
@@ -65,6 +68,7 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
     adapter: o.adapter,
     quantize: o.quantize,
     ops: o.ops,
+    loop: o.loop,
   });
   try {
     const inputs = await readNamedTensors(o.inputs);

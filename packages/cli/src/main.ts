@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FIXTURE_DIR, type GenerateOptions } from '@vlmkit/models';
+import { DECODE_LOOPS, FIXTURE_DIR, type ModelGenerateOptions } from '@vlmkit/models';
 import { OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
@@ -51,6 +51,10 @@ common options:
   --ops onnx|contrib       the decoder's ops: standard ONNX (opset-23 Attention, RMSNormalization, RotaryEmbedding) or
                            onnxruntime's com.microsoft fused kernels (run, generate, forward; default: onnx on CPU,
                            contrib on CUDA; same numbers within float rounding)
+  --loop host|graph        where the generation loop runs (run, generate): host (one session run per token) or graph
+                           (an ONNX Loop: decoder step, token choice and KV cache in the graph, --loop-chunk tokens
+                           per run; the same ids). Default host (measured on CPU: packages/models README)
+  --loop-chunk N           with --loop graph: tokens per session run after the first (default 16)
 
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
@@ -72,6 +76,8 @@ const OPTIONS = {
   adapter: { type: 'string' },
   quantize: { type: 'string' },
   ops: { type: 'string' },
+  loop: { type: 'string' },
+  'loop-chunk': { type: 'string' },
   'max-new-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -102,12 +108,25 @@ function num(v: string | undefined, flag: string): number | undefined {
   return n;
 }
 
-/** --temperature, --top-k, --top-p, --seed, --eos: the options given, as generate's. */
-function sampling(v: { temperature?: string; 'top-k'?: string; 'top-p'?: string; seed?: string; eos?: string[] }): SamplingFlags {
+/** --temperature, --top-k, --top-p, --seed, --eos, --loop-chunk: the options given, as generate's. */
+function sampling(v: {
+  temperature?: string;
+  'top-k'?: string;
+  'top-p'?: string;
+  seed?: string;
+  eos?: string[];
+  'loop-chunk'?: string;
+  loop?: string;
+}): SamplingFlags {
   const opt = (k: string, x: number | undefined) => (x === undefined ? {} : { [k]: x });
   const eos = v.eos?.map((e) => num(e, 'eos')!);
+  const chunk = num(v['loop-chunk'], 'loop-chunk');
+  if (chunk !== undefined && !(Number.isInteger(chunk) && chunk >= 1))
+    throw new UsageError(`--loop-chunk must be an integer >= 1, got '${v['loop-chunk']}'`);
+  if (chunk !== undefined && v.loop !== 'graph') throw new UsageError('--loop-chunk needs --loop graph');
   return {
     ...(eos ? { eos } : {}),
+    ...opt('loopChunk', chunk),
     ...opt('temperature', num(v.temperature, 'temperature')),
     ...opt('topK', num(v['top-k'], 'top-k')),
     ...opt('topP', num(v['top-p'], 'top-p')),
@@ -115,7 +134,7 @@ function sampling(v: { temperature?: string; 'top-k'?: string; 'top-p'?: string;
   };
 }
 
-type SamplingFlags = Omit<GenerateOptions, 'maxNewTokens' | 'onToken' | 'signal'>;
+type SamplingFlags = Omit<ModelGenerateOptions, 'maxNewTokens' | 'onToken' | 'signal' | 'loop'>;
 
 /** `vlmkit demo`: what `pnpm demo` runs (the README's first command), on the tiny ERNIE fixture. */
 const DEMO = {
@@ -149,7 +168,8 @@ export async function main(
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
     const ops = v.ops === undefined ? undefined : oneOf(v.ops, OP_SETS, 'ops');
-    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, ops };
+    const loop = v.loop === undefined ? undefined : oneOf(v.loop, DECODE_LOOPS, 'loop');
+    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, ops, loop };
     switch (command) {
       case 'export':
         await exportCommand({ model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize }, out);

@@ -120,6 +120,7 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
       adapter: o.adapter,
       quantize: o.quantize,
       ops: o.ops,
+      loop: o.loop,
       onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
     });
   } finally {

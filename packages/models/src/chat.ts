@@ -5,7 +5,8 @@
 import type { ChatMessage, ProcessChatOptions, Processor } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
-import type { GenerateOptions, GenerateResult } from './generate.js';
+import type { GenerateResult } from './generate.js';
+import type { ModelGenerateOptions } from './graph-loop.js';
 import type { SamplingOptions } from './sampling.js';
 
 export interface ChatOptions extends SamplingOptions {
@@ -18,6 +19,8 @@ export interface ChatOptions extends SamplingOptions {
   skipSpecialTokens?: boolean | undefined;
   /** Chat template and video sampling options (`enableThinking`, `fps`, ...); the generation prompt is always added. */
   template?: ProcessChatOptions | undefined;
+  /** A model loaded with loop: 'graph': tokens per session run (generate's `loopChunk`); each chunk's text streams once it has run. */
+  loopChunk?: number | undefined;
 }
 
 export interface ChatSummary {
@@ -50,7 +53,7 @@ export interface ChatStream extends AsyncIterable<string> {
 /** What chat needs of a model: generate on HF-named tensors (every PretrainedModel has it). */
 export interface ChatModel {
   readonly device: string;
-  generate(inputs: Record<string, HostTensor>, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
+  generate(inputs: Record<string, HostTensor>, options: ModelGenerateOptions): Promise<GenerateResult & { visionMs: number }>;
   /** The ids that end an answer when the options give none; undefined: generate's default (config.json's). */
   eos?: () => Promise<readonly number[] | undefined>;
 }

@@ -4,10 +4,11 @@ import { type ChatModel, type ChatOptions, type ChatStream, chat } from './chat.
 import { MODEL_TYPES, type ModelType, modelType, readConfigFile } from './config-file.js';
 import { Ernie45VL, type ErnieLoadOptions } from './ernie/model.js';
 import { ModelError } from './errors.js';
-import type { GenerateOptions, GenerateResult } from './generate.js';
+import type { GenerateResult } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
 import { GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
+import type { ModelGenerateOptions } from './graph-loop.js';
 import { maxPositionEmbeddings, pastMaxPositions } from './inputs-check.js';
 
 /** Names of ERNIE-4.5-VL's `forwardNamed` outputs (what `vlmkit forward` writes). */
@@ -34,7 +35,7 @@ export interface PretrainedModel {
   readonly eos: readonly number[];
   /** HF forward kwargs in; float32 `logits` [B,S,V] and model-specific extras out. */
   forwardNamed(inputs: Record<string, HostTensor>): Promise<Record<string, HostTensor>>;
-  generate(inputs: Record<string, HostTensor>, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
+  generate(inputs: Record<string, HostTensor>, options: ModelGenerateOptions): Promise<GenerateResult & { visionMs: number }>;
   /**
    * Streams the answer to a conversation (see ./chat.ts): the model directory's processor makes the
    * inputs, eos defaults to generation_config.json's (HF generate's), else config.json's.
@@ -113,7 +114,7 @@ interface Assembled<I> {
   readonly deviceReason: string;
   readonly timings: PretrainedModel['timings'];
   readonly config: { readonly tokens: GenerationTokens };
-  generate(inputs: I, o: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
+  generate(inputs: I, o: ModelGenerateOptions): Promise<GenerateResult & { visionMs: number }>;
   release(): Promise<void>;
 }
 
