@@ -30,7 +30,7 @@ const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b
 describe('decoders built with com.microsoft fused ops', () => {
   const ckpts: Checkpoint[] = [];
   // unfused: the RMSNorms with no residual add to take in (layer 0's input norm; Granite's layers after a deepstack injection).
-  const graphs: Record<string, { onnx: Graph; mha: Graph; gqa: Graph; layers: number; unfused: number }> = {};
+  const graphs: Record<string, { onnx: Graph; mha: Graph; gqa: Graph; layers: number; unfused: number }> & { ernieMoeLayers?: number } = {};
   beforeAll(async () => {
     const ernieTop = await readJson('ernie-tiny', 'config.json');
     const ernie = ernieTextConfigFromHf(ernieTop);
@@ -42,6 +42,7 @@ describe('decoders built with com.microsoft fused ops', () => {
     const gc = await Checkpoint.open(join(FIXTURES, 'granite-tiny'));
     const { decoder: gw } = await mapGraniteDecoder(gc, granite);
     ckpts.push(ec, gc);
+    graphs.ernieMoeLayers = ernie.mlpLayerTypes.filter((t) => t === 'sparse').length;
     graphs.ernie = {
       onnx: buildErnieTextDecoderModel(ew, ernie),
       mha: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib', attentionKernel: 'mha' }),
@@ -63,7 +64,7 @@ describe('decoders built with com.microsoft fused ops', () => {
 
   for (const model of ['ernie', 'granite'] as const) {
     it(`${model}: the fused ops replace the standard ones (node counts)`, () => {
-      const { onnx, mha, gqa, layers: L, unfused } = graphs[model]!;
+      const { onnx, mha, gqa, layers: L, unfused } = graphs[model] as (typeof graphs)['ernie'];
       const [a, b, c] = [opCounts(onnx), opCounts(mha), opCounts(gqa)];
       console.log(`[${model}] nodes: standard ${total(a)}, contrib+MHA ${total(b)}, contrib+GQA ${total(c)}`);
       expect(a.get('Attention')).toBe(L);
@@ -76,6 +77,9 @@ describe('decoders built with com.microsoft fused ops', () => {
         expect(m.get('Attention')).toBeUndefined();
         expect(m.get('RotaryEmbedding')).toBeUndefined();
       }
+      // ERNIE: each MoE layer's two modalities are one com.microsoft MoE each.
+      const moeLayers = model === 'ernie' ? 2 * graphs.ernieMoeLayers! : undefined;
+      for (const m of [a, b, c]) expect(m.get('com.microsoft:MoE')).toBe(m === a ? undefined : moeLayers);
       expect(b.get('com.microsoft:MultiHeadAttention')).toBe(L);
       expect(c.get('com.microsoft:GroupQueryAttention')).toBe(L);
     });

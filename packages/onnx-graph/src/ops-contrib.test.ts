@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
 import { maskToBias, repeatKvHeads } from './nn.js';
-import { contribRotaryEmbedding, groupQueryAttentionWithBias, opSet, perTokenRotaryCache, skipSimplifiedLayerNorm } from './ops-contrib.js';
+import {
+  contribRotaryEmbedding,
+  groupQueryAttentionWithBias,
+  interleavedGateUp,
+  moe,
+  opSet,
+  perTokenRotaryCache,
+  skipSimplifiedLayerNorm,
+  stackedExperts,
+} from './ops-contrib.js';
+import { tensorFromArray } from './tensor-ref.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
 
 // Each com.microsoft op against the standard ops it replaces, both run by ORT's CPU EP on the same inputs.
@@ -132,6 +142,80 @@ describe('com.microsoft ops vs the standard ops', () => {
   }
   it("GroupQueryAttention on ORT's CPU EP refuses batch > 1 with S > 1 and a past (why decoders use MultiHeadAttention there)", async () => {
     await expect(attentionCase(2, 4, 3, 'gqa')).rejects.toThrow(/batch_size must be 1 when sequence_length > 1 and past context is given/);
+  });
+
+  it("MoE with a masked router = ERNIE's bias-corrected top-k (chosen by softmax + bias, weighted by the renormalized softmax)", async () => {
+    const [N, D, I, E, k] = [6, 8, 4, 5, 2];
+    const gates = Array.from({ length: E }, (_, e) => randn(I * D, 30 + e));
+    const ups = Array.from({ length: E }, (_, e) => randn(I * D, 40 + e));
+    const downs = Array.from({ length: E }, (_, e) => randn(D * I, 50 + e));
+    const xs = randn(N * D, 60);
+    const logits = randn(N * E, 61);
+    const bias = randn(E, 62).map((b) => 0.5 * b); // large enough to change choices
+    // Reference (HF Ernie4_5_VLMoeMoeTopKRouter + experts), in float64.
+    const silu = (v: number) => v / (1 + Math.exp(-v));
+    const want = new Float32Array(N * D);
+    let changed = 0;
+    for (let n = 0; n < N; n++) {
+      const l = Array.from(logits.subarray(n * E, (n + 1) * E));
+      const m = Math.max(...l);
+      const z = l.reduce((a, v) => a + Math.exp(v - m), 0);
+      const p = l.map((v) => Math.exp(v - m) / z);
+      const chosen = [...p.keys()].sort((a, b) => p[b]! + bias[b]! - (p[a]! + bias[a]!)).slice(0, k);
+      const plain = [...p.keys()].sort((a, b) => p[b]! - p[a]!).slice(0, k);
+      if (chosen.some((e) => !plain.includes(e))) changed++;
+      const sum = chosen.reduce((a, e) => a + p[e]!, 0);
+      for (const e of chosen) {
+        const h = Array.from({ length: I }, (_, i) => {
+          let gv = 0;
+          let uv = 0;
+          for (let d = 0; d < D; d++) {
+            gv += gates[e]![i * D + d]! * xs[n * D + d]!;
+            uv += ups[e]![i * D + d]! * xs[n * D + d]!;
+          }
+          return silu(gv) * uv;
+        });
+        for (let d = 0; d < D; d++) {
+          let y = 0;
+          for (let i = 0; i < I; i++) y += downs[e]![d * I + i]! * h[i]!;
+          want[n * D + d] = want[n * D + d]! + (p[e]! / sum) * y;
+        }
+      }
+    }
+    expect(changed).toBeGreaterThan(0); // the bias must matter for the test to mean anything
+    const g = new Graph();
+    const x = g.input('x', 'float32', ['N', D]);
+    const router = g.input('logits', 'float32', ['N', E]);
+    const b = g.constant('float32', [E], bias);
+    const ref = (a: Float32Array, shape: number[]) => tensorFromArray('float32', shape, a);
+    const fc1 = g.initializer(
+      'fc1',
+      interleavedGateUp(
+        gates.map((a) => ref(a, [I, D])),
+        ups.map((a) => ref(a, [I, D])),
+      ),
+    );
+    const fc2 = g.initializer('fc2', stackedExperts(downs.map((a) => ref(a, [D, I]))));
+    // The selection in the graph; the op then sees only the chosen experts' logits (the rest -1e30).
+    const [, ids] = g.topk(g.add(g.softmax(router, -1), b), k, -1);
+    const chosen = g.reduceMax(
+      g.equal(
+        g.unsqueeze(ids, [2]),
+        g.constant(
+          'int64',
+          [1, 1, E],
+          Array.from({ length: E }, (_, e) => e),
+        ),
+      ),
+      [1],
+      false,
+    );
+    g.output(moe(g, x, g.where(chosen, router, g.scalar(-1e30, 'float32')), fc1, fc2, { k }), 'y');
+    const out = await runGraph(g, {
+      x: { dtype: 'float32', dims: [N, D], data: xs },
+      logits: { dtype: 'float32', dims: [N, E], data: logits },
+    });
+    expect(maxAbsDiff(out.y!.data as Float32Array, want)).toBeLessThan(1e-5);
   });
 
   it('opSet names the choices', () => {

@@ -7,7 +7,9 @@
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
 import { MS_DOMAIN } from './graph-core.js';
+import { floatValues } from './quant-ref.js';
 import type { Dim } from './shape.js';
+import { lazyTensor, type TensorRef } from './tensor-ref.js';
 import type { Value } from './value.js';
 
 /**
@@ -159,4 +161,62 @@ export function groupQueryAttentionWithBias(
 
 function mulDims(a: Dim, b: Dim): Dim {
   return typeof a === 'number' && typeof b === 'number' ? a * b : `${a}*${b}`;
+}
+
+/**
+ * com.microsoft MoE with SiLU-gated experts (HF/vLLM's `down(silu(gate(x)) * up(x))`): x [N, D], `routerLogits`
+ * [N, E]; the op takes softmax(routerLogits), keeps each token's top `k`, renormalizes their weights to sum to 1
+ * and sums the k experts' outputs so weighted. `fc1` [E, 2I, D] holds each expert's gate and up rows
+ * interleaved (gate row i, then up row i: `swiglu_fusion` 1, the only layout ORT's CPU kernel takes; see
+ * `interleavedGateUp`), `fc2` [E, D, I] the down projections. SwiGLU with alpha 1, beta 0 and no clamp is
+ * exactly silu(gate) * up.
+ */
+export function moe(g: Graph, x: Value, routerLogits: Value, fc1: Value, fc2: Value, opts: { k: number }): Value {
+  requireSameDType('MoE', x, routerLogits, fc1, fc2);
+  if (x.rank !== 2 || routerLogits.rank !== 2 || fc1.rank !== 3 || fc2.rank !== 3) {
+    throw new GraphError(
+      'RANK_MISMATCH',
+      `MoE takes x [N, D], router [N, E], fc1 [E, 2I, D], fc2 [E, D, I]; got ${x}, ${routerLogits}, ${fc1}, ${fc2}`,
+    );
+  }
+  return g.custom('MoE', MS_DOMAIN, [x, routerLogits, fc1, undefined, fc2], [{ dtype: x.dtype, shape: x.shape }], {
+    k: { int: opts.k },
+    activation_type: { string: 'swiglu' },
+    swiglu_fusion: { int: 1 },
+    activation_alpha: { float: 1 },
+    activation_beta: { float: 0 },
+    normalize_routing_weights: { int: 1 },
+  })[0]!;
+}
+
+/**
+ * The `fc1` of `moe` from per-expert gate and up weights [I, D] each (PyTorch layout, any float dtype): float32
+ * [E, 2I, D] with row 2i the gate's row i and row 2i+1 the up's row i. Lazy: read and packed when the model is
+ * written (a copy of the routed experts' gate/up weights, once, in the graph cache).
+ */
+export function interleavedGateUp(gates: readonly TensorRef[], ups: readonly TensorRef[]): TensorRef {
+  const [I, D] = gates[0]!.shape as [number, number];
+  const E = gates.length;
+  return lazyTensor('float32', [E, 2 * I, D], async () => {
+    const out = new Float32Array(E * 2 * I * D);
+    for (let e = 0; e < E; e++) {
+      const [gate, up] = [await floatValues(gates[e]!), await floatValues(ups[e]!)];
+      for (let i = 0; i < I; i++) {
+        out.set(gate.subarray(i * D, (i + 1) * D), (e * 2 * I + 2 * i) * D);
+        out.set(up.subarray(i * D, (i + 1) * D), (e * 2 * I + 2 * i + 1) * D);
+      }
+    }
+    return out;
+  });
+}
+
+/** Per-expert tensors of one shape stacked on a new first axis, float32 (the `fc2` of `moe` from the down weights). */
+export function stackedExperts(refs: readonly TensorRef[]): TensorRef {
+  const shape = refs[0]!.shape;
+  const n = shape.reduce((a, b) => a * b, 1);
+  return lazyTensor('float32', [refs.length, ...shape], async () => {
+    const out = new Float32Array(refs.length * n);
+    for (let e = 0; e < refs.length; e++) out.set(await floatValues(refs[e]!), e * n);
+    return out;
+  });
 }

@@ -1,4 +1,4 @@
-import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { contrib, type Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { gatedSiluMlp } from '../mlp.js';
 import type { ErnieTextConfig } from './config.js';
 
@@ -10,8 +10,11 @@ import type { ErnieTextConfig } from './config.js';
  * - 'all': every expert on every token (batched MatMul over the stacked
  *   weights), combined with routing weights that are zero for unchosen
  *   experts: E/k times the FLOPs, in fewer and larger ops.
+ * - 'fused': onnxruntime's com.microsoft MoE kernel per modality, on that
+ *   modality's tokens (the default with `ops: 'contrib'` on a float graph;
+ *   a `quantize`d graph keeps 'sparse', whose experts are MatMulNBits).
  */
-export type ExpertsImpl = 'sparse' | 'all';
+export type ExpertsImpl = 'sparse' | 'all' | 'fused';
 
 /** The router's choice per token over the flattened [B*S] tokens: expert ids [N, k] int64 (within the modality) and weights [N, k]. */
 export interface MoeRouting {
@@ -28,6 +31,8 @@ export interface ErnieMoeInputs {
 
 export interface ErnieMoeOptions {
   experts?: ExpertsImpl;
+  /** With 'contrib' (and no `experts`), the routed experts are 'fused' unless the graph is quantized. */
+  ops?: OpSet;
   /** Also return each token's routing (`MoeRouting`), for tests and debugging. */
   routing?: boolean;
 }
@@ -48,7 +53,7 @@ export function ernieMoe(
   options: ErnieMoeOptions = {},
 ): { out: Value; routing: MoeRouting | undefined } {
   const { hiddenSize: D, moe } = config;
-  const impl = options.experts ?? 'sparse';
+  const impl = options.experts ?? (options.ops === 'contrib' && g.quantize === undefined ? 'fused' : 'sparse');
   const x = inputs.hidden;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const isVision = g.cast(g.reshape(inputs.moeTokenType, [-1, 1]), 'bool'); // [N, 1]
@@ -56,7 +61,7 @@ export function ernieMoe(
   const text = routedExperts(g, w, config, { modality: 'text', tokens, inModality: isText, impl });
   const vision = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision, impl });
   // Sparse: each modality only wrote its own tokens' rows. All: both ran everywhere; keep each token's own.
-  let out = impl === 'sparse' ? g.add(text.out, vision.out) : g.where(isVision, vision.out, text.out);
+  let out = impl === 'all' ? g.where(isVision, vision.out, text.out) : g.add(text.out, vision.out);
   if (moe.numSharedExperts > 0) {
     // vLLM: shared_experts = Ernie4_5_VLMoeMLP(intermediate_size = moe_intermediate_size[0] * moe_num_shared_experts).
     const intermediateSize = moe.intermediateSize[0] * moe.numSharedExperts;
@@ -113,7 +118,7 @@ function routedExperts(
   const bias = g.param(w, `${modality}_experts.e_score_correction_bias`, [E]);
   const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
   return g.scope(`${modality}_experts`, () => {
-    const { topkIds, topkWeights, routingWeights } = g.scope('router', () => {
+    const { topkIds, topkWeights, routingWeights, logits, chosen } = g.scope('router', () => {
       const logits = g.matmul(f32(x), g.transpose(f32(gate), [1, 0])); // [N, E]
       const probs = g.softmax(logits, -1);
       const [, topkIds] = g.topk(g.add(probs, f32(bias)), topK, -1); // [N, k]
@@ -132,14 +137,18 @@ function routedExperts(
         'float32',
       );
       const routingWeights = g.reduceSum(g.mul(oneHot, g.unsqueeze(topkWeights, [2])), [1], false);
-      return { topkIds, topkWeights, routingWeights };
+      // 'fused': which experts each token chose, bool [N, E].
+      const chosen = impl === 'fused' ? g.greater(g.reduceSum(oneHot, [1], false), g.scalar(0, 'float32')) : undefined;
+      return { topkIds, topkWeights, routingWeights, logits, chosen };
     });
 
     const ew = w.sub(`${modality}_experts`);
     const out =
       impl === 'sparse'
         ? sparseExperts(g, ew, sizes, { tokens: x, routingWeights: g.mul(routingWeights, g.cast(inModality, 'float32')) })
-        : allExperts(g, ew, sizes, { tokens: x, routingWeights });
+        : impl === 'fused'
+          ? fusedExperts(g, ew, sizes, { tokens: x, inModality, logits, chosen: chosen!, topK })
+          : allExperts(g, ew, sizes, { tokens: x, routingWeights });
     return { out, topkIds, topkWeights };
   });
 }
@@ -217,4 +226,36 @@ function sparseExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: Experts
     });
   }
   return out;
+}
+
+/**
+ * The modality's routed experts as one com.microsoft MoE ('fused'), on its own tokens (NonZero, Gather; the
+ * result scattered back, other rows zero). The op routes by itself (softmax of its router input, top-k,
+ * renormalized), and ERNIE's router does not: it chooses by softmax + e_score_correction_bias and weights by
+ * the softmax without the bias. So the op is given the logits of the experts this router chose and -1e30 for
+ * the rest: its softmax over them is p_i / sum(p of the chosen) (shift-invariant), its top-k are exactly the
+ * chosen, and its renormalized weights are ERNIE's (the moe_norm_min clamp only acts on sums below it, which k
+ * softmax probabilities never are). Weights: the checkpoint's per-expert gate/up/down, packed once at save
+ * (`contrib.interleavedGateUp`, `contrib.stackedExperts`), float32 ([E, 2I, D] + [E, D, I] per modality).
+ */
+function fusedExperts(
+  g: Graph,
+  w: Weights,
+  sizes: ExpertSizes,
+  inputs: { tokens: Value; inModality: Value; logits: Value; chosen: Value; topK: number },
+): Value {
+  const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
+  const { tokens: x } = inputs;
+  const per = (name: string, shape: [number, number]) => Array.from({ length: E }, (_, e) => g.paramRef(w.sub(`${e}`), name, shape));
+  return g.scope('experts', () => {
+    const like = (v: Value) => g.cast(v, x.dtype);
+    const fc1 = like(
+      g.initializer(g.scoped('fc1'), contrib.interleavedGateUp(per('gate_proj.weight', [I, D]), per('up_proj.weight', [I, D]))),
+    );
+    const fc2 = like(g.initializer(g.scoped('fc2'), contrib.stackedExperts(per('down_proj.weight', [D, I]))));
+    const rows = g.reshape(g.nonZero(g.reshape(inputs.inModality, [-1])), [-1]); // [M]
+    const router = g.where(inputs.chosen, inputs.logits, g.scalar(-1e30, 'float32'));
+    const y = contrib.moe(g, g.gather(x, rows, 0), like(g.gather(router, rows, 0)), fc1, fc2, { k: inputs.topK });
+    return g.scatterND(g.mul(x, 0), g.unsqueeze(rows, [1]), y);
+  });
 }
