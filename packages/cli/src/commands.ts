@@ -1,5 +1,5 @@
 import { type DecodeLoop, loadPretrained, type ModelGenerateOptions, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
-import type { OpSet, QuantizeMode } from '@vlmkit/onnx-graph';
+import type { ComputeDType, OpSet, QuantizeMode } from '@vlmkit/onnx-graph';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
 export type Out = (s: string) => void;
@@ -24,6 +24,8 @@ export interface CommonOptions {
   ops?: OpSet | undefined;
   /** The generation loop the decoder is built for: 'host' or 'graph' (the in-graph decode loop); default the models'. */
   loop?: DecodeLoop | undefined;
+  /** The float type the graphs compute in (`--dtype`; default float32). */
+  computeDtype?: ComputeDType | undefined;
 }
 
 function ms(x: number): string {
@@ -40,6 +42,7 @@ export async function forwardCommand(o: CommonOptions & { inputs: string; out: s
     quantize: o.quantize,
     ops: o.ops,
     loop: o.loop,
+    computeDtype: o.computeDtype,
   });
   try {
     const inputs = await readNamedTensors(o.inputs);
@@ -69,6 +72,7 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
     quantize: o.quantize,
     ops: o.ops,
     loop: o.loop,
+    computeDtype: o.computeDtype,
   });
   try {
     const inputs = await readNamedTensors(o.inputs);

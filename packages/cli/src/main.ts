@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DECODE_LOOPS, FIXTURE_DIR, type ModelGenerateOptions } from '@vlmkit/models';
-import { OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
+import { COMPUTE_DTYPES, OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
 import { exportCommand } from './export-command.js';
@@ -55,6 +55,11 @@ common options:
                            (an ONNX Loop: decoder step, token choice and KV cache in the graph, --loop-chunk tokens
                            per run; the same ids). Default host (measured on CPU: packages/models README)
   --loop-chunk N           with --loop graph: tokens per session run after the first (default 16)
+  --dtype float32|float16|bfloat16
+                           the float type the vision encoder and decoder compute in (run, generate, forward, export;
+                           default float32). bf16 checkpoints run as stored with bfloat16; norms, router and rotary stay
+                           float32 inside; logits float32. ORT's CPU EP has no bfloat16 kernels (NO_KERNEL): bfloat16 is
+                           for CUDA; float16 runs on CPU (slowly: many ops are cast to float32). packages/models README
 
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
@@ -78,6 +83,7 @@ const OPTIONS = {
   ops: { type: 'string' },
   loop: { type: 'string' },
   'loop-chunk': { type: 'string' },
+  dtype: { type: 'string' },
   'max-new-tokens': { type: 'string' },
   temperature: { type: 'string' },
   'top-k': { type: 'string' },
@@ -169,10 +175,14 @@ export async function main(
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
     const ops = v.ops === undefined ? undefined : oneOf(v.ops, OP_SETS, 'ops');
     const loop = v.loop === undefined ? undefined : oneOf(v.loop, DECODE_LOOPS, 'loop');
-    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, ops, loop };
+    const computeDtype = v.dtype === undefined ? undefined : oneOf(v.dtype, COMPUTE_DTYPES, 'dtype');
+    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, ops, loop, computeDtype };
     switch (command) {
       case 'export':
-        await exportCommand({ model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize }, out);
+        await exportCommand(
+          { model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize, computeDtype },
+          out,
+        );
         return 0;
       case 'forward':
         await forwardCommand({ ...common, model: need(v.model, 'model'), inputs: need(v.inputs, 'inputs'), out: need(v.out, 'out') }, out);

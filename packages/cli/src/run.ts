@@ -121,6 +121,7 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
       quantize: o.quantize,
       ops: o.ops,
       loop: o.loop,
+      computeDtype: o.computeDtype,
       onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
     });
   } finally {

@@ -2,13 +2,43 @@
 // a prompt analysis, and generation on the shared decode loop (generate.ts). Each model states what differs:
 // how a prompt is read, how its vision features are computed, and the decoder's feeds.
 
-import type { KvCacheMode } from '@vlmkit/moe-decoder';
+import { type KvCacheMode, kvCacheDType } from '@vlmkit/moe-decoder';
+import type { ComputeDType } from '@vlmkit/onnx-graph';
 import { type HostTensor, int64, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
 import { GrowingMask, lastPositionLogits, type PromptBatch, SlotMask } from './decode-state.js';
 import { ModelError } from './errors.js';
 import { type DecodeSteps, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import { DECODE_LOOPS, type DecodeLoop, generateInGraph, type ModelGenerateOptions, validateLoopChunk } from './graph-loop.js';
+
+/** The load option both models share: the float type their graphs compute in. */
+export interface ComputeDtypeOption {
+  /**
+   * The float type the vision encoder and decoder compute in (onnx-graph's `ComputeDType`): 'float32'
+   * (default), 'float16' or 'bfloat16'. Weights are stored in it: a bf16 checkpoint loaded with 'bfloat16' is
+   * used as stored; other dtypes are converted while the graph is written, one tensor at a time. Norms, the
+   * ERNIE router and the rotary embedding run in float32 inside, as HF. Inputs, vision features and logits
+   * stay float32; the KV cache is float16 for 'float16' and float32 otherwise (onnxruntime-node has no
+   * bfloat16 tensors). Not with `quantize` or the in-graph loop. Its own graph-cache entries. ORT's CPU EP
+   * has no bfloat16 compute kernels: a 'bfloat16' session on CPU fails with runtime's NO_KERNEL naming the op
+   * (the models README's 'Compute dtype' lists what runs where).
+   */
+  computeDtype?: ComputeDType | undefined;
+}
+
+/** Refuses option combinations a compute dtype other than float32 does not build (quantized weights, the in-graph loop). */
+export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown; loop?: string | undefined }): ComputeDType {
+  const dtype = options.computeDtype ?? 'float32';
+  if (dtype === 'float32') return dtype;
+  const clash = options.quantize !== undefined ? 'quantize' : options.loop === 'graph' ? "loop: 'graph'" : undefined;
+  if (clash !== undefined) {
+    throw new ModelError(
+      'INCOMPATIBLE_OPTIONS',
+      `computeDtype '${dtype}' cannot be combined with ${clash} (quantized weights and the in-graph loop are built in float32); drop one of them.`,
+    );
+  }
+  return dtype;
+}
 
 export interface ModelTimings {
   /** Reading config.json and the safetensors headers, mapping weights. */
@@ -70,6 +100,8 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
    * the same. 'append': a cache pre-allocated for prompt + new tokens, each step writes its new rows only.
    */
   protected kvCache: KvCacheMode = 'concat';
+  /** The float type the subclass built its graphs in (`ComputeDtypeOption`); sizes the KV cache's dtype. */
+  protected computeDtype: ComputeDType = 'float32';
   /**
    * Which generation loop the decoder session serves (`DecodeLoop`): 'host', the decoder step graph (one run
    * per token; also `forward`), or 'graph', the in-graph decode loop (moe-decoder `buildDecodeLoopModel`).
@@ -149,6 +181,7 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
       headDim: d.headDim,
       batchSize: batch,
       names: this.io,
+      dtype: kvCacheDType(this.computeDtype),
       ...(capacity !== undefined ? { capacity } : {}),
     });
   }

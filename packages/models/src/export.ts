@@ -11,14 +11,17 @@ import {
   ERNIE_DECODER_IO,
   GRANITE_DECODER_IO,
   KV_CACHE_IO,
+  type KvCacheDType,
+  kvCacheDType,
 } from '@vlmkit/moe-decoder';
 import { ernieFrequencyAxes, ropeInverseFrequencies } from '@vlmkit/mrope';
-import { type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
+import { type ComputeDType, type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
 import { windowGeometry } from '@vlmkit/qformer';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { ernieVisionHeadDim } from '@vlmkit/vision-tower';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { modelType, readConfigFile } from './config-file.js';
+import { type ComputeDtypeOption, checkComputeDtype, type DecoderDims } from './decoder-model.js';
 import { type ErnieReference, ernie45VLConfig } from './ernie/config.js';
 import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
@@ -32,7 +35,7 @@ import { sha256File } from './graph-cache.js';
 export const EXPORT_FORMAT = 'vlmkit-export';
 export const EXPORT_VERSION = 1;
 
-export interface ExportOptions {
+export interface ExportOptions extends ComputeDtypeOption {
   /** A PEFT LoRA adapter merged into the exported weights (Granite). */
   adapter?: string | undefined;
   /** ERNIE: where vLLM and HF differ (position ids after a video), whose rule the manifest states (default 'vllm'). */
@@ -65,6 +68,11 @@ export interface ExportManifest {
   version: number;
   model_type: string;
   source: { checkpoint: string; adapter: string | null; files: Record<string, { size: number; sha256: string }> };
+  /**
+   * The float type the graphs compute in (`ComputeDtypeOption.computeDtype`): weights are stored in it; graph
+   * inputs, vision features and logits are float32 whatever it is; the KV cache's is `decoder.kv_cache.dtype`.
+   */
+  compute_dtype: ComputeDType;
   /** Run order: `vision_encoder` (when the prompt has images or videos), then `decoder` once per step. */
   graphs: { vision_encoder: ManifestGraph; decoder: ManifestGraph };
   /**
@@ -80,7 +88,8 @@ export interface ExportManifest {
       num_layers: number;
       num_kv_heads: number;
       head_dim: number;
-      dtype: 'float32';
+      /** float16 for compute_dtype float16; float32 otherwise (bfloat16 graphs: float32 holding bfloat16 values). */
+      dtype: KvCacheDType;
       layout: ['batch', 'num_kv_heads', 'past', 'head_dim'];
       /** Per layer i: feed `past_key` / `past_value`, read `present_key` / `present_value`. */
       layers: { past_key: string; past_value: string; present_key: string; present_value: string }[];
@@ -158,15 +167,21 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
     files[f] = { size: (await stat(join(root, f))).size, sha256: await sha256File(join(root, f)) };
   }
   const t = options.externalThreshold;
+  const computeDtype = checkComputeDtype(options);
   let manifest: ExportManifest;
   try {
     if (type === 'ernie4_5_vl_moe') {
       if (options.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
       const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
       const mapped = await loadErnieWeights(ckpt, config);
-      const vision = await writeGraph(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), out, 'vision_encoder', t);
+      const vision = await writeGraph(
+        buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, computeDtype),
+        out,
+        'vision_encoder',
+        t,
+      );
       const decoder = await writeGraph(
-        buildErnieTextDecoderModel(mapped.decoder, config.text, { quantize: options.quantize }),
+        buildErnieTextDecoderModel(mapped.decoder, config.text, { quantize: options.quantize, computeDtype }),
         out,
         'decoder',
         t,
@@ -175,8 +190,8 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const v = config.vision;
       const r = config.resampler;
       manifest = {
-        ...head('ernie4_5_vl_moe', root, null, files, vision, decoder),
-        decoder: decoderSection(text.vocabSize, text.hiddenSize, text.numHiddenLayers, text.numKeyValueHeads, text.headDim, config.tokens),
+        ...head('ernie4_5_vl_moe', root, null, files, vision, decoder, computeDtype),
+        decoder: decoderSection(text, config.tokens, computeDtype),
         ernie: {
           tokens: {
             image: config.tokens.image,
@@ -234,18 +249,23 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const config = granite4VisionConfig(json, await readGenerationConfig(root));
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
-      const vision = await writeGraph(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), out, 'vision_encoder', t);
+      const vision = await writeGraph(
+        buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, computeDtype),
+        out,
+        'vision_encoder',
+        t,
+      );
       const levels = config.levels.map((l) => l.llmLayer);
       const decoder = await writeGraph(
-        buildGraniteTextDecoderModel(mapped.decoder, config.text, { levels, quantize: options.quantize }),
+        buildGraniteTextDecoderModel(mapped.decoder, config.text, { levels, quantize: options.quantize, computeDtype }),
         out,
         'decoder',
         t,
       );
       const text = config.text;
       manifest = {
-        ...head('granite4_vision', root, adapter ? resolve(options.adapter!) : null, files, vision, decoder),
-        decoder: decoderSection(text.vocabSize, text.hiddenSize, text.numHiddenLayers, text.numKeyValueHeads, text.headDim, config.tokens),
+        ...head('granite4_vision', root, adapter ? resolve(options.adapter!) : null, files, vision, decoder, computeDtype),
+        decoder: decoderSection(text, config.tokens, computeDtype),
         granite: {
           image_token_id: config.tokens.image,
           image_size: config.vision.imageSize,
@@ -297,33 +317,33 @@ function head(
   files: ExportManifest['source']['files'],
   vision: ManifestGraph,
   decoder: ManifestGraph,
-): Pick<ExportManifest, 'format' | 'version' | 'model_type' | 'source' | 'graphs' | 'session_config'> {
+  computeDtype: ComputeDType,
+): Pick<ExportManifest, 'format' | 'version' | 'model_type' | 'source' | 'compute_dtype' | 'graphs' | 'session_config'> {
   return {
     format: EXPORT_FORMAT,
     version: EXPORT_VERSION,
     model_type: modelType,
     source: { checkpoint, adapter, files },
+    compute_dtype: computeDtype,
     graphs: { vision_encoder: vision, decoder },
     session_config: { 'session.disable_prepacking': '1' },
   };
 }
 
 function decoderSection(
-  vocab: number,
-  hidden: number,
-  layers: number,
-  kvHeads: number,
-  headDim: number,
+  text: DecoderDims & { hiddenSize: number },
   tokens: GenerationTokens,
+  computeDtype: ComputeDType,
 ): ExportManifest['decoder'] {
+  const layers = text.numHiddenLayers;
   return {
-    vocab_size: vocab,
-    hidden_size: hidden,
+    vocab_size: text.vocabSize,
+    hidden_size: text.hiddenSize,
     kv_cache: {
       num_layers: layers,
-      num_kv_heads: kvHeads,
-      head_dim: headDim,
-      dtype: 'float32',
+      num_kv_heads: text.numKeyValueHeads,
+      head_dim: text.headDim,
+      dtype: kvCacheDType(computeDtype),
       layout: ['batch', 'num_kv_heads', 'past', 'head_dim'],
       layers: kvLayers(layers),
       initial: KV_INITIAL,

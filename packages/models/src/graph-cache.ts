@@ -116,6 +116,8 @@ interface Entry {
   data?: FileRecord & { stamp: Stamp };
   /** Hard links of checkpoint files the graph's external data may point into: name, the file, its sha256. */
   blobs?: Blob[];
+  /** The float type the graph computes in (onnx-graph's `ComputeDType`; part of the key). */
+  computeDtype?: string;
   createdAt: number;
 }
 
@@ -214,6 +216,9 @@ export class GraphCache {
     const h = createHash('sha256');
     h.update(JSON.stringify({ format: FORMAT, name: snap.name, opset: snap.opset, domains: snap.domains, nodes: snap.nodes }));
     h.update(JSON.stringify([...snap.inputs, ...snap.outputs].map((v) => [v.name, v.dtype, v.shape])));
+    // The nodes already differ per compute dtype (casts, input types); stated too, so no two dtypes can share a
+    // key. Only when not float32: float32 keys stay those of the entries built before the option existed.
+    if (g.computeDtype !== 'float32') h.update(`compute-dtype:${g.computeDtype}`);
     for (const { name, ref } of snap.initializers) {
       const where = ref.kind === 'file' ? [await digest(ref.path), ref.byteOffset, ref.byteLength] : ref.kind;
       h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
@@ -355,6 +360,7 @@ export class GraphCache {
         onnx,
         ...(data ? { data } : {}),
         ...(used.length > 0 ? { blobs: used } : {}),
+        computeDtype: g.computeDtype,
         createdAt: Date.now(),
       };
       await writeAtomic(join(this.root, `${base}.json`), JSON.stringify(entry, null, 1));

@@ -1,5 +1,5 @@
-import { readFile, stat } from 'node:fs/promises';
-import type { Graph } from '@vlmkit/onnx-graph';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { emulateInFloat32, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import { GraphCache } from './graph-cache.js';
@@ -28,6 +28,13 @@ export interface SessionCacheOptions {
    * part-way. Default true; no check where /proc/meminfo is missing or the device is 'cuda'.
    */
   memoryCheck?: boolean | undefined;
+  /**
+   * Run graphs built with computeDtype 'bfloat16' on float32 kernels, each bfloat16 result rounded to
+   * bfloat16 (onnx-graph's `emulateInFloat32`, on a copy of the cached .onnx): the bfloat16 graph's numbers on
+   * an EP without bfloat16 kernels (ORT's CPU EP). For checking numerics (tests, before a GPU run); slower
+   * than float32. Default false: a bfloat16 session on CPU fails with NO_KERNEL.
+   */
+  emulateBfloat16?: boolean | undefined;
 }
 
 export interface CachedSessionExtras {
@@ -77,13 +84,14 @@ export async function cachedSession(
     if (available !== undefined) ensureMemory(name, hit.bytes, available, modelPath);
   }
   extras.onSession?.();
-  const open = () =>
-    createSession(modelPath, {
+  const open = async () =>
+    createSession(o.emulateBfloat16 && g.computeDtype === 'bfloat16' ? await emulatedCopy(modelPath) : modelPath, {
       name,
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
       ...(o.prepack !== undefined ? { prepack: o.prepack } : g.quantize !== undefined ? { prepack: true } : {}),
+      computeDtype: g.computeDtype,
     });
   let session: VlmSession;
   try {
@@ -96,6 +104,17 @@ export async function cachedSession(
     session = await open();
   }
   return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1 };
+}
+
+/**
+ * `<model>.emulated.onnx` beside the cached graph (so its external data still resolves): the graph rewritten by
+ * `emulateInFloat32`. Written on every load (the graph file is small, its weights external); a copy left behind
+ * is removed by the cache's cleanup of files without an entry.
+ */
+async function emulatedCopy(modelPath: string): Promise<string> {
+  const path = modelPath.replace(/\.onnx$/, '.emulated.onnx');
+  await writeFile(path, emulateInFloat32(await readFile(modelPath), 'bfloat16'));
+  return path;
 }
 
 /** MemAvailable of /proc/meminfo in bytes (`text`: its contents); undefined where there is none. */

@@ -14,7 +14,14 @@ import type { OpSet, QuantizeRequest } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readConfigFile } from '../config-file.js';
-import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
+import {
+  type ComputeDtypeOption,
+  checkComputeDtype,
+  DEFAULT_KV_CACHE,
+  DecoderModel,
+  type DecodeStep,
+  type ModelTimings,
+} from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
@@ -62,7 +69,7 @@ export interface ErnieForwardOutputs {
   positionIds: HostTensor<'int64'>;
 }
 
-export interface ErnieLoadOptions extends SessionCacheOptions {
+export interface ErnieLoadOptions extends SessionCacheOptions, ComputeDtypeOption {
   reference?: ErnieReference;
   /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
   onProgress?: OnLoadProgress | undefined;
@@ -128,13 +135,16 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const steps = new LoadSteps(2, options.onProgress);
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const ops = resolveOps(options.ops, options.device);
+    const computeDtype = checkComputeDtype(options);
     const { ckpt, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       return { ckpt, mapped: await loadErnieWeights(ckpt, config) };
     });
     const t1 = performance.now();
     const vision = await steps.session('ernie-vision', (onSession) =>
-      cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), root, 'ernie-vision', options, { onSession }),
+      cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, computeDtype), root, 'ernie-vision', options, {
+        onSession,
+      }),
     );
     const loop = options.loop ?? DEFAULT_DECODE_LOOP;
     const session = loop === 'graph' ? 'ernie-decode-loop' : 'ernie-decoder';
@@ -142,7 +152,13 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       cachedSession(
         loop === 'graph'
           ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops })
-          : buildErnieTextDecoderModel(mapped.decoder, config.text, { logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
+          : buildErnieTextDecoderModel(mapped.decoder, config.text, {
+              logitsToKeep: true,
+              kvCache,
+              quantize: options.quantize,
+              ops,
+              computeDtype,
+            }),
         root,
         session,
         options,
@@ -160,6 +176,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     });
     model.kvCache = kvCache;
     model.loop = loop;
+    model.computeDtype = computeDtype;
     return model;
   }
 

@@ -1,4 +1,4 @@
-import { Graph, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, type Weights } from '@vlmkit/onnx-graph';
 import { buildErnieResampler, type GridThw, RESAMPLER_IO, resamplerInputs } from '@vlmkit/resampler';
 import { float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import {
@@ -32,10 +32,15 @@ export type ErnieVisionEncoderFeeds = Record<
  * The vision encoder session: tower then resampler, one graph.
  * Inputs `pixel_values` [Np, C*p*p], `rotary_cos`/`rotary_sin` [Np, hd/2],
  * `segment_ids` [Np] int32, `first_slice`/`second_slice` [Nt] int64;
- * outputs `vision_hidden` [Np, Dv] and `embeds` [Nt, D].
+ * outputs `vision_hidden` [Np, Dv] and `embeds` [Nt, D], float32; computed in `computeDtype` (default float32).
  */
-export function buildErnieVisionEncoder(vision: Weights, resampler: Weights, config: Ernie45VLConfig): Graph {
-  const g = new Graph({ name: 'ernie_vision_encoder' });
+export function buildErnieVisionEncoder(
+  vision: Weights,
+  resampler: Weights,
+  config: Ernie45VLConfig,
+  computeDtype: ComputeDType = 'float32',
+): Graph {
+  const g = new Graph({ name: 'ernie_vision_encoder', computeDtype });
   const v = config.vision;
   const half = ernieVisionHeadDim(v) / 2;
   const io = ERNIE_VISION_ENCODER_IO;
@@ -47,8 +52,8 @@ export function buildErnieVisionEncoder(vision: Weights, resampler: Weights, con
   const secondSlice = g.input(io.secondSlice, 'int64', ['num_tokens']);
   const { hidden } = buildErnieVisionTower(g, vision, v, { pixelValues, rotaryCos, rotarySin, segmentIds });
   const { embeds } = buildErnieResampler(g, resampler, config.resampler, { visionHidden: hidden, firstSlice, secondSlice });
-  g.output(hidden, io.visionHidden);
-  g.output(embeds, io.embeds);
+  g.output(g.cast(hidden, 'float32'), io.visionHidden);
+  g.output(g.cast(embeds, 'float32'), io.embeds);
   return g;
 }
 

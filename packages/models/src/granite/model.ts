@@ -13,7 +13,14 @@ import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '
 import { Checkpoint } from '@vlmkit/safetensors';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { readConfigFile } from '../config-file.js';
-import { DEFAULT_KV_CACHE, DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
+import {
+  type ComputeDtypeOption,
+  checkComputeDtype,
+  DEFAULT_KV_CACHE,
+  DecoderModel,
+  type DecodeStep,
+  type ModelTimings,
+} from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
@@ -54,7 +61,7 @@ export interface GraniteForwardOutputs {
   deepstack: HostTensor<'float32'>[];
 }
 
-export interface GraniteLoadOptions extends SessionCacheOptions {
+export interface GraniteLoadOptions extends SessionCacheOptions, ComputeDtypeOption {
   /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged into the LM at load. */
   adapter?: string | undefined;
   /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
@@ -114,6 +121,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const steps = new LoadSteps(2, options.onProgress);
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const ops = resolveOps(options.ops, options.device);
+    const computeDtype = checkComputeDtype(options);
     const { ckpt, adapter, mapped } = await steps.weights(async () => {
       const ckpt = await Checkpoint.open(root);
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
@@ -122,7 +130,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     });
     const t1 = performance.now();
     const vision = await steps.session('granite-vision', (onSession) =>
-      cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config), root, 'granite-vision', options, {
+      cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, computeDtype), root, 'granite-vision', options, {
         onSession,
       }),
     );
@@ -134,7 +142,14 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
       cachedSession(
         loop === 'graph'
           ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops })
-          : buildGraniteTextDecoderModel(mapped.decoder, text, { levels, logitsToKeep: true, kvCache, quantize: options.quantize, ops }),
+          : buildGraniteTextDecoderModel(mapped.decoder, text, {
+              levels,
+              logitsToKeep: true,
+              kvCache,
+              quantize: options.quantize,
+              ops,
+              computeDtype,
+            }),
         root,
         session,
         options,
@@ -152,6 +167,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     });
     model.kvCache = kvCache;
     model.loop = loop;
+    model.computeDtype = computeDtype;
     return model;
   }
 

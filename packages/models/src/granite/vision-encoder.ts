@@ -1,5 +1,5 @@
 import { GRANITE_DECODER_IO } from '@vlmkit/moe-decoder';
-import { Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
 import { buildSiglipVisionTower, SIGLIP_VISION_TOWER_IO } from '@vlmkit/vision-tower';
@@ -23,18 +23,23 @@ export type GraniteVisionEncoderFeeds = Record<(typeof GRANITE_VISION_ENCODER_IO
  * layerwise and spatial window Q-Former projectors, and anyres packing, one
  * graph. Inputs `pixel_values` [T, C, S, S] (the real tiles of every image,
  * base tile first), `pack_indices` [N] int64 (from `packPlan`). Outputs
- * `deepstack_{k}` [N, D] per level, as packed for injection.
+ * `deepstack_{k}` [N, D] float32 per level, as packed for injection; computed in `computeDtype` (default float32).
  */
-export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, config: Granite4VisionConfig): Graph {
-  const g = new Graph({ name: 'granite_vision_encoder' });
+export function buildGraniteVisionEncoder(
+  vision: Weights,
+  projectors: Weights,
+  config: Granite4VisionConfig,
+  computeDtype: ComputeDType = 'float32',
+): Graph {
+  const g = new Graph({ name: 'granite_vision_encoder', computeDtype });
   const v = config.vision;
   const io = GRANITE_VISION_ENCODER_IO;
   const pixelValues = g.input(io.pixelValues, 'float32', ['tiles', v.numChannels, v.imageSize, v.imageSize]);
   const packIndices = g.input(io.packIndices, 'int64', ['image_tokens']);
   const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
   const D = config.projector.textHiddenSize;
-  // bf16/fp16 checkpoints: the newline row joins float32 features, so it is cast like every weight.
-  const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), 'float32'), [1, D]) : undefined;
+  // The newline row joins the projected features, in the compute dtype (cast like every weight).
+  const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), g.computeDtype), [1, D]) : undefined;
   for (const level of config.levels) {
     const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
     let features: Value | undefined = hiddenStates[index];
@@ -57,7 +62,7 @@ export function buildGraniteVisionEncoder(vision: Weights, projectors: Weights, 
     const rows = g.reshape(projected, [-1, D]);
     const table = newline ? g.concat([rows, newline], 0) : rows;
     g.output(
-      g.scope(`pack.${level.k}`, () => g.gather(table, packIndices, 0)),
+      g.scope(`pack.${level.k}`, () => g.cast(g.gather(table, packIndices, 0), 'float32')),
       io.deepstack(level.k),
     );
   }
