@@ -3,7 +3,8 @@ import { chooseDevice, type Device, type DeviceRequest, findCudaBinaries, probeN
 
 /**
  * Which ops the decoders are built with when `ops` is not given, per device (onnx-graph's `OpSet`):
- * - cpu: 'onnx', the reference path (ORT 1.29's CPU EP runs the tiny fixtures bit-identically either way).
+ * - cpu: 'onnx'. Measured (tools/bench/ops-ab.mjs, medium ERNIE, 2 shared cores; packages/models/README.md
+ *   "Op set"): 'contrib' prefills faster (0.74x) but decodes slower (1.53x per token), and decode dominates.
  * - cuda: 'contrib'. A stated choice pending the GPU run (tools/gpu/README.md): the CUDA EP takes every
  *   contrib op the float32 graphs use (MultiHeadAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding),
  *   and its fused attention kernels are what the fp16/bf16 graphs need.
