@@ -2,13 +2,14 @@
 // greedy ids against HF's. float16 runs on ORT's CPU EP as built; bfloat16 runs through emulateInFloat32 (ORT's
 // CPU EP has no bfloat16 compute kernels: a plain session fails with NO_KERNEL, checked below). The bf16 case's
 // expected logits are HF computing in bfloat16: the bfloat16 graph must be much closer to them than float32 is.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ComputeDType } from '@vlmkit/onnx-graph';
 import { type HostTensor, RuntimeError } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
+import { exportModel } from './export.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 
@@ -137,4 +138,29 @@ it('computeDtype other than float32 with quantize or the in-graph loop is refuse
   await expect(loadPretrained(dir, { device: 'cpu', cacheDir, computeDtype: 'bfloat16', loop: 'graph' })).rejects.toThrow(
     /cannot be combined with loop: 'graph'/,
   );
+});
+
+it('each dtype has its own graph-cache entry (the key differs, the entry records the dtype)', async () => {
+  const granite = join(FIXTURES, 'granite-tiny');
+  for (const dtype of ['float32', 'float16'] as const)
+    await (await model(granite, dtype)).forwardNamed(await readTensors(join(granite, 'cases', 'batch-2', 'inputs.safetensors')));
+  const entries = readdirSync(cacheDir)
+    .filter((f) => /^vlmkit-granite-decoder-[0-9a-f]+\.json$/.test(f))
+    .map((f) => (JSON.parse(readFileSync(join(cacheDir, f), 'utf8')) as { computeDtype?: string }).computeDtype);
+  expect(entries).toContain('float32');
+  expect(entries).toContain('float16');
+});
+
+it('an export records compute_dtype and the KV cache dtype, and its graphs take float32 inputs and a float16 cache', async () => {
+  const out = join(work, 'export-f16');
+  const r = await exportModel(join(FIXTURES, 'ernie-tiny'), out, { computeDtype: 'float16' });
+  expect(r.manifest.compute_dtype).toBe('float16');
+  expect(r.manifest.decoder.kv_cache.dtype).toBe('float16');
+  const dtypes = Object.fromEntries(
+    [...r.manifest.graphs.decoder.inputs, ...r.manifest.graphs.decoder.outputs].map((t) => [t.name, t.dtype]),
+  );
+  expect([dtypes.vision_embeds, dtypes.rope_cos, dtypes.logits]).toEqual(['float32', 'float32', 'float32']);
+  expect([dtypes['past_key_values.0.key'], dtypes['present.0.value']]).toEqual(['float16', 'float16']);
+  const plain = await exportModel(join(FIXTURES, 'ernie-tiny'), join(work, 'export-f32'));
+  expect([plain.manifest.compute_dtype, plain.manifest.decoder.kv_cache.dtype]).toEqual(['float32', 'float32']);
 });
