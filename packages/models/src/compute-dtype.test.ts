@@ -164,3 +164,24 @@ it('an export records compute_dtype and the KV cache dtype, and its graphs take 
   const plain = await exportModel(join(FIXTURES, 'ernie-tiny'), join(work, 'export-f32'));
   expect([plain.manifest.compute_dtype, plain.manifest.decoder.kv_cache.dtype]).toEqual(['float32', 'float32']);
 });
+
+// The fused-ops decoder (ops 'contrib', the CUDA default: GroupQueryAttention in 16 bits) builds and runs in
+// float16 too (CPU's GQA takes batch 1 with a past: single-row cases), within the float16 bounds and with HF's ids.
+it.each([
+  ['ernie-tiny', 'text-only'],
+  ['granite-tiny', 'anyres'],
+])("%s %s: ops 'contrib' in float16", async (name, caseName) => {
+  const dir = join(FIXTURES, name);
+  const inputs = await readTensors(join(dir, 'cases', caseName, 'inputs.safetensors'));
+  const expected = await readTensors(join(dir, 'cases', caseName, 'expected.safetensors'));
+  const m = await loadPretrained(dir, { device: 'cpu', cacheDir, reference: 'hf', ops: 'contrib', computeDtype: 'float16' });
+  try {
+    const logits = (await m.forwardNamed(inputs)).logits!.data as Float32Array;
+    const hf = expected.logits!.data as Float32Array;
+    expect(meanRel(logits, hf, () => true)).toBeLessThan(BOUND[name]!.float16.mean);
+    const gen = await m.generate(inputs, { maxNewTokens: expected.generated_ids!.dims[1]!, eos: [] });
+    expect(gen.tokens.flat()).toEqual(Array.from(expected.generated_ids!.data as BigInt64Array, Number));
+  } finally {
+    await m.release();
+  }
+});

@@ -38,9 +38,12 @@ export function contribAttentionInputs(
   kernel: ContribAttentionKernel | undefined,
 ): ContribAttentionInputs {
   return g.scope('contrib_attention', () => {
-    const k: ContribAttentionKernel = kernel ?? (tables.cos.dtype === 'float32' ? 'mha' : 'gqa');
-    const rotary = contrib.perTokenRotaryCache(g, tables.cos, tables.sin);
-    const bias = nn.maskToBias(g, tables.mask, tables.cos.dtype);
+    // The fused ops take the tables and the bias in the activations' dtype: the graph's compute dtype (the
+    // float32 rope tables cast once here; the fused rotary then runs in it, not in float32 as HF ERNIE's).
+    const [cos, sin] = [g.cast(tables.cos, g.computeDtype), g.cast(tables.sin, g.computeDtype)];
+    const k: ContribAttentionKernel = kernel ?? (cos.dtype === 'float32' ? 'mha' : 'gqa');
+    const rotary = contrib.perTokenRotaryCache(g, cos, sin);
+    const bias = nn.maskToBias(g, tables.mask, cos.dtype);
     if (k === 'mha') return { kernel: k, rotary, bias };
     const total = g.cast(g.squeeze(g.shapeOf(tables.mask, 3, 4), [0]), 'int32');
     const seqlensK = g.expand(g.sub(total, g.scalar(1, 'int32')), g.shapeOf(tables.mask, 0, 1), [tables.mask.dim(0)]);
