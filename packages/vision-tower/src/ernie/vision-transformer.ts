@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import { blockDiagonalMask } from './attention-mask.js';
@@ -30,6 +30,8 @@ export interface ErnieVisionBuildOptions {
   attentionOp?: AttentionOp;
   /** Scope of the tower's nodes and initializers in the caller's graph (default `vision_tower`). */
   scope?: string;
+  /** 'contrib': each residual add and the LayerNorm after it are one com.microsoft SkipLayerNormalization (default 'onnx'). */
+  ops?: OpSet;
 }
 
 /** `buildErnieVisionTowerModel`'s options: the builder's, and the graph's compute dtype. */
@@ -64,15 +66,16 @@ export function buildErnieVisionTower(
   const op = options.attentionOp ?? DEFAULT_ATTENTION_OP;
   return g.scope(options.scope ?? 'vision_tower', () => {
     const pixels = g.cast(inputs.pixelValues, g.computeDtype);
-    let x = g.scope('patch_embed', () => patchEmbed(g, weights.sub('patch_embed'), config, pixels));
+    const x = g.scope('patch_embed', () => patchEmbed(g, weights.sub('patch_embed'), config, pixels));
     const f32 = (t: Value) => g.unsqueeze(g.cast(t, 'float32'), [0]);
     const rotary = g.scope('rotary', () => ({ cos: f32(inputs.rotaryCos), sin: f32(inputs.rotarySin) }));
     const frames = blockDiagonalMask(g, inputs.segmentIds, op, x.dtype);
+    let stream: nn.Residual = { hidden: x };
     for (let i = 0; i < config.depth; i++) {
       const name = `blocks.${i}`;
-      x = g.scope(name, () => visionBlock(g, weights.sub(name), config, x, rotary, frames));
+      stream = g.scope(name, () => visionBlock(g, weights.sub(name), config, stream, rotary, frames, options.ops)).next;
     }
-    return { hidden: nn.layerNorm(g, x, weights, 'ln', config.finalNormEps) };
+    return { hidden: nn.residualLayerNorm(g, stream, weights, 'ln', config.finalNormEps, options.ops).normed };
   });
 }
 

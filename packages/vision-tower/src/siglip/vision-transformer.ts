@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -8,6 +8,8 @@ import { siglipEncoderLayer } from './encoder-layer.js';
 export interface SiglipVisionBuildOptions {
   /** Attention kernel (default com.microsoft MultiHeadAttention; no mask is needed). */
   attentionOp?: AttentionOp;
+  /** 'contrib': each residual add and the LayerNorm after it are one com.microsoft SkipLayerNormalization (default 'onnx'). */
+  ops?: OpSet;
   /** Apply `post_layernorm` to the last hidden state (default false, as vLLM's Granite 4 Vision: require_post_norm=False). */
   postLayerNorm?: boolean;
   /** Scope of the tower's nodes and initializers (default `vision_tower`). */
@@ -48,15 +50,21 @@ export function buildSiglipVisionTower(
   }
   const op = options.attentionOp ?? 'MultiHeadAttention';
   return g.scope(options.scope ?? 'vision_tower', () => {
-    let x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, g.cast(pv, g.computeDtype)));
+    const x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, g.cast(pv, g.computeDtype)));
     const hiddenStates = [x];
+    // Each layer's last add is done by the norm after it; its sum (the layer's output) is the next layer's `input`.
+    let stream: nn.Residual = { hidden: x };
     for (let l = 0; l < config.numHiddenLayers; l++) {
       const name = `encoder.layers.${l}`;
-      x = g.scope(name, () => siglipEncoderLayer(g, weights.sub(name), config, x, op));
-      hiddenStates.push(x);
+      const r = g.scope(name, () => siglipEncoderLayer(g, weights.sub(name), config, stream, op, options.ops));
+      if (l > 0) hiddenStates.push(r.input);
+      stream = r.next;
     }
-    const pooled = options.postLayerNorm ? nn.layerNorm(g, x, weights, 'post_layernorm', config.layerNormEps) : undefined;
-    return { hiddenStates, pooled };
+    const post = options.postLayerNorm
+      ? nn.residualLayerNorm(g, stream, weights, 'post_layernorm', config.layerNormEps, options.ops)
+      : { sum: nn.settle(g, stream), normed: undefined };
+    hiddenStates.push(post.sum);
+    return { hiddenStates, pooled: post.normed };
   });
 }
 
