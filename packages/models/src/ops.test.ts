@@ -15,7 +15,7 @@ const TOL = 1e-5;
 const cacheDir = mkdtempSync(join(tmpdir(), 'vlmkit-ops-test-'));
 const loaded = new Map<string, PretrainedModel>();
 
-async function model(c: FixtureCase, ops: OpSet): Promise<PretrainedModel> {
+async function loadFor(c: FixtureCase, ops: OpSet): Promise<PretrainedModel> {
   const adapter = c.json.adapter === undefined ? undefined : join(c.checkpoint, '..', String(c.json.adapter));
   const key = `${c.checkpoint}|${adapter ?? ''}|${ops}`;
   let m = loaded.get(key);
@@ -43,7 +43,7 @@ describe.each([...fixtureCases('ernie-tiny'), ...fixtureCases('granite-tiny')])(
     const logits: Float32Array[] = [];
     const ids: number[][][] = [];
     for (const ops of OP_SETS) {
-      const m = await model(c, ops);
+      const m = await loadFor(c, ops);
       const out = await m.forwardNamed(inputs);
       const got = out.logits!.data as Float32Array;
       const err = relError(got, ref, real);
@@ -58,6 +58,23 @@ describe.each([...fixtureCases('ernie-tiny'), ...fixtureCases('granite-tiny')])(
     expect(between).toBeLessThan(TOL);
     expect(ids[1]).toEqual(ids[0]);
     if (expected.generated_ids) expect(ids[0]!.flat()).toEqual(Array.from(expected.generated_ids.data as BigInt64Array, Number));
+  });
+});
+
+describe("ops 'contrib' inside the in-graph decode loop (loop: 'graph')", () => {
+  it.each([
+    ['ernie-tiny', 'batch-padded'],
+    ['granite-tiny', 'batch-2'],
+  ])('%s %s: the same greedy ids as the standard host loop', async (model, name) => {
+    const c = fixtureCases(model).find((x) => x.name === name)!;
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    const host = await (await loadFor(c, 'onnx')).generate(inputs, { maxNewTokens: 8, eos: [] });
+    const m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, ops: 'contrib', loop: 'graph' });
+    try {
+      expect((await m.generate(inputs, { maxNewTokens: 8, eos: [] })).tokens).toEqual(host.tokens);
+    } finally {
+      await m.release();
+    }
   });
 });
 
