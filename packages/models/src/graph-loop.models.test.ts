@@ -103,6 +103,40 @@ describe.each(cases)('loop graph = loop host: $family $name', (c) => {
   });
 });
 
+describe('loop graph = loop host with other decoder builds', () => {
+  for (const [label, load] of [
+    ['int8 weights (MatMulNBits inside the body)', { quantize: 'int8' }],
+    ["ops: 'contrib' (fused kernels inside the body)", { ops: 'contrib' }],
+  ] as const) {
+    it(`${label}: greedy and sampled ids equal, ERNIE images and Granite batch-2`, async () => {
+      const picks = [
+        { family: 'ernie' as const, c: fixtureCases('ernie-tiny').find((x) => x.name === 'images')! },
+        { family: 'granite' as const, c: fixtureCases('granite-tiny').find((x) => x.name === 'batch-2')! },
+      ];
+      for (const { family, c } of picks) {
+        const inputs = (await readTensors(`${c.dir}/inputs.safetensors`)) as never;
+        const open = (loop: DecodeLoop) =>
+          family === 'ernie'
+            ? Ernie45VL.fromPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', loop, ...load })
+            : Granite4Vision.fromPretrained(c.checkpoint, { device: 'cpu', loop, ...load });
+        const [host, graph] = [await open('host'), await open('graph')];
+        try {
+          for (const o of [
+            { maxNewTokens: 6, eos: [] },
+            { maxNewTokens: 6, eos: [], temperature: 1.2, topP: 0.9, seed: 5 },
+          ]) {
+            const want = await run(host as unknown as Generator, inputs, o);
+            expect(await run(graph as unknown as Generator, inputs, { ...o, loopChunk: 4 })).toEqual(want);
+          }
+        } finally {
+          await host.release();
+          await graph.release();
+        }
+      }
+    });
+  }
+});
+
 describe('loop option errors', () => {
   it('a model loaded for one loop refuses the other (DECODE_LOOP_UNAVAILABLE), forward included; a bad loopChunk is refused', async () => {
     const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
