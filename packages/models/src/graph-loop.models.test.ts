@@ -103,6 +103,37 @@ describe.each(cases)('loop graph = loop host: $family $name', (c) => {
   });
 });
 
+describe('loop graph = loop host: maxNewTokens 0 and 1, abort', () => {
+  it('returns what the host loop returns for 0 and 1 new tokens and when aborted from onToken at step 2 (ERNIE batch-padded)', async () => {
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'batch-padded')!;
+    const inputs = (await readTensors(`${c.dir}/inputs.safetensors`)) as never;
+    const [host, graph] = [await load('ernie', c.checkpoint, undefined, 'host'), await load('ernie', c.checkpoint, undefined, 'graph')];
+    for (const maxNewTokens of [0, 1]) {
+      expect(await run(graph, inputs, { maxNewTokens, eos: [], loop: 'graph' })).toEqual(
+        await run(host, inputs, { maxNewTokens, eos: [] }),
+      );
+    }
+    const aborted = async (m: Generator, o: ModelGenerateOptions) => {
+      const stop = new AbortController();
+      const streamed: number[][] = [];
+      const out = await m.generate(inputs, {
+        ...o,
+        maxNewTokens: 6,
+        eos: [],
+        signal: stop.signal,
+        onToken: (t, n) => {
+          streamed.push([...t]);
+          if (n === 2) stop.abort();
+        },
+      });
+      return { tokens: out.tokens, streamed };
+    };
+    const want = await aborted(host, {});
+    expect(want.tokens[0]).toHaveLength(3);
+    for (const loopChunk of [1, 4]) expect(await aborted(graph, { loop: 'graph', loopChunk })).toEqual(want);
+  });
+});
+
 describe('loop graph = loop host with other decoder builds', () => {
   for (const [label, load] of [
     ['int8 weights (MatMulNBits inside the body)', { quantize: 'int8' }],
