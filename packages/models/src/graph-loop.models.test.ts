@@ -113,7 +113,7 @@ describe('loop graph = loop host: maxNewTokens 0 and 1, abort', () => {
         await run(host, inputs, { maxNewTokens, eos: [] }),
       );
     }
-    const aborted = async (m: Generator, o: ModelGenerateOptions) => {
+    const aborted = async (m: Generator, o: Partial<ModelGenerateOptions>) => {
       const stop = new AbortController();
       const streamed: number[][] = [];
       const out = await m.generate(inputs, {
