@@ -32,7 +32,7 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
       expect(types[name], name).toBe(kv);
   });
 
-  it('ERNIE saved folded: float32 weights stored in the compute dtype (no Cast reads a weight); the router gate float32', async () => {
+  it('ERNIE saved folded: float32 weights stored in the compute dtype (no Cast reads a weight), the tied table once; the router gate float32', async () => {
     const g = buildErnieTextDecoderModel(randomWeights(tinyConfig).weights, tinyConfig, { computeDtype: dtype });
     const path = join(work, `ernie-${dtype}.onnx`);
     await saveModel(g, path, { fold: true });
@@ -44,6 +44,10 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
     expect(byName(/layers\.0\.self_attn\.qkv_proj/).map(([, t]) => t)).toEqual([want]);
     expect(byName(/layers\.1\.mlp\.text_experts\.0\.down_proj/).map(([, t]) => t)).toEqual([want]);
     expect(byName(/text_experts_gate\.weight/).every(([, t]) => t === T.FLOAT)).toBe(true);
+    // The tied embedding table is stored once, in the compute dtype (Gather and the LM head read one tensor).
+    const { vocabSize: V, hiddenSize: D } = tinyConfig;
+    const tables = proto.graph!.initializer!.filter((t) => t.dims!.length === 2 && Number(t.dims![0]) === V && Number(t.dims![1]) === D);
+    expect(tables.map((t) => t.dataType)).toEqual([want]);
     const castOfWeight = proto.graph!.node!.filter((n) => n.opType === 'Cast' && inits.has(n.input![0]!));
     expect(castOfWeight.map((n) => n.name)).toEqual([]);
   });

@@ -1,4 +1,4 @@
-import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
+import { dtypeSize, type Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 
 /**
  * embed_tokens, then the vision features scattered over their placeholder
@@ -16,7 +16,11 @@ export function embedTokens(
   vision?: { embeds: Value; positions: Value },
 ): Value {
   const { vocabSize, hiddenSize } = dims;
-  const table = g.param(w, 'embed_tokens.weight', [vocabSize, hiddenSize]);
+  const stored = g.param(w, 'embed_tokens.weight', [vocabSize, hiddenSize]);
+  // A wider table (float32 for 16-bit compute) is cast whole, once at save: stored in the compute dtype and,
+  // tied, shared with the LM head's cast of it (one Cast per initializer and dtype). A narrower one (bf16
+  // stored, float32 compute) is read as stored and only the gathered rows are widened.
+  const table = dtypeSize(stored.dtype) > dtypeSize(g.computeDtype) ? g.cast(stored, g.computeDtype) : stored;
   return g.scope('embed_tokens', () => {
     const rows = g.gather(table, inputIds, 0); // [B, S, D]
     const x = g.cast(rows, g.computeDtype);

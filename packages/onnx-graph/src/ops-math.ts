@@ -12,6 +12,9 @@ export type Operand = Value | number;
  * its operands' dtypes and shapes and throws a GraphError naming the node.
  */
 export class MathOps extends GraphCore {
+  /** Casts of initializers made so far, by value and target dtype (see `cast`). */
+  private readonly initializerCasts = new Map<Value, Map<DType, Value>>();
+
   // ---- elementwise binary -------------------------------------------------
 
   add(a: Operand, b: Operand): Value {
@@ -323,8 +326,14 @@ export class MathOps extends GraphCore {
     return this.emit('ArgMax', [x], [{ dtype: 'int64', shape }], { axis: { int: ax }, keepdims: { int: keepdims ? 1 : 0 } }, '', name)[0]!;
   }
 
+  /**
+   * Cast to `to` (x itself when it already is). An initializer cast twice to one dtype gets one Cast (a tied
+   * embedding table read by Gather and by the LM head): folded at save, it is stored once.
+   */
   cast(x: Value, to: DType): Value {
     if (x.dtype === to) return x;
+    const seen = this.initializerCasts.get(x)?.get(to);
+    if (seen !== undefined) return seen;
     const T: Record<DType, number> = {
       float32: 1,
       uint8: 2,
@@ -337,7 +346,12 @@ export class MathOps extends GraphCore {
       float64: 11,
       bfloat16: 16,
     };
-    return this.emit('Cast', [x], [{ dtype: to, shape: x.shape }], { to: { int: T[to] } })[0]!;
+    const out = this.emit('Cast', [x], [{ dtype: to, shape: x.shape }], { to: { int: T[to] } })[0]!;
+    if (this.initializerList.some((e) => e.name === x.name)) {
+      const byDtype = this.initializerCasts.get(x) ?? new Map<DType, Value>();
+      this.initializerCasts.set(x, byDtype.set(to, out));
+    }
+    return out;
   }
 
   where(cond: Value, a: Operand, b: Operand): Value {
