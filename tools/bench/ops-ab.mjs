@@ -40,7 +40,13 @@ const t = Object.fromEntries(OPS.map((k) => [k, { prompt: [], decode: [], ids: u
 async function timed(m, maxNewTokens) {
   const t0 = performance.now();
   let first;
-  const r = await m.generate(inputs, { maxNewTokens, eos: [], onToken: () => (first ??= performance.now() - t0) });
+  const r = await m.generate(inputs, {
+    maxNewTokens,
+    eos: [],
+    onToken: () => {
+      first ??= performance.now() - t0;
+    },
+  });
   return { prompt: first, step: median(r.timings.stepMs), ids: r.tokens };
 }
 for (const ops of OPS) await timed(models[ops], 2); // warm-up: kernel choice, arenas
