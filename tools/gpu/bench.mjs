@@ -65,6 +65,12 @@ function variants() {
     out[0] = { label: 'float32, host loop', load: { loop: 'host' }, generate: { loop: 'host' } };
     out.push({ label: 'float32, graph loop', load: { loop: 'graph' }, generate: { loop: 'graph' } });
   }
+  if (offers('ops')) {
+    // The device's default op set is what the rows above use; this row is the other one (standard ONNX ops when the
+    // default is onnxruntime's com.microsoft fused kernels), to choose the default by measurement.
+    const loop = offers('loop') ? { loop: 'graph' } : {};
+    out.push({ label: `float32${offers('loop') ? ', graph loop' : ''}, ops onnx`, load: { ops: 'onnx', ...loop }, generate: loop });
+  }
   if (offers('computeDtype')) {
     for (const dtype of ['float16', 'bfloat16']) {
       const loop = offers('loop') ? { loop: 'graph' } : {};
