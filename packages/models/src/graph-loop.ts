@@ -14,9 +14,10 @@ export const DECODE_LOOPS: readonly DecodeLoop[] = ['host', 'graph'];
 
 /**
  * The loop models load with unless told: 'host'. On CPU by measurement (models README, "Generation loop": the
- * medium ERNIE decodes at 56 ms/token on the host loop against 72-92 on the in-graph loop, whose carried cache
- * is copied each step); on CUDA the in-graph loop keeps the KV cache on the device for a chunk, and whether it
- * becomes the default there awaits a GPU measurement.
+ * medium ERNIE decodes at 56-66 ms/token on the host loop against 72-92 on the in-graph loop, whose carried
+ * cache is copied each step; on the same concat cache the in-graph loop is faster, 86 against 106); on CUDA the
+ * in-graph loop keeps the KV cache on the device for a chunk, and whether it becomes the default there awaits
+ * a GPU measurement.
  */
 export const DEFAULT_DECODE_LOOP: DecodeLoop = 'host';
 
