@@ -87,6 +87,24 @@ export class TensorOps extends MathOps {
     return this.emit('Split', [x, this.ints(sizes)], outs, { axis: { int: axis } }, '', name);
   }
 
+  /**
+   * Split into `count` pieces whose sizes along `axis` are known only at run time: `sizes` is an int64 [count]
+   * tensor (zeros allowed) summing to that axis. Each piece's size is a fresh symbolic dim.
+   */
+  splitDynamic(x: Value, sizes: Value, count: number, axis: number): Value[] {
+    const name = this.nodeName('Split');
+    const ax = this.axis(name, axis, x.rank);
+    this.requireIndex(name, sizes);
+    if (sizes.rank !== 1 || (typeof sizes.shape[0] === 'number' && sizes.shape[0] !== count)) {
+      throw new GraphError('SHAPE_MISMATCH', `Split sizes ${sizes} must be int64 [${count}]`, name);
+    }
+    const outs = Array.from({ length: count }, () => ({
+      dtype: x.dtype,
+      shape: x.shape.map((d, i) => (i === ax ? this.freshDim('split') : d)),
+    }));
+    return this.emit('Split', [x, sizes], outs, { axis: { int: axis } }, '', name);
+  }
+
   /** Slice with constant starts/ends (use large ends for "to the end"). */
   slice(x: Value, starts: readonly number[], ends: readonly number[], axes: readonly number[], steps?: readonly number[]): Value {
     const name = this.nodeName('Slice');

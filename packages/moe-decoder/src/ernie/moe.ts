@@ -1,12 +1,14 @@
-import { contrib, type Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { contrib, type Graph, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { gatedSiluMlp } from '../mlp.js';
 import type { ErnieTextConfig } from './config.js';
+import { groupedExperts } from './grouped-experts.js';
 
 /**
  * How a MoE layer runs its routed experts (the `experts` option):
- * - 'sparse' (default): per expert, only the tokens routed to it (NonZero on
- *   its routing weight, Gather, MatMul, ScatterND add): k of E experts' FLOPs
- *   per token, as vLLM's fused MoE.
+ * - 'sparse' (default): per expert, only the tokens routed to it, grouped by
+ *   expert (`groupedExperts`: one sort and one Split per layer and modality,
+ *   Gather and MatMuls per expert): k of E experts' FLOPs per token, as vLLM's
+ *   fused MoE.
  * - 'all': every expert on every token (batched MatMul over the stacked
  *   weights), combined with routing weights that are zero for unchosen
  *   experts: E/k times the FLOPs, in fewer and larger ops.
@@ -145,7 +147,7 @@ function routedExperts(
     const ew = w.sub(`${modality}_experts`);
     const out =
       impl === 'sparse'
-        ? sparseExperts(g, ew, sizes, { tokens: x, routingWeights: g.mul(routingWeights, g.cast(inModality, 'float32')) })
+        ? groupedExperts(g, ew, sizes, { tokens: x, topkIds, topkWeights, inModality })
         : impl === 'fused'
           ? fusedExperts(g, ew, sizes, { tokens: x, inModality, logits, chosen: chosen!, topK })
           : allExperts(g, ew, sizes, { tokens: x, routingWeights });
@@ -186,46 +188,6 @@ function allExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInp
   });
   const perExpert = g.unsqueeze(g.transpose(like(inputs.routingWeights), [1, 0]), [1]); // [E, 1, N]
   return g.transpose(g.reduceSum(g.mul(experts, perExpert), [0], false), [1, 0]); // [N, D]
-}
-
-/**
- * Only the chosen experts ('sparse'): for expert e, the tokens with a
- * nonzero routing weight (already zero for the other modality) are
- * gathered, run through the expert and added back, scaled, at their rows
- * (vLLM: FusedMoE; HF: Ernie4_5_VLMoeMoeExperts loops over the hit experts
- * the same way). Each expert's gate/up/down weights are the checkpoint's own
- * tensors (`{e}.gate_proj.weight` [I, D], ...), referenced in place; like
- * every linear here (`nn.linear`) they are multiplied through a transpose
- * that ORT folds once at load (measured: MatMul on the folded [D, I] runs a
- * decode step twice as fast as Gemm with transB on ORT 1.29's CPU EP), or
- * block-quantized (MatMulNBits) on a graph built with `quantize`. The 'all'
- * path's stacked [E, ., .] weights stay float. In 16-bit compute the sum over
- * experts is HF's: each expert's scaled rows added in the compute dtype, one
- * rounding per add, experts in index order (`final_hidden_states.index_add_`),
- * as Gather + Add + ScatterND of the rows it chose (each token picks an expert
- * at most once; ORT's CPU EP has no 16-bit ScatterND 'add'). [N, D] in the tokens' dtype.
- */
-function sparseExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInputs): Value {
-  const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
-  const { tokens: x, routingWeights } = inputs;
-  const accumulate = x.dtype; // float32, or 16-bit summed as HF does (above)
-  let out = g.mul(x, 0); // [N, D] zeros of x's shape
-  for (let e = 0; e < E; e++) {
-    out = g.scope(`${e}`, () => {
-      const ew = w.sub(`${e}`);
-      const weight = g.gather(routingWeights, g.constant('int64', [], [e]), 1); // [N]
-      const rows = g.reshape(g.nonZero(g.greater(weight, 0)), [-1]); // [M]
-      const xs = g.gather(x, rows, 0); // [M, D]
-      const proj = (v: Value, name: string, shape: { in: number; out: number }) => nn.linear(g, v, ew, name, { bias: false, ...shape });
-      const h = g.mul(g.silu(proj(xs, 'gate_proj', { in: D, out: I })), proj(xs, 'up_proj', { in: D, out: I }));
-      const y = proj(h, 'down_proj', { in: I, out: D }); // [M, D]
-      const scaled = g.mul(y, g.unsqueeze(g.cast(g.gather(weight, rows, 0), y.dtype), [1]));
-      const at = g.unsqueeze(rows, [1]);
-      if (accumulate === 'float32') return g.scatterND(out, at, scaled, 'add');
-      return g.scatterND(out, at, g.add(g.gather(out, rows, 0), scaled));
-    });
-  }
-  return out;
 }
 
 /**
