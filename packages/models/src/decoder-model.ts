@@ -10,6 +10,7 @@ import { ModelError } from './errors.js';
 import { type DecodeSteps, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import { DECODE_LOOPS, type DecodeLoop, generateInGraph, type ModelGenerateOptions, validateLoopChunk } from './graph-loop.js';
+import type { VisionRunner } from './vision-session.js';
 
 /** The load option both models share: the float type their graphs compute in. */
 export interface ComputeDtypeOption {
@@ -82,7 +83,7 @@ export const DEFAULT_KV_CACHE: KvCacheMode = 'append';
 
 export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
   protected constructor(
-    protected readonly vision: VlmSession,
+    protected readonly vision: VisionRunner,
     protected readonly decoder: VlmSession,
     readonly timings: ModelTimings,
   ) {}

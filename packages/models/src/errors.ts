@@ -8,7 +8,8 @@ export type ModelErrorCode =
   | 'BAD_CACHE_DIR'
   | 'INSUFFICIENT_MEMORY'
   | 'DECODE_LOOP_UNAVAILABLE'
-  | 'INCOMPATIBLE_OPTIONS';
+  | 'INCOMPATIBLE_OPTIONS'
+  | 'BAD_LOAD_OPTIONS';
 
 /** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
 export class ModelError extends Error {

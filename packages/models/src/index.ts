@@ -78,3 +78,10 @@ export {
 } from './registry.js';
 export { argmax, type SamplingOptions, sampleToken, seededRandom } from './sampling.js';
 export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';
+export {
+  VISION_SESSION_MODES,
+  type VisionRunner,
+  VisionSession,
+  type VisionSessionMode,
+  type VisionSessionOption,
+} from './vision-session.js';

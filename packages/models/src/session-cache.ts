@@ -51,6 +51,8 @@ export interface BuiltSession {
   cached: boolean;
   buildMs: number;
   sessionMs: number;
+  /** Opens another session on the same cached graph with the same options (the vision encoder's 'per-call' mode). */
+  reopen: () => Promise<VlmSession>;
 }
 
 /**
@@ -103,7 +105,7 @@ export async function cachedSession(
     ({ modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles));
     session = await open();
   }
-  return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1 };
+  return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1, reopen: open };
 }
 
 /**

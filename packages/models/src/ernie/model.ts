@@ -29,6 +29,7 @@ import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, t
 import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
+import { type VisionRunner, VisionSession, type VisionSessionOption } from '../vision-session.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
 import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
@@ -69,7 +70,7 @@ export interface ErnieForwardOutputs {
   positionIds: HostTensor<'int64'>;
 }
 
-export interface ErnieLoadOptions extends SessionCacheOptions, ComputeDtypeOption {
+export interface ErnieLoadOptions extends SessionCacheOptions, ComputeDtypeOption, VisionSessionOption {
   reference?: ErnieReference;
   /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
   onProgress?: OnLoadProgress | undefined;
@@ -118,7 +119,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
 
   private constructor(
     readonly config: Ernie45VLConfig,
-    vision: VlmSession,
+    vision: VisionRunner,
     decoder: VlmSession,
     timings: ErnieTimings,
   ) {
@@ -169,7 +170,8 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
     await ckpt.close();
-    const model = new Ernie45VL(config, vision.session, decoder.session, {
+    const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
+    const model = new Ernie45VL(config, visionSession, decoder.session, {
       loadMs: t1 - t0,
       buildMs: vision.buildMs + decoder.buildMs,
       sessionMs: vision.sessionMs + decoder.sessionMs,

@@ -28,6 +28,7 @@ import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, t
 import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
+import { type VisionRunner, VisionSession, type VisionSessionOption } from '../vision-session.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
 import { analyzeGranitePrompt, type GranitePrompt } from './prompt.js';
@@ -61,7 +62,7 @@ export interface GraniteForwardOutputs {
   deepstack: HostTensor<'float32'>[];
 }
 
-export interface GraniteLoadOptions extends SessionCacheOptions, ComputeDtypeOption {
+export interface GraniteLoadOptions extends SessionCacheOptions, ComputeDtypeOption, VisionSessionOption {
   /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged into the LM at load. */
   adapter?: string | undefined;
   /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
@@ -103,7 +104,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
 
   private constructor(
     readonly config: Granite4VisionConfig,
-    vision: VlmSession,
+    vision: VisionRunner,
     decoder: VlmSession,
     timings: ModelTimings,
   ) {
@@ -160,7 +161,8 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
       ),
     );
     await ckpt.close();
-    const model = new Granite4Vision(config, vision.session, decoder.session, {
+    const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
+    const model = new Granite4Vision(config, visionSession, decoder.session, {
       loadMs: t1 - t0,
       buildMs: vision.buildMs + decoder.buildMs,
       sessionMs: vision.sessionMs + decoder.sessionMs,
