@@ -188,4 +188,35 @@ describe('16-bit constants and emulateInFloat32', () => {
     // Every output is a bfloat16 value (the emulation rounded it), and the graph outputs are float32.
     expect(Array.from(out)).toEqual(Array.from(round(out)));
   });
+
+  it('a Loop carrying a bfloat16 value (body reads a root weight): rewritten inside, each body result rounded', async () => {
+    const n = 6;
+    const round = (a: Float32Array) => bf16ToF32(f32ToBf16(a));
+    const w = round(randn(n, 4));
+    const g = new Graph({ computeDtype: 'bfloat16' });
+    const x0 = g.cast(g.input('x', 'float32', [n]), 'bfloat16');
+    const wv = g.cast(g.constant('float32', [n], w), 'bfloat16');
+    const r = g.loop({ trips: g.scalar(3, 'int64'), carried: [x0] }, (b, { cond, carried }) => {
+      const next = b.add(b.mul(carried[0]!, wv), 0.3);
+      return { cond, carried: [next], scans: [b.cast(next, 'float32')] };
+    });
+    g.output(g.cast(r.carried[0]!, 'float32'), 'y');
+    g.output(r.scans[0]!, 'steps');
+    const { bytes } = await serializeModel(g);
+    const s = await ort.InferenceSession.create(emulateInFloat32(bytes), { executionProviders: ['cpu'], logSeverityLevel: 4 });
+    const xs = randn(n, 5);
+    const out = await s.run({ x: new ort.Tensor('float32', xs, [n]) });
+    await s.release();
+    // float32 ops, each result rounded to bfloat16 (0.3 is a bfloat16 constant).
+    const c = round(Float32Array.of(0.3))[0]!;
+    let x = round(xs);
+    const steps: number[] = [];
+    for (let t = 0; t < 3; t++) {
+      const prod = round(x.map((v, i) => v * w[i]!));
+      x = round(prod.map((v) => v + c));
+      steps.push(...x);
+    }
+    expect(Array.from(out.y!.data as Float32Array)).toEqual(Array.from(x));
+    expect(Array.from(out.steps!.data as Float32Array)).toEqual(steps);
+  });
 });

@@ -33,18 +33,30 @@ const MOVES = new Set([
  * elementwise kernels), so it checks a bfloat16 graph's numbers on an EP without bfloat16 kernels (ORT's
  * CPU EP has almost none, docs in the onnx-graph README). Initializers stay as stored (a Cast to float32
  * is added after each), so external data still applies. Graph inputs in `dtype` are refused; graph
- * outputs in `dtype` become float32 (holding rounded values). Loop / If bodies are not rewritten.
+ * outputs in `dtype` become float32 (holding rounded values). Loop / If bodies are rewritten the same way (a
+ * carried `dtype` value is carried as float32 holding rounded values); Scan is refused.
  */
 export function emulateInFloat32(model: Uint8Array, dtype: 'bfloat16' | 'float16' = 'bfloat16'): Uint8Array {
   const E = dtype === 'bfloat16' ? T.BFLOAT16 : T.FLOAT16;
   const proto = onnx.ModelProto.decode(model);
   const graph = proto.graph!;
-  const types = new Map<string, number>();
-  const elem = (v: OnnxTypes.IValueInfoProto) => v.type?.tensorType?.elemType ?? 0;
   for (const v of graph.input ?? []) {
     if (elem(v) === E) throw new GraphError('BAD_ARGUMENT', `emulateInFloat32: graph input '${v.name}' is ${dtype}; feed it as float32`);
-    types.set(v.name!, elem(v));
   }
+  rewriteGraph(graph, new Map(), E, dtype);
+  return onnx.ModelProto.encode(proto).finish();
+}
+
+const elem = (v: OnnxTypes.IValueInfoProto) => v.type?.tensorType?.elemType ?? 0;
+
+/**
+ * Rewrites `graph` in place (see `emulateInFloat32`); `outer` holds the element types of the enclosing graphs'
+ * values (a Loop / If body reads them). Returns the graph's outputs' element types as they were before (E
+ * where the output held E). Inputs in E (a body's carried values) become float32 holding rounded values.
+ */
+function rewriteGraph(graph: OnnxTypes.IGraphProto, outer: ReadonlyMap<string, number>, E: number, dtype: string): number[] {
+  const types = new Map(outer);
+  for (const v of graph.input ?? []) types.set(v.name!, elem(v));
   const head: OnnxTypes.INodeProto[] = [];
   for (const t of graph.initializer ?? []) {
     types.set(t.name!, t.dataType ?? 0);
@@ -56,12 +68,14 @@ export function emulateInFloat32(model: Uint8Array, dtype: 'bfloat16' | 'float16
   }
   const nodes: OnnxTypes.INodeProto[] = [...head];
   for (const node of graph.node ?? []) {
-    const outTypes = outputTypes(node, types);
+    const outTypes = CONTROL.has(node.opType ?? '') ? controlFlow(node, types, E, dtype) : outputTypes(node, types);
     (node.output ?? []).forEach((o, i) => {
       types.set(o, outTypes[i] ?? 0);
     });
     for (const a of node.attribute ?? []) if (a.t && a.t.dataType === E) a.t = widenTensor(a.t, E);
-    const rounded = (node.output ?? []).map((o, i) => o !== '' && outTypes[i] === E && !MOVES.has(node.opType ?? ''));
+    // A body's results were rounded inside it: control flow only moves them out.
+    const moves = MOVES.has(node.opType ?? '') || CONTROL.has(node.opType ?? '');
+    const rounded = (node.output ?? []).map((o, i) => o !== '' && outTypes[i] === E && !moves);
     if (node.opType === 'Cast') {
       // Cast to E rounds already: its result only needs widening back.
       const out = node.output![0]!;
@@ -80,10 +94,28 @@ export function emulateInFloat32(model: Uint8Array, dtype: 'bfloat16' | 'float16
     nodes.push(node, ...after);
   }
   graph.node = nodes;
-  for (const v of [...(graph.output ?? []), ...(graph.valueInfo ?? [])]) {
+  const outs = (graph.output ?? []).map(elem);
+  for (const v of [...(graph.input ?? []), ...(graph.output ?? []), ...(graph.valueInfo ?? [])]) {
     if (v.type?.tensorType && v.type.tensorType.elemType === E) v.type.tensorType.elemType = T.FLOAT;
   }
-  return onnx.ModelProto.encode(proto).finish();
+  return outs;
+}
+
+const CONTROL = new Set(['Loop', 'If']);
+
+/**
+ * A Loop's or If's bodies rewritten (they see `types`); its outputs' element types as before: a Loop's are its
+ * body's outputs after the condition (carried, then scans), an If's its then-branch's.
+ */
+function controlFlow(node: OnnxTypes.INodeProto, types: ReadonlyMap<string, number>, E: number, dtype: string): number[] {
+  let outs: number[] = [];
+  for (const a of node.attribute ?? []) {
+    if (!a.g) continue;
+    const o = rewriteGraph(a.g, types, E, dtype);
+    if (a.name === 'body') outs = o.slice(1);
+    if (a.name === 'then_branch') outs = o;
+  }
+  return outs;
 }
 
 function cast(name: string, input: string, output: string, to: number): OnnxTypes.INodeProto {
@@ -110,9 +142,7 @@ function outputTypes(node: OnnxTypes.INodeProto, types: ReadonlyMap<string, numb
   if (op === 'TopK') return [ins[0]!, T.INT64];
   if (op === 'ConstantOfShape') return [attr('value')?.t?.dataType ?? T.FLOAT];
   if (op === 'Where') return [ins[1]!];
-  if (op === 'Loop' || op === 'If' || op === 'Scan') {
-    throw new GraphError('BAD_ARGUMENT', `emulateInFloat32: control flow (${op} '${node.name}') is not rewritten`);
-  }
+  if (op === 'Scan') throw new GraphError('BAD_ARGUMENT', `emulateInFloat32: control flow (${op} '${node.name}') is not rewritten`);
   return all(ins.find((t) => FLOATS.has(t)) ?? ins[0] ?? 0);
 }
 
