@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMPUTE_DTYPES, type ComputeDType, type Graph, loadModelProto, onnx, saveModel } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildErnieDecodeLoopModel } from './ernie/decode-loop.js';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
+import { buildGraniteDecodeLoopModel } from './granite/decode-loop.js';
 import { buildGraniteTextDecoderModel } from './granite/standalone.js';
 import { kvCacheDType } from './kv-io.js';
 import { randomGraniteWeights, randomWeights, tinyConfig, tinyGraniteConfig } from './test-utils/random-model.js';
@@ -61,5 +63,25 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
     const types = io(g);
     for (const name of ['deepstack_0', 'logits', 'hidden_states.0', 'inputs_embeds']) expect(types[name], name).toBe('float32');
     for (const name of ['past_key_values.0.key', 'present.1.value']) expect(types[name], name).toBe(kv);
+  });
+
+  it('decode loops: the KV cache I/O in kvCacheDType as the step graph, carried through the Loop in the compute dtype', () => {
+    const T = onnx.TensorProto.DataType;
+    const elem = { float32: T.FLOAT, float16: T.FLOAT16, bfloat16: T.BFLOAT16 }[dtype];
+    for (const g of [
+      buildErnieDecodeLoopModel(randomWeights(tinyConfig).weights, tinyConfig, { computeDtype: dtype }),
+      buildGraniteDecodeLoopModel(randomGraniteWeights(tinyGraniteConfig, 3), tinyGraniteConfig, { levels: [0, 1], computeDtype: dtype }),
+    ]) {
+      expect(g.computeDtype).toBe(dtype);
+      const types = io(g);
+      for (const name of ['past_key_values.0.key', 'past_key_values.1.value', 'present.0.key', 'present.1.value'])
+        expect(types[name], `${g.name} ${name}`).toBe(kv);
+      const loop = g.snapshot().nodes.find((n) => n.opType === 'Loop')!;
+      const body = loop.attribute!.find((a) => a.name === 'body')!.g!;
+      // The body's last 2L carried inputs are the KV cache (key, value per layer), in the compute dtype.
+      const L = 2 * (g.name.startsWith('ernie') ? tinyConfig : tinyGraniteConfig).numHiddenLayers;
+      const carried = body.input!.slice(-L).map((v) => v.type!.tensorType!.elemType);
+      expect(carried, g.name).toEqual(new Array(L).fill(elem));
+    }
   });
 });

@@ -3,8 +3,8 @@
 // choice of the next token, with the KV cache, the attention mask and the next inputs as loop-carried state.
 // One session run makes up to `loop.max_tokens` tokens; its `next.*` and `present.*` outputs are the next
 // run's inputs, so a generation goes chunk by chunk (the host streams each chunk's tokens).
-import { type DType, Graph, type QuantizeRequest, type Shape, type Value } from '@vlmkit/onnx-graph';
-import { KV_CACHE_IO, pastInputs } from './kv-io.js';
+import { type ComputeDType, type DType, Graph, type QuantizeRequest, type Shape, type Value } from '@vlmkit/onnx-graph';
+import { pastInputs, presentOutputsOf } from './kv-io.js';
 import { greedyTokens, sampledTokens } from './token-choice.js';
 import type { KvPair } from './types.js';
 
@@ -77,6 +77,13 @@ export interface DecodeLoopModelOptions {
   /** Graph name written into the model. */
   name?: string;
   quantize?: QuantizeRequest | undefined;
+  /**
+   * The float type the step computes in (onnx-graph `GraphOptions.computeDtype`), as the step graph's
+   * `computeDtype`. The KV cache is carried through the Loop in it (bfloat16 included: half the bytes on the
+   * device) and crosses the session boundary in `kvCacheDType` (`past_key_values.*` in, `present.*` out), as
+   * the step graph's; the token choice reads the step's float32 logits.
+   */
+  computeDtype?: ComputeDType | undefined;
 }
 
 /**
@@ -95,7 +102,7 @@ export interface DecodeLoopModelOptions {
  * `present.*` (its `past_key_values.*`).
  */
 export function buildDecodeLoopModel(spec: DecodeLoopSpec, options: DecodeLoopModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'decode_loop', quantize: options.quantize });
+  const g = new Graph({ name: options.name ?? 'decode_loop', quantize: options.quantize, computeDtype: options.computeDtype });
   const io = DECODE_LOOP_IO;
   const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd } = spec;
   const inputIds = g.input(spec.io.inputIds, 'int64', ['batch', 'seq']);
@@ -167,10 +174,9 @@ export function buildDecodeLoopModel(spec: DecodeLoopSpec, options: DecodeLoopMo
   });
   g.output(r.carried[named.length]!, io.draws);
   const kvOut = r.carried.slice(named.length + 1);
-  for (let i = 0; i < L; i++) {
-    g.output(kvOut[2 * i]!, KV_CACHE_IO.present(i, 'key'), ['batch', hkv, 'total_out', hd]);
-    g.output(kvOut[2 * i + 1]!, KV_CACHE_IO.present(i, 'value'), ['batch', hkv, 'total_out', hd]);
-  }
+  // Carried in the compute dtype; out in the cache dtype (a Cast only for bfloat16, whose cache is fed as float32).
+  const present = Array.from({ length: L }, (_, i) => ({ key: kvOut[2 * i]!, value: kvOut[2 * i + 1]! }));
+  presentOutputsOf(g, present, hkv, hd, 'total_out');
   g.output(r.scans[0]!, io.tokens);
   return g;
 }

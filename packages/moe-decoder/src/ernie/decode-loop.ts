@@ -1,5 +1,5 @@
 import { ropeInverseFrequencies } from '@vlmkit/mrope';
-import type { Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
+import type { ComputeDType, Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
 import { buildDecodeLoopModel } from '../decode-loop.js';
 import type { ErnieTextConfig } from './config.js';
@@ -12,6 +12,8 @@ export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
   /** How MoE layers run their routed experts (see `ErnieTextDecoderModelOptions`). */
   experts?: ExpertsImpl;
   quantize?: QuantizeRequest | undefined;
+  /** The float type the step computes in; the KV cache is carried in it (`DecodeLoopModelOptions.computeDtype`). */
+  computeDtype?: ComputeDType | undefined;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -76,7 +78,7 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
         ];
       },
     },
-    { name: options.name ?? 'ernie_decode_loop', quantize: options.quantize },
+    { name: options.name ?? 'ernie_decode_loop', quantize: options.quantize, computeDtype: options.computeDtype },
   );
 }
 

@@ -1,4 +1,4 @@
-import type { Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
+import type { ComputeDType, Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
 import { buildDecodeLoopModel, type DecodeLoopInput } from '../decode-loop.js';
 import type { GraniteTextConfig } from './config.js';
@@ -10,6 +10,8 @@ export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
   /** Level k -> the LLM layer its features are added before; [] for a text-only graph (as `buildGraniteTextDecoderModel`). */
   levels: readonly number[];
   quantize?: QuantizeRequest | undefined;
+  /** The float type the step computes in; the KV cache is carried in it (`DecodeLoopModelOptions.computeDtype`). */
+  computeDtype?: ComputeDType | undefined;
   /** Graph name written into the model. */
   name?: string;
 }
@@ -66,6 +68,6 @@ export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTex
         return [...empty, b.unsqueeze(positions, [1])];
       },
     },
-    { name: options.name ?? 'granite_decode_loop', quantize: options.quantize },
+    { name: options.name ?? 'granite_decode_loop', quantize: options.quantize, computeDtype: options.computeDtype },
   );
 }
