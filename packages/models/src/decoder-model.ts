@@ -20,22 +20,21 @@ export interface ComputeDtypeOption {
    * used as stored; other dtypes are converted while the graph is written, one tensor at a time. Norms, the
    * ERNIE router and the rotary embedding run in float32 inside, as HF. Inputs, vision features and logits
    * stay float32; the KV cache is float16 for 'float16' and float32 otherwise (onnxruntime-node has no
-   * bfloat16 tensors). Not with `quantize` or the in-graph loop. Its own graph-cache entries. ORT's CPU EP
+   * bfloat16 tensors); the in-graph loop (`loop: 'graph'`) carries the cache in the compute dtype inside the
+   * Loop. Not with `quantize`. Its own graph-cache entries. ORT's CPU EP
    * has no bfloat16 compute kernels: a 'bfloat16' session on CPU fails with runtime's NO_KERNEL naming the op
    * (the models README's 'Compute dtype' lists what runs where).
    */
   computeDtype?: ComputeDType | undefined;
 }
 
-/** Refuses option combinations a compute dtype other than float32 does not build (quantized weights, the in-graph loop). */
-export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown; loop?: string | undefined }): ComputeDType {
+/** Refuses option combinations a compute dtype other than float32 does not build (quantized weights). */
+export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown }): ComputeDType {
   const dtype = options.computeDtype ?? 'float32';
-  if (dtype === 'float32') return dtype;
-  const clash = options.quantize !== undefined ? 'quantize' : options.loop === 'graph' ? "loop: 'graph'" : undefined;
-  if (clash !== undefined) {
+  if (dtype !== 'float32' && options.quantize !== undefined) {
     throw new ModelError(
       'INCOMPATIBLE_OPTIONS',
-      `computeDtype '${dtype}' cannot be combined with ${clash} (quantized weights and the in-graph loop are built in float32); drop one of them.`,
+      `computeDtype '${dtype}' cannot be combined with quantize (quantized weights are built in float32); drop one of them.`,
     );
   }
   return dtype;

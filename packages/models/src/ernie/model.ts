@@ -152,7 +152,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const decoder = await steps.session(session, (onSession) =>
       cachedSession(
         loop === 'graph'
-          ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops })
+          ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops, computeDtype })
           : buildErnieTextDecoderModel(mapped.decoder, config.text, {
               logitsToKeep: true,
               kvCache,

@@ -142,7 +142,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const decoder = await steps.session(session, (onSession) =>
       cachedSession(
         loop === 'graph'
-          ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops })
+          ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops, computeDtype })
           : buildGraniteTextDecoderModel(mapped.decoder, text, {
               levels,
               logitsToKeep: true,
