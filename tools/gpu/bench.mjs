@@ -128,7 +128,13 @@ const py = (args, what) => child(o.python, [join(bench, 'torch_side.py'), ...arg
 const vl = (mode, opts, what) =>
   child(
     process.execPath,
-    [join(bench, 'vlmkit_side.mjs'), mode, dir, cache, JSON.stringify({ threads, repeats, newTokens, device, ...opts })],
+    [
+      join(bench, 'vlmkit_side.mjs'),
+      mode,
+      dir,
+      cache,
+      JSON.stringify({ threads, repeats, newTokens, device, perTokenByDifference: true, ...opts }),
+    ],
     what,
   );
 
