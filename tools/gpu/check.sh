@@ -79,12 +79,12 @@ case "${1:-}" in
       echo "== ldd $(basename "$ep") (missing ones):"
       ldd "$ep" | grep -i 'not found' || echo "  none"
       check="$stage/bin/node $stage/tools/gpu/fixture-check.mjs --device $device --fixtures $PWD/test-fixtures"
-      echo "== fixture cases, $device vs cpu (ORT's CUDA EP default: TF32 allowed in float32 matmul/conv)"
-      timeout 300 $check --out "$out/fixture-check.json"
+      echo "== fixture cases, $device vs cpu, float32/float16/bfloat16, loop graph vs host (ORT's CUDA EP default: TF32 allowed in float32 matmul/conv)"
+      timeout 420 $check --out "$out/fixture-check.json"
       echo "fixture-check exit $?"
-      # onnxruntime-node cannot set the EP's use_tf32 option; cuBLAS and cuDNN honour this variable instead.
+      # onnxruntime-node cannot set the EP's use_tf32 option; cuBLAS and cuDNN honour this variable instead (float32 only).
       echo "== fixture cases, $device vs cpu, NVIDIA_TF32_OVERRIDE=0 (strict float32)"
-      NVIDIA_TF32_OVERRIDE=0 timeout 200 $check --no-placement --out "$out/fixture-check-no-tf32.json"
+      NVIDIA_TF32_OVERRIDE=0 timeout 200 $check --no-placement --dtype float32 --out "$out/fixture-check-no-tf32.json"
       echo "fixture-check exit $?"
       run_bench "$stage"
       echo "== nvidia-smi"
