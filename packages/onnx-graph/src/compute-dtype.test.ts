@@ -135,6 +135,11 @@ describe('ORT 1.29 CPU EP kernels in 16-bit compute', () => {
   });
 });
 
+it('a quantized graph must compute in float32 (MatMulNBits weights are built for float32 activations)', () => {
+  expect(() => new Graph({ quantize: 'int8', computeDtype: 'float16' })).toThrow(/quantize needs computeDtype 'float32'/);
+  expect(new Graph({ quantize: 'int8' }).computeDtype).toBe('float32');
+});
+
 describe('16-bit constants and emulateInFloat32', () => {
   it('numbers become 16-bit constants rounded to nearest even (as ORT Cast rounds them)', async () => {
     const values = [1 / 3, 65504, 70000, -2.5e-8, 1 + 2 ** -8, 1 + 3 * 2 ** -9];

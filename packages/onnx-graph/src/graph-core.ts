@@ -93,6 +93,13 @@ export class GraphCore {
     this.name = options.name ?? 'vlmkit';
     this.parent = parent;
     this.computeDtype = parent?.computeDtype ?? options.computeDtype ?? 'float32';
+    if (parent === undefined && options.quantize !== undefined && this.computeDtype !== 'float32') {
+      // nn.linear quantizes float32 activations only: refuse rather than silently keep float weights.
+      throw new GraphError(
+        'BAD_ARGUMENT',
+        `quantize needs computeDtype 'float32' (got '${this.computeDtype}'): quantized weights are built for float32 activations`,
+      );
+    }
     if (parent !== undefined) {
       this.opset = parent.opset;
       this.quantize = parent.quantize;
