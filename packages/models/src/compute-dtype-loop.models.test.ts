@@ -1,9 +1,9 @@
 // computeDtype float16 / bfloat16 with the in-graph decode loop (loop: 'graph') against the host loop in the
 // same dtype, on every fixture case of both models: the same greedy ids and streaming, chunks of 1 and 3, left-
-// padded batches included. float16 runs on ORT's CPU EP as built; bfloat16 through emulateInFloat32 (Loop
+// padded batches included; seeded sampling too. float16 runs on ORT's CPU EP as built; bfloat16 through emulateInFloat32 (Loop
 // bodies rewritten too), since ORT's CPU EP has no bfloat16 compute kernels: without emulation the bfloat16
 // loop graph's session fails with NO_KERNEL, checked below.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ComputeDType } from '@vlmkit/onnx-graph';
@@ -58,7 +58,7 @@ const N = 7;
 describe.each(['float16', 'bfloat16'] as const)('%s: loop graph = loop host', (dtype) => {
   it.each(
     cases.map((c) => [`${c.checkpoint.split('/').at(-1)} ${c.name}`, c] as const),
-  )('%s: greedy ids and streaming equal, chunks of 1 and 3', async (_, c) => {
+  )('%s: greedy ids and streaming equal, chunks of 1 and 3; seeded sampling equal', async (_, c) => {
     const adapter = typeof c.json.adapter === 'string' ? join(FIXTURE_DIR, c.json.adapter) : undefined;
     const inputs = (await readTensors(join(c.dir, 'inputs.safetensors'))) as never;
     const host = await load(c.checkpoint, adapter, dtype, 'host');
@@ -69,10 +69,25 @@ describe.each(['float16', 'bfloat16'] as const)('%s: loop graph = loop host', (d
       const got = await run(graph, inputs, { maxNewTokens: N, eos: [], loop: 'graph', loopChunk });
       expect({ loopChunk, ...got }).toEqual({ loopChunk, ...want });
     }
+    // Seeded sampling reads the same float32 logits: the same ids too.
+    const sampling = { temperature: 0.9, topK: 5, topP: 0.8, seed: 11 };
+    const sampled = await run(host, inputs, { maxNewTokens: N, eos: [], ...sampling });
+    expect(await run(graph, inputs, { maxNewTokens: N, eos: [], loop: 'graph', loopChunk: 3, ...sampling })).toEqual(sampled);
     console.log(
       `[dtype-loop] ${dtype} ${c.checkpoint.split('/').at(-1)} ${c.name} rows=${want.tokens.length}: ${JSON.stringify(want.tokens)} equal`,
     );
   });
+});
+
+it('the loop graphs the tests above loaded were built in their dtype (graph-cache entries of both models record it)', async () => {
+  for (const c of [fixtureCases('ernie-tiny')[0]!, fixtureCases('granite-tiny')[0]!])
+    for (const dtype of ['float16', 'bfloat16'] as const) await load(c.checkpoint, undefined, dtype, 'graph');
+  for (const family of ['ernie', 'granite']) {
+    const dtypes = readdirSync(cacheDir)
+      .filter((f) => new RegExp(`^vlmkit-${family}-decode-loop-[0-9a-f]+\\.json$`).test(f))
+      .map((f) => (JSON.parse(readFileSync(join(cacheDir, f), 'utf8')) as { computeDtype?: string }).computeDtype);
+    expect(new Set(dtypes), family).toEqual(new Set(['float16', 'bfloat16']));
+  }
 });
 
 it('the bfloat16 loop graph without emulation: the session on the CPU EP fails with NO_KERNEL naming op and dtype', async () => {
