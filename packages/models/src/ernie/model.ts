@@ -26,6 +26,7 @@ import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
 import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
+import { LoadResources } from '../load-resources.js';
 import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
@@ -137,49 +138,60 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const ops = resolveOps(options.ops, options.device);
     const computeDtype = checkComputeDtype(options);
-    const { ckpt, mapped } = await steps.weights(async () => {
-      const ckpt = await Checkpoint.open(root);
-      return { ckpt, mapped: await loadErnieWeights(ckpt, config) };
-    });
-    const t1 = performance.now();
-    const vision = await steps.session('ernie-vision', (onSession) =>
-      cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, computeDtype), root, 'ernie-vision', options, {
-        onSession,
-      }),
-    );
-    const loop = options.loop ?? DEFAULT_DECODE_LOOP;
-    const session = loop === 'graph' ? 'ernie-decode-loop' : 'ernie-decoder';
-    const decoder = await steps.session(session, (onSession) =>
-      cachedSession(
-        loop === 'graph'
-          ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops, computeDtype })
-          : buildErnieTextDecoderModel(mapped.decoder, config.text, {
-              logitsToKeep: true,
-              kvCache,
-              quantize: options.quantize,
-              ops,
-              computeDtype,
-            }),
-        root,
-        session,
-        options,
-        {
-          onSession,
-        },
-      ),
-    );
-    // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
-    await ckpt.close();
-    const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
-    const model = new Ernie45VL(config, visionSession, decoder.session, {
-      loadMs: t1 - t0,
-      buildMs: vision.buildMs + decoder.buildMs,
-      sessionMs: vision.sessionMs + decoder.sessionMs,
-    });
-    model.kvCache = kvCache;
-    model.loop = loop;
-    model.computeDtype = computeDtype;
-    return model;
+    // A failed load closes the checkpoint and releases the sessions it made (load-resources.ts).
+    const held = new LoadResources();
+    try {
+      const { mapped } = await steps.weights(async () => {
+        const ckpt = held.checkpoint(await Checkpoint.open(root));
+        return { mapped: await loadErnieWeights(ckpt, config) };
+      });
+      const t1 = performance.now();
+      const vision = held.session(
+        await steps.session('ernie-vision', (onSession) =>
+          cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, computeDtype), root, 'ernie-vision', options, {
+            onSession,
+          }),
+        ),
+      );
+      const loop = options.loop ?? DEFAULT_DECODE_LOOP;
+      const session = loop === 'graph' ? 'ernie-decode-loop' : 'ernie-decoder';
+      const decoder = held.session(
+        await steps.session(session, (onSession) =>
+          cachedSession(
+            loop === 'graph'
+              ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops, computeDtype })
+              : buildErnieTextDecoderModel(mapped.decoder, config.text, {
+                  logitsToKeep: true,
+                  kvCache,
+                  quantize: options.quantize,
+                  ops,
+                  computeDtype,
+                }),
+            root,
+            session,
+            options,
+            {
+              onSession,
+            },
+          ),
+        ),
+      );
+      // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
+      await held.closeCheckpoint();
+      const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
+      const model = new Ernie45VL(config, visionSession, decoder.session, {
+        loadMs: t1 - t0,
+        buildMs: vision.buildMs + decoder.buildMs,
+        sessionMs: vision.sessionMs + decoder.sessionMs,
+      });
+      model.kvCache = kvCache;
+      model.loop = loop;
+      model.computeDtype = computeDtype;
+      held.keep();
+      return model;
+    } finally {
+      await held.dispose();
+    }
   }
 
   /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */

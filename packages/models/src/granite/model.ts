@@ -25,6 +25,7 @@ import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
 import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
 import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
+import { LoadResources } from '../load-resources.js';
 import { resolveOps } from '../ops-choice.js';
 import { LoadSteps, type OnLoadProgress } from '../progress.js';
 import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
@@ -123,54 +124,71 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const ops = resolveOps(options.ops, options.device);
     const computeDtype = checkComputeDtype(options);
-    const { ckpt, adapter, mapped } = await steps.weights(async () => {
-      const ckpt = await Checkpoint.open(root);
-      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
-      const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
-      return { ckpt, adapter, mapped };
-    });
-    const t1 = performance.now();
-    const vision = await steps.session('granite-vision', (onSession) =>
-      cachedSession(buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, computeDtype), root, 'granite-vision', options, {
-        onSession,
-      }),
-    );
-    const levels = config.levels.map((l) => l.llmLayer);
-    const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
-    const loop = options.loop ?? DEFAULT_DECODE_LOOP;
-    const session = loop === 'graph' ? 'granite-decode-loop' : 'granite-decoder';
-    const decoder = await steps.session(session, (onSession) =>
-      cachedSession(
-        loop === 'graph'
-          ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops, computeDtype })
-          : buildGraniteTextDecoderModel(mapped.decoder, text, {
-              levels,
-              logitsToKeep: true,
-              kvCache,
-              quantize: options.quantize,
-              ops,
-              computeDtype,
-            }),
-        root,
-        session,
-        options,
-        {
-          extraFiles,
-          onSession,
-        },
-      ),
-    );
-    await ckpt.close();
-    const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
-    const model = new Granite4Vision(config, visionSession, decoder.session, {
-      loadMs: t1 - t0,
-      buildMs: vision.buildMs + decoder.buildMs,
-      sessionMs: vision.sessionMs + decoder.sessionMs,
-    });
-    model.kvCache = kvCache;
-    model.loop = loop;
-    model.computeDtype = computeDtype;
-    return model;
+    // A failed load closes the checkpoint and releases the sessions it made (load-resources.ts).
+    const held = new LoadResources();
+    try {
+      const { adapter, mapped } = await steps.weights(async () => {
+        const ckpt = held.checkpoint(await Checkpoint.open(root));
+        const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
+        const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
+        return { adapter, mapped };
+      });
+      const t1 = performance.now();
+      const vision = held.session(
+        await steps.session('granite-vision', (onSession) =>
+          cachedSession(
+            buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, computeDtype),
+            root,
+            'granite-vision',
+            options,
+            {
+              onSession,
+            },
+          ),
+        ),
+      );
+      const levels = config.levels.map((l) => l.llmLayer);
+      const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
+      const loop = options.loop ?? DEFAULT_DECODE_LOOP;
+      const session = loop === 'graph' ? 'granite-decode-loop' : 'granite-decoder';
+      const decoder = held.session(
+        await steps.session(session, (onSession) =>
+          cachedSession(
+            loop === 'graph'
+              ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops, computeDtype })
+              : buildGraniteTextDecoderModel(mapped.decoder, text, {
+                  levels,
+                  logitsToKeep: true,
+                  kvCache,
+                  quantize: options.quantize,
+                  ops,
+                  computeDtype,
+                }),
+            root,
+            session,
+            options,
+            {
+              extraFiles,
+              onSession,
+            },
+          ),
+        ),
+      );
+      await held.closeCheckpoint();
+      const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
+      const model = new Granite4Vision(config, visionSession, decoder.session, {
+        loadMs: t1 - t0,
+        buildMs: vision.buildMs + decoder.buildMs,
+        sessionMs: vision.sessionMs + decoder.sessionMs,
+      });
+      model.kvCache = kvCache;
+      model.loop = loop;
+      model.computeDtype = computeDtype;
+      held.keep();
+      return model;
+    } finally {
+      await held.dispose();
+    }
   }
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
