@@ -10,6 +10,7 @@ import { ModelError } from './errors.js';
 import { type DecodeSteps, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import { DECODE_LOOPS, type DecodeLoop, generateInGraph, type ModelGenerateOptions, validateLoopChunk } from './graph-loop.js';
+import type { LoadedSessions } from './model-load.js';
 import type { VisionRunner } from './vision-session.js';
 
 /** The load option both models share: the float type their graphs compute in. */
@@ -81,11 +82,19 @@ export const KV_CACHE_CHUNK = 256;
 export const DEFAULT_KV_CACHE: KvCacheMode = 'append';
 
 export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
-  protected constructor(
-    protected readonly vision: VisionRunner,
-    protected readonly decoder: VlmSession,
-    readonly timings: ModelTimings,
-  ) {}
+  protected readonly vision: VisionRunner;
+  protected readonly decoder: VlmSession;
+  readonly timings: ModelTimings;
+
+  /** The sessions of a load (model-load.ts `loadSessions`) and how its decoder graph was built. */
+  protected constructor(loaded: LoadedSessions) {
+    this.vision = loaded.vision;
+    this.decoder = loaded.decoder;
+    this.timings = loaded.timings;
+    this.kvCache = loaded.build.kvCache;
+    this.computeDtype = loaded.build.computeDtype;
+    this.loop = loaded.build.loop;
+  }
 
   /** The ORT device the sessions run on, and why it was chosen. */
   get device(): string {
@@ -99,14 +108,14 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
    * How the decoder graph's KV cache works (moe-decoder's `KvCacheMode`); the subclass builds its graph with
    * the same. 'append': a cache pre-allocated for prompt + new tokens, each step writes its new rows only.
    */
-  protected kvCache: KvCacheMode = 'concat';
+  protected readonly kvCache: KvCacheMode;
   /** The float type the subclass built its graphs in (`ComputeDtypeOption`); sizes the KV cache's dtype. */
-  protected computeDtype: ComputeDType = 'float32';
+  protected readonly computeDtype: ComputeDType;
   /**
    * Which generation loop the decoder session serves (`DecodeLoop`): 'host', the decoder step graph (one run
    * per token; also `forward`), or 'graph', the in-graph decode loop (moe-decoder `buildDecodeLoopModel`).
    */
-  protected loop: DecodeLoop = 'host';
+  protected readonly loop: DecodeLoop;
   protected abstract readonly dims: DecoderDims;
   protected abstract readonly io: DecoderIo;
   protected abstract readonly tokens: GenerationTokens;

@@ -67,6 +67,7 @@ export {
   type InspectReport,
   inspectCheckpoint,
 } from './inspect.js';
+export type { DecoderBuild, DecoderLoadOptions } from './model-load.js';
 export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
 export {
   ERNIE_FORWARD_OUTPUTS,

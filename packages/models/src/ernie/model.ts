@@ -7,30 +7,15 @@ import {
   ernieDecodePositions,
   ernieDecoderFeeds,
   ernieRotaryTables,
-  type KvCacheMode,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
-import type { OpSet, QuantizeRequest } from '@vlmkit/onnx-graph';
-import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
-import { Checkpoint } from '@vlmkit/safetensors';
+import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import { readConfigFile } from '../config-file.js';
-import {
-  type ComputeDtypeOption,
-  checkComputeDtype,
-  DEFAULT_KV_CACHE,
-  DecoderModel,
-  type DecodeStep,
-  type ModelTimings,
-} from '../decoder-model.js';
+import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
-import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
 import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
-import { LoadResources } from '../load-resources.js';
-import { resolveOps } from '../ops-choice.js';
-import { LoadSteps, type OnLoadProgress } from '../progress.js';
-import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
-import { type VisionRunner, VisionSession, type VisionSessionOption } from '../vision-session.js';
+import { type DecoderLoadOptions, type LoadedSessions, loadSessions } from '../model-load.js';
 import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
 import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
@@ -71,37 +56,8 @@ export interface ErnieForwardOutputs {
   positionIds: HostTensor<'int64'>;
 }
 
-export interface ErnieLoadOptions extends SessionCacheOptions, ComputeDtypeOption, VisionSessionOption {
+export interface ErnieLoadOptions extends DecoderLoadOptions {
   reference?: ErnieReference;
-  /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
-  onProgress?: OnLoadProgress | undefined;
-  /**
-   * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
-   * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
-   * stay float. Its own graph-cache entry. Options (`QuantizeOptions`: symmetric, accuracyLevel, lmHead) for
-   * measurements. Default: float32.
-   */
-  quantize?: QuantizeRequest | undefined;
-  /**
-   * The decoder's KV cache (moe-decoder's `KvCacheMode`): 'append' (default) pre-allocates prompt + new tokens
-   * once and each decode step writes only its new rows; 'concat' is the HF / optimum layout (each step returns
-   * past + new, a copy of the whole cache). Its own graph-cache entry.
-   */
-  kvCache?: KvCacheMode | undefined;
-  /**
-   * The generation loop the decoder session is built for (`DecodeLoop`): 'host' (default, `DEFAULT_DECODE_LOOP`;
-   * the step graph: one run per token, and `forward`) or 'graph' (the in-graph decode loop: the decoder step,
-   * the token choice and the KV cache inside one ONNX Loop, a chunk of tokens per run; `kvCache` does not
-   * apply, the Loop carries its cache). Its own graph-cache entry.
-   */
-  loop?: DecodeLoop | undefined;
-  /**
-   * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
-   * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
-   * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
-   * float rounding). Default per device (`DEFAULT_OPS`). Its own graph-cache entry.
-   */
-  ops?: OpSet | undefined;
 }
 
 export type ErnieTimings = ModelTimings;
@@ -120,78 +76,31 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
 
   private constructor(
     readonly config: Ernie45VLConfig,
-    vision: VisionRunner,
-    decoder: VlmSession,
-    timings: ErnieTimings,
+    loaded: LoadedSessions,
   ) {
-    super(vision, decoder, timings);
+    super(loaded);
     this.dims = config.text;
     this.tokens = config.tokens;
   }
 
   static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
-    const t0 = performance.now();
+    const startedAt = performance.now();
     const root = resolve(dir);
     const { json } = await readConfigFile(root);
     const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
-    const steps = new LoadSteps(2, options.onProgress);
-    const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
-    const ops = resolveOps(options.ops, options.device);
-    const computeDtype = checkComputeDtype(options);
-    // A failed load closes the checkpoint and releases the sessions it made (load-resources.ts).
-    const held = new LoadResources();
-    try {
-      const { mapped } = await steps.weights(async () => {
-        const ckpt = held.checkpoint(await Checkpoint.open(root));
-        return { mapped: await loadErnieWeights(ckpt, config) };
-      });
-      const t1 = performance.now();
-      const vision = held.session(
-        await steps.session('ernie-vision', (onSession) =>
-          cachedSession(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, computeDtype), root, 'ernie-vision', options, {
-            onSession,
-          }),
-        ),
-      );
-      const loop = options.loop ?? DEFAULT_DECODE_LOOP;
-      const session = loop === 'graph' ? 'ernie-decode-loop' : 'ernie-decoder';
-      const decoder = held.session(
-        await steps.session(session, (onSession) =>
-          cachedSession(
-            loop === 'graph'
-              ? buildErnieDecodeLoopModel(mapped.decoder, config.text, { quantize: options.quantize, ops, computeDtype })
-              : buildErnieTextDecoderModel(mapped.decoder, config.text, {
-                  logitsToKeep: true,
-                  kvCache,
-                  quantize: options.quantize,
-                  ops,
-                  computeDtype,
-                }),
-            root,
-            session,
-            options,
-            {
-              onSession,
-            },
-          ),
-        ),
-      );
-      // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
-      await held.closeCheckpoint();
-      const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
-      const model = new Ernie45VL(config, visionSession, decoder.session, {
-        loadMs: t1 - t0,
-        buildMs: vision.buildMs + decoder.buildMs,
-        sessionMs: vision.sessionMs + decoder.sessionMs,
-      });
-      model.kvCache = kvCache;
-      model.loop = loop;
-      model.computeDtype = computeDtype;
-      held.keep();
-      return model;
-    } finally {
-      await held.dispose();
-    }
+    const loaded = await loadSessions({
+      name: 'ernie',
+      root,
+      options,
+      startedAt,
+      weights: (ckpt) => loadErnieWeights(ckpt, config),
+      visionGraph: (m, computeDtype) => buildErnieVisionEncoder(m.vision, m.resampler, config, computeDtype),
+      decoderGraph: (m, { loop, kvCache, quantize, ops, computeDtype }) =>
+        loop === 'graph'
+          ? buildErnieDecodeLoopModel(m.decoder, config.text, { quantize, ops, computeDtype })
+          : buildErnieTextDecoderModel(m.decoder, config.text, { logitsToKeep: true, kvCache, quantize, ops, computeDtype }),
+    });
+    return new Ernie45VL(config, loaded);
   }
 
   /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */

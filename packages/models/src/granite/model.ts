@@ -6,30 +6,15 @@ import {
   type GraniteDecoderFeeds,
   graniteDecodePositions,
   graniteDecoderFeeds,
-  type KvCacheMode,
 } from '@vlmkit/moe-decoder';
-import type { OpSet, QuantizeRequest } from '@vlmkit/onnx-graph';
-import { float32, type HostTensor, int64, type KvCache, type VlmSession } from '@vlmkit/runtime';
-import { Checkpoint } from '@vlmkit/safetensors';
+import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { readConfigFile } from '../config-file.js';
-import {
-  type ComputeDtypeOption,
-  checkComputeDtype,
-  DEFAULT_KV_CACHE,
-  DecoderModel,
-  type DecodeStep,
-  type ModelTimings,
-} from '../decoder-model.js';
+import { DecoderModel, type DecodeStep } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { readGenerationConfig } from '../generation-tokens.js';
-import { DEFAULT_DECODE_LOOP, type DecodeLoop } from '../graph-loop.js';
 import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
-import { LoadResources } from '../load-resources.js';
-import { resolveOps } from '../ops-choice.js';
-import { LoadSteps, type OnLoadProgress } from '../progress.js';
-import { cachedSession, type SessionCacheOptions } from '../session-cache.js';
-import { type VisionRunner, VisionSession, type VisionSessionOption } from '../vision-session.js';
+import { type DecoderLoadOptions, type LoadedSessions, loadSessions } from '../model-load.js';
 import type { Size } from './anyres.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
 import { analyzeGranitePrompt, type GranitePrompt } from './prompt.js';
@@ -63,38 +48,9 @@ export interface GraniteForwardOutputs {
   deepstack: HostTensor<'float32'>[];
 }
 
-export interface GraniteLoadOptions extends SessionCacheOptions, ComputeDtypeOption, VisionSessionOption {
+export interface GraniteLoadOptions extends DecoderLoadOptions {
   /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged into the LM at load. */
   adapter?: string | undefined;
-  /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
-  onProgress?: OnLoadProgress | undefined;
-  /**
-   * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
-   * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
-   * stay float. Its own graph-cache entry. Options (`QuantizeOptions`: symmetric, accuracyLevel, lmHead) for
-   * measurements. Default: float32.
-   */
-  quantize?: QuantizeRequest | undefined;
-  /**
-   * The decoder's KV cache (moe-decoder's `KvCacheMode`): 'append' (default) pre-allocates prompt + new tokens
-   * once and each decode step writes only its new rows; 'concat' is the HF / optimum layout (each step returns
-   * past + new, a copy of the whole cache). Its own graph-cache entry.
-   */
-  kvCache?: KvCacheMode | undefined;
-  /**
-   * The generation loop the decoder session is built for (`DecodeLoop`): 'host' (default, `DEFAULT_DECODE_LOOP`;
-   * the step graph: one run per token, and `forward`) or 'graph' (the in-graph decode loop: the decoder step,
-   * the token choice and the KV cache inside one ONNX Loop, a chunk of tokens per run; `kvCache` does not
-   * apply, the Loop carries its cache). Its own graph-cache entry.
-   */
-  loop?: DecodeLoop | undefined;
-  /**
-   * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
-   * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
-   * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
-   * float rounding). Default per device (`DEFAULT_OPS`). Its own graph-cache entry.
-   */
-  ops?: OpSet | undefined;
 }
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
@@ -105,90 +61,40 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
 
   private constructor(
     readonly config: Granite4VisionConfig,
-    vision: VisionRunner,
-    decoder: VlmSession,
-    timings: ModelTimings,
+    loaded: LoadedSessions,
   ) {
-    super(vision, decoder, timings);
+    super(loaded);
     this.dims = config.text;
     this.tokens = config.tokens;
   }
 
   static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
-    const t0 = performance.now();
+    const startedAt = performance.now();
     const root = resolve(dir);
     const { json } = await readConfigFile(root);
     const config = granite4VisionConfig(json, await readGenerationConfig(root));
     const text = config.text;
-    const steps = new LoadSteps(2, options.onProgress);
-    const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
-    const ops = resolveOps(options.ops, options.device);
-    const computeDtype = checkComputeDtype(options);
-    // A failed load closes the checkpoint and releases the sessions it made (load-resources.ts).
-    const held = new LoadResources();
-    try {
-      const { adapter, mapped } = await steps.weights(async () => {
-        const ckpt = held.checkpoint(await Checkpoint.open(root));
+    const levels = config.levels.map((l) => l.llmLayer);
+    const loaded = await loadSessions({
+      name: 'granite',
+      root,
+      options,
+      startedAt,
+      weights: async (ckpt) => {
         const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
         const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
-        return { adapter, mapped };
-      });
-      const t1 = performance.now();
-      const vision = held.session(
-        await steps.session('granite-vision', (onSession) =>
-          cachedSession(
-            buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, computeDtype),
-            root,
-            'granite-vision',
-            options,
-            {
-              onSession,
-            },
-          ),
-        ),
-      );
-      const levels = config.levels.map((l) => l.llmLayer);
-      const extraFiles = adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [];
-      const loop = options.loop ?? DEFAULT_DECODE_LOOP;
-      const session = loop === 'graph' ? 'granite-decode-loop' : 'granite-decoder';
-      const decoder = held.session(
-        await steps.session(session, (onSession) =>
-          cachedSession(
-            loop === 'graph'
-              ? buildGraniteDecodeLoopModel(mapped.decoder, text, { levels, quantize: options.quantize, ops, computeDtype })
-              : buildGraniteTextDecoderModel(mapped.decoder, text, {
-                  levels,
-                  logitsToKeep: true,
-                  kvCache,
-                  quantize: options.quantize,
-                  ops,
-                  computeDtype,
-                }),
-            root,
-            session,
-            options,
-            {
-              extraFiles,
-              onSession,
-            },
-          ),
-        ),
-      );
-      await held.closeCheckpoint();
-      const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
-      const model = new Granite4Vision(config, visionSession, decoder.session, {
-        loadMs: t1 - t0,
-        buildMs: vision.buildMs + decoder.buildMs,
-        sessionMs: vision.sessionMs + decoder.sessionMs,
-      });
-      model.kvCache = kvCache;
-      model.loop = loop;
-      model.computeDtype = computeDtype;
-      held.keep();
-      return model;
-    } finally {
-      await held.dispose();
-    }
+        return { ...mapped, adapter };
+      },
+      visionGraph: (m, computeDtype) => buildGraniteVisionEncoder(m.vision, m.projectors, config, computeDtype),
+      decoderGraph: (m, { loop, kvCache, quantize, ops, computeDtype }) =>
+        loop === 'graph'
+          ? buildGraniteDecodeLoopModel(m.decoder, text, { levels, quantize, ops, computeDtype })
+          : buildGraniteTextDecoderModel(m.decoder, text, { levels, logitsToKeep: true, kvCache, quantize, ops, computeDtype }),
+      // The adapter's files are part of what the decoder's cache entry was built from.
+      extraFiles: ({ adapter }) =>
+        adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [],
+    });
+    return new Granite4Vision(config, loaded);
   }
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
