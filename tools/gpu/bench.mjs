@@ -17,7 +17,7 @@
 //      peak (nvidia-smi, sampled every 100 ms, minus what was in use before the child started).
 // Prints the table (markdown) and, last, one JSON line; writes the JSON to --out (default $OUT/gpu-bench.json).
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -52,9 +52,13 @@ const log = (msg) => process.stderr.write(`[gpu-bench] ${msg}\n`);
 // the variants: what the built models package offers (its declarations say which options exist)
 
 const dts = (() => {
+  // Every declaration file of the built package: the option names, wherever they are declared.
   const d = join(root, 'packages/models/dist');
-  const files = ['index.d.ts', 'decoder-model.d.ts', 'generate.d.ts', 'ernie/model.d.ts', 'registry.d.ts', 'session-cache.d.ts'];
-  return files.map((f) => (existsSync(join(d, f)) ? readFileSync(join(d, f), 'utf8') : '')).join('\n');
+  if (!existsSync(d)) return '';
+  return readdirSync(d, { recursive: true })
+    .filter((f) => String(f).endsWith('.d.ts'))
+    .map((f) => readFileSync(join(d, String(f)), 'utf8'))
+    .join('\n');
 })();
 const offers = (option) => new RegExp(`\\b${option}\\??:`).test(dts);
 
