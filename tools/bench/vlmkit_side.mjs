@@ -8,7 +8,7 @@
 //        (vision, prefill, ms/token) JSON_OPTS.repeats times; VmHWM of this process.
 //   node vlmkit_side.mjs curves DIR CACHE_DIR JSON_OPTS   vision against patches, prefill and decode against length.
 //
-// JSON_OPTS: { threads, repeats, newTokens, quantize?, hfOut?, points?, device?, load?, generate?, perTokenByDifference? }. `quantize` is
+// JSON_OPTS: { threads, repeats, newTokens, quantize?, hfOut?, points?, device?, load?, generate? }. `quantize` is
 // passed to fromPretrained only when set (bench.mjs sets it only when the models package declares the option);
 // `device` (default 'cpu') and the objects `load` / `generate` (extra fromPretrained / generate options, e.g. the
 // decode loop or the compute dtype: tools/gpu/bench.mjs) likewise.
@@ -123,26 +123,23 @@ async function run() {
   const decode = [];
   const total = [];
   let ids;
-  // With `perTokenByDifference`, decode per token also as (generate of N tokens - generate of 1) / (N - 1): the same
-  // definition whatever the decode loop (an in-graph loop runs many tokens per session run, so per-step times are
-  // per chunk). Off by default: the extra generate would also count in this process's peak RSS.
-  const one = [];
+  // Decode per token also as (generate - vision - prefill) / (N - 1): all the time after the first token, over the
+  // tokens after it, from the same run; one definition whatever the decode loop (the in-graph loop runs many tokens
+  // per session run, so its per-step times are per chunk).
+  const perToken = [];
   // On a GPU the first run also warms the EP up (cuBLAS/cuDNN plans, the arena): one untimed run first.
   if (loadOptions.device !== 'cpu') await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
   for (let r = 0; r < opts.repeats; r++) {
     const t0 = performance.now();
     const gen = await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
-    total.push(performance.now() - t0);
+    const ms = performance.now() - t0;
+    total.push(ms);
     vision.push(gen.visionMs);
     prefill.push(gen.timings.prefillMs);
     decode.push(median(gen.timings.stepMs));
+    perToken.push((ms - gen.visionMs - gen.timings.prefillMs) / Math.max(gen.tokens[0].length - 1, 1));
     ids = gen.tokens[0];
-    if (!opts.perTokenByDifference) continue;
-    const t1 = performance.now();
-    await model.generate(inputs, { maxNewTokens: 1, eos: [], ...generateOptions });
-    one.push(performance.now() - t1);
   }
-  const perToken = one.length ? total.map((t, i) => (t - one[i]) / Math.max(opts.newTokens - 1, 1)) : [];
   const peak = vmHwmMb();
   await model.release();
   return {
@@ -155,9 +152,8 @@ async function run() {
     vision_ms: median(vision),
     prefill_ms: median(prefill),
     decode_ms: median(decode),
-    decode_per_token_ms: perToken.length ? median(perToken) : null,
+    decode_per_token_ms: median(perToken),
     generate_ms: median(total),
-    generate_one_ms: median(one),
     device: model.device,
     device_reason: model.deviceReason,
     load_options: opts.load ?? {},

@@ -13,7 +13,7 @@
 //      (ms/token: median step, synchronized), peak GPU memory (torch.cuda.max_memory_allocated/reserved);
 //   3. vlmkit cold: builds the graphs into the cache, then a teacher-forced forward compared with PyTorch's logits;
 //   4. vlmkit runs, one per variant the models package offers (host decode loop; in-graph loop; compute dtypes):
-//      vision, prefill, decode ms/token = (generate(N) - generate(1)) / (N - 1), the device's memory in use at its
+//      vision, prefill, decode ms/token = (generate - vision - prefill) / (N - 1), the device's memory in use at its
 //      peak (nvidia-smi, sampled every 100 ms, minus what was in use before the child started).
 // Prints the table (markdown) and, last, one JSON line; writes the JSON to --out (default $OUT/gpu-bench.json).
 import { execFileSync, spawn } from 'node:child_process';
@@ -132,13 +132,7 @@ const py = (args, what) => child(o.python, [join(bench, 'torch_side.py'), ...arg
 const vl = (mode, opts, what) =>
   child(
     process.execPath,
-    [
-      join(bench, 'vlmkit_side.mjs'),
-      mode,
-      dir,
-      cache,
-      JSON.stringify({ threads, repeats, newTokens, device, perTokenByDifference: true, ...opts }),
-    ],
+    [join(bench, 'vlmkit_side.mjs'), mode, dir, cache, JSON.stringify({ threads, repeats, newTokens, device, ...opts })],
     what,
   );
 
@@ -211,7 +205,7 @@ const rows = [
 const lines = [
   `GPU bench, medium ERNIE (392M, 1280-token prompt with one 448x448 image, ${newTokens} greedy tokens), device ${device}, ` +
     `medians of ${repeats}; ratios against PyTorch of the same dtype (bfloat16 for float16/bfloat16 vlmkit). decode ms/token: ` +
-    'PyTorch the median step inside generate (synchronized), vlmkit (generate(N) - generate(1)) / (N - 1), whatever the loop; ' +
+    'PyTorch the median step inside generate (synchronized), vlmkit (generate - vision - prefill) / (N - 1), whatever the loop; ' +
     'median step: per session run (the in-graph loop runs many tokens per run)',
   '',
   '| system | vision ms | prefill ms | decode ms/token | median step ms | device memory MB | vision / PT | prefill / PT | decode / PT |',
