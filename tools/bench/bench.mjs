@@ -3,7 +3,7 @@
 // Needs `pnpm build` (the script does it) and the Python reference env .venv-ref (tools/fixtures/README.md,
 // tools/bench/requirements.txt). Not part of the tests or CI. See tools/bench/README.md for the options.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,10 +60,14 @@ for (const c of configs) {
   if (!['medium', 'granite', 'ernie28b'].includes(c)) throw new Error(`--only: unknown config '${c}' (medium, granite, ernie28b)`);
 }
 
-/** Quantized modes the models package offers: `quantize` in its load options (declared in dist .d.ts). */
+/** Quantized modes the models package offers: `quantize` in its load options (declared somewhere in its dist .d.ts). */
 function quantModes() {
-  const dts = join(root, 'packages/models/dist/ernie/model.d.ts');
-  const offered = existsSync(dts) && /\bquantize\??:/.test(readFileSync(dts, 'utf8'));
+  const dist = join(root, 'packages/models/dist');
+  const offered =
+    existsSync(dist) &&
+    readdirSync(dist, { recursive: true })
+      .filter((f) => String(f).endsWith('.d.ts'))
+      .some((f) => /\bquantize\??:/.test(readFileSync(join(dist, String(f)), 'utf8')));
   const wanted = (o.quantize ?? 'float32,int8,int4').split(',');
   return wanted.filter((q) => q === 'float32' || (offered && ['int8', 'int4'].includes(q)));
 }
