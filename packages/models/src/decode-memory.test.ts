@@ -55,7 +55,7 @@ describe('decode memory', () => {
     }
   }, 120_000);
 
-  it('an aborted generate stops within one step and keeps nothing: 20 aborted runs leave RSS flat', async () => {
+  it('an aborted generate stops within one step and keeps nothing: batches of 20 aborted runs leave RSS flat', async () => {
     const model = await Ernie45VL.fromPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu', threads: 1 });
     try {
       const aborted = async (at: number): Promise<number> => {
@@ -67,9 +67,25 @@ describe('decode memory', () => {
         return tokens[0]!.length;
       };
       expect(await aborted(4)).toBe(5); // the step that saw the abort is the last
-      const before = rssMiB();
-      for (let i = 0; i < 20; i++) expect(await aborted(10 + i)).toBe(11 + i);
-      expect(rssMiB() - before).toBeLessThan(12);
+      // A first batch of 20 runs brings the allocators (ORT's, V8's, glibc's) to their working size; then three
+      // measured batches: a run that kept its buffers would grow every batch alike, while the allocators now and
+      // then step up once (8 batches in a loop read 169, 172, 172, 173, 174, 174, 175, 175 MiB; a single batch
+      // grew 13-16 MiB at times, which failed a one-batch version of this test in CI). So the median batch's growth
+      // is bounded. Sensitivity, measured by injecting a leak into `aborted`: 1 MiB kept per run grew 28, 18.4,
+      // 19.7 MiB (fails); 0.25 MiB per run grew 20, 1.6, 0.1 MiB (passes: freed memory of the 600-token prefills
+      // absorbs it). This catches a request's KV cache or session state kept at real sizes, not a small leak.
+      const batch = async () => {
+        for (let i = 0; i < 20; i++) expect(await aborted(10 + i)).toBe(11 + i);
+      };
+      await batch();
+      const growth: number[] = [];
+      for (let b = 0; b < 3; b++) {
+        const before = rssMiB();
+        await batch();
+        growth.push(rssMiB() - before);
+      }
+      const median = [...growth].sort((a, b) => a - b)[1]!;
+      expect(median, `RSS growth per batch of 20 aborted runs: ${growth.map((g) => g.toFixed(1)).join(', ')} MiB`).toBeLessThan(4);
     } finally {
       await model.release();
     }
