@@ -3,29 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { MoeDecoderError } from '../errors.js';
 import { graniteStep } from '../test-utils/granite-runner.js';
 import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from '../test-utils/ort.js';
+import { tinyGraniteConfig } from '../test-utils/random-model.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 import { graniteTextExpectedParameters } from './parameters.js';
 import { buildGraniteTextDecoderModel } from './standalone.js';
 
-const config: GraniteTextConfig = {
-  hiddenSize: 32,
-  numHiddenLayers: 3,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  headDim: 8,
-  intermediateSize: 48,
-  vocabSize: 40,
-  rmsNormEps: 1e-5,
-  ropeTheta: 10000,
-  embeddingMultiplier: 3,
-  attentionMultiplier: 0.3,
-  residualMultiplier: 0.5,
-  logitsScaling: 2,
-  tieWordEmbeddings: true,
-  attentionBias: true,
-  mlpBias: true,
-};
+const config: GraniteTextConfig = { ...tinyGraniteConfig, numHiddenLayers: 3 };
 const levels = [2, 0];
 
 function randomWeights(c: GraniteTextConfig): Weights {
