@@ -2,7 +2,7 @@ import ort from 'onnxruntime-node';
 import { describe, expect, it, vi } from 'vitest';
 import { CUDA_PROVIDER_FILES, findCudaBinaries, ortBindingDir } from './device.js';
 import { RuntimeError } from './errors.js';
-import { createSession, cudaTf32, openSession } from './session.js';
+import { createSession, cudaTf32, openSession, ortSessionOptions } from './session.js';
 import { float32, toOrt } from './tensor.js';
 import { affineModel, identityModel, impossibleReshapeModel, modelBytes, node, valueInfo } from './test-utils/onnx-models.js';
 
@@ -186,5 +186,28 @@ describe('CUDA TF32 choice (NVIDIA_TF32_OVERRIDE)', () => {
     expect(() => cudaTf32('m', true, { NVIDIA_TF32_OVERRIDE: '0' }, {})).toThrow(/NVIDIA_TF32_OVERRIDE=0 is set in the environment/);
     expect(cudaTf32('m', false, { NVIDIA_TF32_OVERRIDE: '0' }, {})).toBe(false);
     expect(cudaTf32('m', true, { NVIDIA_TF32_OVERRIDE: '1' }, {})).toBe(true);
+  });
+});
+
+describe('ORT session options', () => {
+  it("defaults: no memory pattern (a decoder's per-step shapes each cached a plan, issue 10), no prepacking, quiet ORT", () => {
+    const o = ortSessionOptions({}, false);
+    expect(o.enableMemPattern).toBe(false);
+    expect(o.extra).toEqual({ session: { disable_prepacking: '1' } });
+    expect(o.logSeverityLevel).toBe(4);
+    expect(o.enableCpuMemArena).toBeUndefined();
+  });
+
+  it('each option reaches ORT', () => {
+    const o = ortSessionOptions(
+      { memoryPattern: true, prepack: true, cpuMemArena: false, threads: 3, graphOptimizationLevel: 'basic' },
+      true,
+    );
+    expect(o.enableMemPattern).toBe(true);
+    expect(o.extra).toBeUndefined();
+    expect(o.enableCpuMemArena).toBe(false);
+    expect(o.intraOpNumThreads).toBe(3);
+    expect(o.graphOptimizationLevel).toBe('basic');
+    expect(o.logSeverityLevel).toBe(2);
   });
 });

@@ -175,6 +175,24 @@ function checkOptions(name: string, opts: SessionOptions): void {
 }
 
 /**
+ * The ORT session options (all but the execution providers) for `opts`; `logging`: let ORT's own lines through.
+ * Exported for tests.
+ */
+export function ortSessionOptions(opts: SessionOptions, logging: boolean): ort.InferenceSession.SessionOptions {
+  const base: ort.InferenceSession.SessionOptions = {
+    // ORT's own error lines would repeat what we throw; let them through only when logging is on.
+    logSeverityLevel: logging ? 2 : 4,
+  };
+  if (opts.threads !== undefined) base.intraOpNumThreads = opts.threads;
+  if (opts.graphOptimizationLevel !== undefined) base.graphOptimizationLevel = opts.graphOptimizationLevel;
+  base.enableMemPattern = opts.memoryPattern ?? false;
+  if (opts.externalData !== undefined) base.externalData = opts.externalData.map(({ path, data }) => ({ path, data }));
+  if (opts.prepack !== true) base.extra = { session: { disable_prepacking: '1' } };
+  if (opts.cpuMemArena === false) base.enableCpuMemArena = false;
+  return base;
+}
+
+/**
  * createSession with the device facts injectable (tests use it to play a
  * machine with CUDA binaries and a GPU). Not exported from the package.
  */
@@ -184,16 +202,7 @@ export async function openSession(model: Uint8Array | string, opts: SessionOptio
   const log = resolveLogger(opts.logger);
   const request = opts.device ?? 'auto';
 
-  const base: ort.InferenceSession.SessionOptions = {
-    // ORT's own error lines would repeat what we throw; let them through only when logging is on.
-    logSeverityLevel: log ? 2 : 4,
-  };
-  if (opts.threads !== undefined) base.intraOpNumThreads = opts.threads;
-  if (opts.graphOptimizationLevel !== undefined) base.graphOptimizationLevel = opts.graphOptimizationLevel;
-  base.enableMemPattern = opts.memoryPattern ?? false;
-  if (opts.externalData !== undefined) base.externalData = opts.externalData.map(({ path, data }) => ({ path, data }));
-  if (opts.prepack !== true) base.extra = { session: { disable_prepacking: '1' } };
-  if (opts.cpuMemArena === false) base.enableCpuMemArena = false;
+  const base = ortSessionOptions(opts, log !== undefined);
 
   const choice = chooseDevice(request, facts);
   if (choice.unavailable !== undefined) {
