@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { GraphError } from './errors.js';
 import { Graph } from './graph.js';
 import { loadModelProto, saveModel } from './model.js';
+import { everyNode } from './nodes.js';
 import { tensorFromArray } from './tensor-ref.js';
 import { randn, runGraph } from './test-utils/ort.js';
 
@@ -169,5 +170,22 @@ describe('saveModel fold inside a body', () => {
     expect(body.node!.map((n) => n.opType)).not.toContain('Transpose');
     expect(proto.graph!.initializer!.map((t) => [t.dataType, t.dims!.map(Number)])).toContainEqual([1, [8, 4]]);
     expect(proto.graph!.initializer!.map((t) => t.name)).not.toContain('fc.weight');
+  });
+});
+
+describe('everyNode', () => {
+  it('walks subgraphs (If branches, nested), each node before its bodies', () => {
+    const g = new Graph();
+    const x = g.input('x', 'float32', [2]);
+    const c = g.input('c', 'bool', []);
+    const [y] = g.if(
+      c,
+      (b) => b.if(c, (bb) => [bb.neg(x)], (bb) => [bb.sqrt(x)]),
+      (b) => [b.exp(b.abs(x))],
+    );
+    g.output(y!, 'y');
+    const ops = [...everyNode(g.snapshot().nodes)].map((n) => n.opType);
+    expect(ops).toEqual(['If', 'If', 'Neg', 'Sqrt', 'Abs', 'Exp', 'Identity']);
+    expect(g.snapshot().nodes.map((n) => n.opType)).toEqual(['If', 'Identity']);
   });
 });

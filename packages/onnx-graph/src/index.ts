@@ -28,6 +28,7 @@ export {
   tensorBytes,
 } from './model.js';
 export * as nn from './nn.js';
+export { everyNode } from './nodes.js';
 export type { AttentionOptions, AttentionResult } from './ops-attention.js';
 export * as contrib from './ops-contrib.js';
 export { OP_SETS, type OpSet, opSet } from './ops-contrib.js';
