@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Graph } from '@vlmkit/onnx-graph';
+import { everyNode, type Graph } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernieTextConfigFromHf } from './ernie/config.js';
@@ -15,7 +15,7 @@ requireFixtures(['ernie-tiny', 'config.json'], ['granite-tiny', 'config.json']);
 /** Node count per `domain:opType`. */
 function opCounts(g: Graph): Map<string, number> {
   const m = new Map<string, number>();
-  for (const n of g.snapshot().nodes) {
+  for (const n of everyNode(g.snapshot().nodes)) {
     const k = `${n.domain ? `${n.domain}:` : ''}${n.opType}`;
     m.set(k, (m.get(k) ?? 0) + 1);
   }

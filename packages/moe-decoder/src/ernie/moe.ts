@@ -61,9 +61,25 @@ export function ernieMoe(
   const isVision = g.cast(g.reshape(inputs.moeTokenType, [-1, 1]), 'bool'); // [N, 1]
   const isText = g.not(isVision);
   const text = routedExperts(g, w, config, { modality: 'text', tokens, inModality: isText, impl });
-  const vision = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision, impl });
   // Sparse: each modality only wrote its own tokens' rows. All: both ran everywhere; keep each token's own.
-  let out = impl === 'all' ? g.where(isVision, vision.out, text.out) : g.add(text.out, vision.out);
+  const withVision = (b: Graph, vision: Value) => (impl === 'all' ? b.where(isVision, vision, text.out) : b.add(text.out, vision));
+  let out: Value;
+  let vision: { topkIds: Value; topkWeights: Value } | undefined;
+  if (options.routing) {
+    const v = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision, impl });
+    out = withVision(g, v.out);
+    vision = v;
+  } else {
+    // Runs without vision tokens (every decode step, text-only prompts) skip the vision router and experts: in
+    // an If, since an empty modality still costs each of its ~75 nodes per layer a kernel launch. The text
+    // experts' result is then the routed output as it was (the vision experts add nothing to a text token).
+    const anyVision = g.cast(g.reduceMax(g.cast(g.reshape(isVision, [-1]), 'int32'), [0], false), 'bool');
+    [out] = g.if(
+      anyVision,
+      (b) => [withVision(b, routedExperts(b, w, config, { modality: 'vision', tokens, inModality: isVision, impl }).out)],
+      () => [text.out],
+    ) as [Value];
+  }
   if (moe.numSharedExperts > 0) {
     // vLLM: shared_experts = Ernie4_5_VLMoeMLP(intermediate_size = moe_intermediate_size[0] * moe_num_shared_experts).
     const intermediateSize = moe.intermediateSize[0] * moe.numSharedExperts;
@@ -71,12 +87,13 @@ export function ernieMoe(
     out = g.add(out, shared);
   }
   // Each token's routing from the modality it took, for callers that inspect it.
-  const routing = options.routing
-    ? g.scope('routing', () => ({
-        topkIds: g.where(isVision, vision.topkIds, text.topkIds),
-        topkWeights: g.where(isVision, vision.topkWeights, text.topkWeights),
-      }))
-    : undefined;
+  const routing =
+    vision !== undefined
+      ? g.scope('routing', () => ({
+          topkIds: g.where(isVision, vision.topkIds, text.topkIds),
+          topkWeights: g.where(isVision, vision.topkWeights, text.topkWeights),
+        }))
+      : undefined;
   return { out: g.reshape(out, g.shapeOf(x), x.shape), routing };
 }
 
