@@ -11,11 +11,9 @@ import { randomGraniteWeights, randomWeights, tinyConfig, tinyGraniteConfig } fr
 import { argmax, step } from './test-utils/runner.js';
 
 const B = 2;
-const PROMPT = 6;
 const STEPS = 4;
-const CAP = PROMPT + STEPS;
-// Row 1 left padded by 2.
-const promptMask = Array.from({ length: B * PROMPT }, (_, n) => (n >= PROMPT && n < PROMPT + 2 ? 0 : 1));
+// 6 positions: the prompt takes the op; 150: it runs in causal blocks of query rows (nn.causalChunkedAttention).
+const PROMPTS = [6, 150];
 
 interface Slots {
   key: Float32Array;
@@ -33,17 +31,22 @@ class Caches {
   concat: { key: ort.Tensor; value: ort.Tensor }[] | undefined;
   readonly slots: Slots[];
   filled = 0;
-  mask: number[] = [...promptMask];
+  mask: number[];
+  readonly cap: number;
 
   constructor(
     layers: number,
     private readonly hkv: number,
     private readonly hd: number,
+    prompt: number,
   ) {
+    this.cap = prompt + STEPS;
+    // Row 1 left padded by 2.
+    this.mask = Array.from({ length: B * prompt }, (_, n) => (n >= prompt && n < prompt + 2 ? 0 : 1));
     // Junk in every slot: the mask must keep free ones out.
     this.slots = Array.from({ length: layers }, (_, l) => ({
-      key: randn(B * hkv * CAP * hd, 900 + l, 30),
-      value: randn(B * hkv * CAP * hd, 950 + l, 30),
+      key: randn(B * hkv * this.cap * hd, 900 + l, 30),
+      value: randn(B * hkv * this.cap * hd, 950 + l, 30),
     }));
   }
 
@@ -52,15 +55,15 @@ class Caches {
     const T = this.mask.length / B;
     const slotMask: number[] = [];
     for (let b = 0; b < B; b++) {
-      const row = this.filled === 0 ? [] : Array.from({ length: CAP }, (_, j) => (j < this.filled ? this.mask[b * T + j]! : 0));
+      const row = this.filled === 0 ? [] : Array.from({ length: this.cap }, (_, j) => (j < this.filled ? this.mask[b * T + j]! : 0));
       slotMask.push(...row, ...this.mask.slice(b * T + this.filled, (b + 1) * T));
     }
     const past =
       this.filled === 0
         ? undefined
         : this.slots.map((s) => ({
-            key: new ort.Tensor('float32', s.key, [B, hkv, CAP, hd]),
-            value: new ort.Tensor('float32', s.value, [B, hkv, CAP, hd]),
+            key: new ort.Tensor('float32', s.key, [B, hkv, this.cap, hd]),
+            value: new ort.Tensor('float32', s.value, [B, hkv, this.cap, hd]),
           }));
     expect(T - this.filled).toBe(S);
     return { concat: { mask: this.mask, past: this.concat }, append: { mask: slotMask, past } };
@@ -78,7 +81,7 @@ class Caches {
       for (const kind of ['key', 'value'] as const) {
         const src = p[kind].data as Float32Array;
         for (let r = 0; r < B * hkv; r++)
-          this.slots[l]![kind].set(src.subarray(r * S * hd, (r + 1) * S * hd), (r * CAP + this.filled) * hd);
+          this.slots[l]![kind].set(src.subarray(r * S * hd, (r + 1) * S * hd), (r * this.cap + this.filled) * hd);
       }
     });
     this.filled += S;
@@ -95,13 +98,13 @@ function expectClose(got: Float32Array, want: Float32Array, what: string): void 
   expect(maxAbsDiff(got, want), what).toBeLessThanOrEqual(1e-5 * maxAbs(want));
 }
 
-describe("kvCache 'append' equals 'concat'", () => {
+describe.each(PROMPTS)("kvCache 'append' equals 'concat' (a %i-position prompt)", (PROMPT) => {
   it('ERNIE: prefill and decode steps of a left-padded batch', async () => {
     const cfg = tinyConfig;
     const { weights } = randomWeights(cfg);
     const concat = await sessionFor(buildErnieTextDecoderModel(weights, cfg));
     const append = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { kvCache: 'append' }));
-    const caches = new Caches(cfg.numHiddenLayers, cfg.numKeyValueHeads, cfg.headDim);
+    const caches = new Caches(cfg.numHiddenLayers, cfg.numKeyValueHeads, cfg.headDim, PROMPT);
     let ids = Array.from({ length: B * PROMPT }, (_, i) => (i * 5 + 1) % cfg.vocabSize);
     let S = PROMPT;
     for (let n = 0; n <= STEPS; n++) {
@@ -116,7 +119,7 @@ describe("kvCache 'append' equals 'concat'", () => {
       ids = Array.from({ length: B }, (_, r) => argmax(a.logits, r * S + S - 1, cfg.vocabSize));
       S = 1;
     }
-    expect(caches.filled).toBe(CAP);
+    expect(caches.filled).toBe(caches.cap);
   });
 
   it('Granite: the same', async () => {
@@ -124,7 +127,7 @@ describe("kvCache 'append' equals 'concat'", () => {
     const weights = randomGraniteWeights(config, 70);
     const concat = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [] }));
     const append = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [], kvCache: 'append' }));
-    const caches = new Caches(config.numHiddenLayers, config.numKeyValueHeads, config.headDim);
+    const caches = new Caches(config.numHiddenLayers, config.numKeyValueHeads, config.headDim, PROMPT);
     let ids = Array.from({ length: B * PROMPT }, (_, i) => (i * 3 + 2) % config.vocabSize);
     let S = PROMPT;
     for (let n = 0; n <= STEPS; n++) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
-import { stepAttention } from './nn-attention.js';
+import { causalChunkedAttention, stepAttention } from './nn-attention.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
 import { sdpaRef } from './test-utils/sdpa.js';
 
@@ -80,4 +80,88 @@ describe('nn.stepAttention', () => {
       /computes in float32/,
     );
   });
+});
+
+// A prompt after a cache: causalChunkedAttention against the reference and against one ONNX Attention.
+describe('nn.causalChunkedAttention', () => {
+  const [B, H, Hkv, hd] = [2, 4, 2, 8];
+  const cases = [
+    { S: 37, C: 0, chunks: 4 },
+    { S: 10, C: 4, chunks: 4 },
+    { S: 9, C: 3, chunks: 2 },
+    { S: 4, C: 0, chunks: 4 },
+  ];
+  for (const { S, C, chunks } of cases) {
+    it(`S ${S} after ${C} cache slots, ${chunks} chunks: the op's numbers`, async () => {
+      const T = C + S;
+      const q = randn(B * S * H * hd, 41 + S);
+      const k = randn(B * S * Hkv * hd, 42);
+      const v = randn(B * S * Hkv * hd, 43);
+      const pk = randn(B * Hkv * C * hd, 44);
+      const pv = randn(B * Hkv * C * hd, 45);
+      // Causal over the new positions; row 0's cache slot 1 free (junk), row 1 left-padded by 2 new positions.
+      const allowed = (b: number, i: number, j: number) =>
+        (j < C ? !(b === 0 && j === 1) : j - C <= i) && !(b === 1 && j >= C && j < C + 2);
+      const mask = Uint8Array.from({ length: B * S * T }, (_, n) => {
+        const b = Math.floor(n / (S * T));
+        return allowed(b, Math.floor(n / T) % S, n % T) ? 1 : 0;
+      });
+      // [B, S, X*hd] -> [B, X, S, hd]
+      const heads = (x: Float32Array, X: number, L: number) => {
+        const out = new Float32Array(x.length);
+        for (let b = 0; b < B; b++)
+          for (let s = 0; s < L; s++)
+            for (let h = 0; h < X; h++)
+              for (let d = 0; d < hd; d++) out[((b * X + h) * L + s) * hd + d] = x[((b * L + s) * X + h) * hd + d]!;
+        return out;
+      };
+      const cat = (past: Float32Array, cur: Float32Array) => {
+        const c = heads(cur, Hkv, S);
+        const out = new Float32Array(B * Hkv * T * hd);
+        for (let b = 0; b < B; b++)
+          for (let h = 0; h < Hkv; h++) {
+            out.set(past.subarray((b * Hkv + h) * C * hd, (b * Hkv + h + 1) * C * hd), (b * Hkv + h) * T * hd);
+            out.set(c.subarray((b * Hkv + h) * S * hd, (b * Hkv + h + 1) * S * hd), ((b * Hkv + h) * T + C) * hd);
+          }
+        return out;
+      };
+      const refHeads = sdpaRef(heads(q, H, S), cat(pk, k), cat(pv, v), B, H, Hkv, S, T, hd, allowed);
+      // Padded query rows (every key masked) are NaN in the reference: compare the rest.
+      const g = new Graph();
+      const qi = g.input('q', 'float32', ['B', 'S', H * hd]);
+      const ki = g.input('k', 'float32', ['B', 'S', Hkv * hd]);
+      const vi = g.input('v', 'float32', ['B', 'S', Hkv * hd]);
+      const pki = g.input('pk', 'float32', ['B', Hkv, 'C', hd]);
+      const pvi = g.input('pv', 'float32', ['B', Hkv, 'C', hd]);
+      const m = g.input('mask', 'bool', ['B', 1, 'S', 'T']);
+      const sizes = { numHeads: H, kvNumHeads: Hkv, headDim: hd, scale: 1 / Math.sqrt(hd) };
+      const y = causalChunkedAttention(g, qi, ki, vi, { key: pki, value: pvi }, m, sizes, chunks);
+      expect(y.shape).toEqual(qi.shape);
+      g.output(y, 'y');
+      g.output(g.attention(qi, ki, vi, { qNumHeads: H, kvNumHeads: Hkv, mask: m, pastKey: pki, pastValue: pvi }).out, 'op');
+      const out = await runGraph(g, {
+        q: { dtype: 'float32', dims: [B, S, H * hd], data: q },
+        k: { dtype: 'float32', dims: [B, S, Hkv * hd], data: k },
+        v: { dtype: 'float32', dims: [B, S, Hkv * hd], data: v },
+        pk: { dtype: 'float32', dims: [B, Hkv, C, hd], data: pk },
+        pv: { dtype: 'float32', dims: [B, Hkv, C, hd], data: pv },
+        mask: { dtype: 'bool', dims: [B, 1, S, T], data: mask },
+      });
+      const yv = out.y!.data as Float32Array;
+      const op = out.op!.data as Float32Array;
+      expect(out.y!.dims).toEqual([B, S, H * hd]);
+      const yh = heads(yv, H, S);
+      const opH = heads(op, H, S);
+      let checked = 0;
+      for (let n = 0; n < refHeads.length; n++) {
+        if (Number.isNaN(refHeads[n]!)) continue;
+        expect(Math.abs(yh[n]! - refHeads[n]!)).toBeLessThan(1e-5);
+        checked++;
+      }
+      expect(checked).toBeGreaterThan(refHeads.length / 2);
+      // Every row, padded ones included, is the op's own result.
+      expect(maxAbsDiff(yv, op)).toBeLessThan(1e-6);
+      expect(Number.isNaN(maxAbsDiff(opH, yh))).toBe(false);
+    });
+  }
 });

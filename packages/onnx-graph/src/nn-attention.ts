@@ -54,3 +54,52 @@ export function stepAttention(
     return g.reshape(g.add(fromCache, fromNew), [0, 1, h * hd], q.shape);
   });
 }
+
+/**
+ * Causal grouped-query attention of a prompt (S new positions per row after a cache of C slots) in `chunks`
+ * blocks of query rows, each block against only the keys it can see: rows [j*h, (j+1)*h) read the cache and
+ * the first (j+1)*h new keys (h = floor(S / chunks); the last block takes the remainder and every key). The
+ * score and weighted-sum work falls to (chunks + 1) / (2 * chunks) of one ONNX Attention over all keys (ORT's
+ * CPU kernel computes every score and masks afterwards), with that op's numbers: each block is the op on its
+ * rows, the keys it drops are masked for them anyway.
+ *
+ * `mask` bool [B, 1, S, C + S] must be causal in the new positions (row i attends to no new key after i):
+ * a decoder's causal + padding mask. Other arguments as `stepAttention`; q [B, S, H*hd], k/v [B, S, Hkv*hd].
+ * Needs S >= chunks (smaller prompts: one op).
+ */
+export function causalChunkedAttention(
+  g: Graph,
+  q: Value,
+  k: Value,
+  v: Value,
+  past: { key: Value; value: Value },
+  mask: Value,
+  sizes: StepAttentionSizes,
+  chunks: number,
+): Value {
+  const { numHeads, kvNumHeads, scale } = sizes;
+  if (!Number.isInteger(chunks) || chunks < 2)
+    throw new GraphError('BAD_ARGUMENT', `causalChunkedAttention needs chunks >= 2, got ${chunks}`);
+  return g.scope('chunked_attn', () => {
+    const i64 = (x: number) => g.constant('int64', [1], [x]);
+    const S = g.shapeOf(q, 1, 2);
+    const C = g.shapeOf(past.key, 2, 3);
+    const h = g.div(S, i64(chunks));
+    const last = g.sub(S, g.mul(h, i64(chunks - 1)));
+    const rows = g.concat([...Array.from({ length: chunks - 1 }, () => h), last], 0);
+    const qRows = g.splitDynamic(q, rows, chunks, 1);
+    const maskRows = g.splitDynamic(mask, rows, chunks, 2);
+    const outs = qRows.map((qj, j) => {
+      const attend = (keys: Value, values: Value, m: Value) =>
+        g.attention(qj, keys, values, { qNumHeads: numHeads, kvNumHeads, scale, mask: m, pastKey: past.key, pastValue: past.value }).out;
+      if (j === chunks - 1) return attend(k, v, maskRows[j]!);
+      const seen = g.mul(h, i64(j + 1));
+      const cut = g.concat([seen, g.sub(S, seen)], 0);
+      const [kj] = g.splitDynamic(k, cut, 2, 1);
+      const [vj] = g.splitDynamic(v, cut, 2, 1);
+      const [mj] = g.splitDynamic(maskRows[j]!, g.concat([g.add(C, seen), g.sub(S, seen)], 0), 2, 3);
+      return attend(kj!, vj!, mj!);
+    });
+    return g.reshape(g.concat(outs, 1), [0, 0, numHeads * sizes.headDim], q.shape);
+  });
+}

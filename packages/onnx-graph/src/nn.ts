@@ -134,5 +134,5 @@ export function maskToBias(g: Graph, mask: Value, dtype: Value['dtype'] = 'float
   return g.where(mask, g.scalar(0, dtype), g.scalar(dtype === 'float16' ? -65504 : -1e9, dtype));
 }
 
-export { type StepAttentionSizes, stepAttention } from './nn-attention.js';
+export { causalChunkedAttention, type StepAttentionSizes, stepAttention } from './nn-attention.js';
 export { type Residual, repeatKvHeads, residualLayerNorm, residualRmsNorm, settle } from './nn-fused.js';
