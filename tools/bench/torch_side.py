@@ -390,25 +390,26 @@ def run(args) -> dict:
     load_s = time.perf_counter() - t0
     vision = []
     feats = None
-    # On a GPU the first runs also warm cuBLAS/cuDNN up (plans, workspaces): one untimed run of each first.
-    for r in range(args.repeats + (dev == "cuda")):
+    # One untimed run of each first, on every device (vlmkit_side.mjs does the same): the medians are steady-state
+    # times, without the first run's one-time costs (allocator growth, oneDNN primitives, cuBLAS/cuDNN plans).
+    for r in range(args.repeats + 1):
         sync(dev)
         t0 = time.perf_counter()
         feats = vision_features(model, info, inputs)
         sync(dev)
-        if r or dev != "cuda":
+        if r:
             vision.append(time.perf_counter() - t0)
     # Prefill alone: the forward that generate runs first (cache on, last position's logits only), with the
     # image features already computed (the model's own get_image_features answers from the last run).
     real = model.model.get_image_features
     model.model.get_image_features = lambda *a, **k: feats
     prefill = []
-    for r in range(args.repeats + (dev == "cuda")):
+    for r in range(args.repeats + 1):
         sync(dev)
         t0 = time.perf_counter()
         model(**inputs, use_cache=True, logits_to_keep=1)
         sync(dev)
-        if r or dev != "cuda":
+        if r:
             prefill.append(time.perf_counter() - t0)
     model.model.get_image_features = real
     decode = []

@@ -127,8 +127,9 @@ async function run() {
   // tokens after it, from the same run; one definition whatever the decode loop (the in-graph loop runs many tokens
   // per session run, so its per-step times are per chunk).
   const perToken = [];
-  // On a GPU the first run also warms the EP up (cuBLAS/cuDNN plans, the arena): one untimed run first.
-  if (loadOptions.device !== 'cpu') await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
+  // One untimed run first, on every device (torch_side.py does the same): the medians are steady-state times,
+  // without the first run's one-time costs (ORT's arena growth, page faults on mapped weights, cuBLAS/cuDNN plans).
+  await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
   for (let r = 0; r < opts.repeats; r++) {
     const t0 = performance.now();
     const gen = await model.generate(inputs, { maxNewTokens: opts.newTokens, eos: [], ...generateOptions });
