@@ -180,7 +180,12 @@ describe('everyNode', () => {
     const c = g.input('c', 'bool', []);
     const [y] = g.if(
       c,
-      (b) => b.if(c, (bb) => [bb.neg(x)], (bb) => [bb.sqrt(x)]),
+      (b) =>
+        b.if(
+          c,
+          (bb) => [bb.neg(x)],
+          (bb) => [bb.sqrt(x)],
+        ),
       (b) => [b.exp(b.abs(x))],
     );
     g.output(y!, 'y');
