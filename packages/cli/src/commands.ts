@@ -20,6 +20,8 @@ export interface CommonOptions {
   adapter?: string | undefined;
   /** The decoder's weights block-quantized at load: 'int8' or 'int4' (default float32). */
   quantize?: QuantizeMode | undefined;
+  /** The vision encoder's weights block-quantized at load: 'int8' or 'int4' (default float32). */
+  quantizeVision?: QuantizeMode | undefined;
   /** The decoder's ops: 'onnx' standard or 'contrib' com.microsoft fused kernels (default per device). */
   ops?: OpSet | undefined;
   /** The generation loop the decoder is built for: 'host' or 'graph' (the in-graph decode loop); default the models'. */
@@ -28,22 +30,28 @@ export interface CommonOptions {
   computeDtype?: ComputeDType | undefined;
 }
 
+/** The load options every command that loads a model passes from its command line. */
+export function modelLoadOptions(o: CommonOptions) {
+  return {
+    device: o.device,
+    reference: o.reference,
+    cacheDir: o.cacheDir,
+    adapter: o.adapter,
+    quantize: o.quantize,
+    quantizeVision: o.quantizeVision,
+    ops: o.ops,
+    loop: o.loop,
+    computeDtype: o.computeDtype,
+  };
+}
+
 function ms(x: number): string {
   return `${x.toFixed(1)} ms`;
 }
 
 /** `vlmkit forward`: HF kwargs in, logits / vision embeddings / position ids out. */
 export async function forwardCommand(o: CommonOptions & { inputs: string; out: string }, out: Out): Promise<void> {
-  const model = await loadPretrained(o.model, {
-    device: o.device,
-    reference: o.reference,
-    cacheDir: o.cacheDir,
-    adapter: o.adapter,
-    quantize: o.quantize,
-    ops: o.ops,
-    loop: o.loop,
-    computeDtype: o.computeDtype,
-  });
+  const model = await loadPretrained(o.model, modelLoadOptions(o));
   try {
     const inputs = await readNamedTensors(o.inputs);
     const t0 = performance.now();
@@ -64,16 +72,7 @@ export interface GenerateCommandOptions extends CommonOptions {
 
 /** `vlmkit generate`: greedy by default; streams each step's tokens; writes `generated_ids` [B, N] int64. */
 export async function generateCommand(o: GenerateCommandOptions, out: Out): Promise<number[][]> {
-  const model = await loadPretrained(o.model, {
-    device: o.device,
-    reference: o.reference,
-    cacheDir: o.cacheDir,
-    adapter: o.adapter,
-    quantize: o.quantize,
-    ops: o.ops,
-    loop: o.loop,
-    computeDtype: o.computeDtype,
-  });
+  const model = await loadPretrained(o.model, modelLoadOptions(o));
   try {
     const inputs = await readNamedTensors(o.inputs);
     out(`device: ${model.device} (${model.deviceReason})\n`);

@@ -48,6 +48,8 @@ common options:
   --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
   --quantize int8|int4     the decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32;
                            run, generate, forward, export; default float32; measured accuracy: packages/models README)
+  --quantize-vision int8|int4
+                           the vision encoder's linear layers block-quantized too (run, generate, forward; default float32)
   --ops onnx|contrib       the decoder's ops: standard ONNX (opset-23 Attention, RMSNormalization, RotaryEmbedding) or
                            onnxruntime's com.microsoft fused kernels (run, generate, forward; default: onnx on CPU,
                            contrib on CUDA; same numbers within float rounding)
@@ -80,6 +82,7 @@ const OPTIONS = {
   'cache-dir': { type: 'string' },
   adapter: { type: 'string' },
   quantize: { type: 'string' },
+  'quantize-vision': { type: 'string' },
   ops: { type: 'string' },
   loop: { type: 'string' },
   'loop-chunk': { type: 'string' },
@@ -173,10 +176,11 @@ export async function main(
     const device = oneOf(v.device, ['auto', 'cpu', 'cuda'] as const, 'device');
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
+    const quantizeVision = v['quantize-vision'] === undefined ? undefined : oneOf(v['quantize-vision'], QUANTIZE_MODES, 'quantize-vision');
     const ops = v.ops === undefined ? undefined : oneOf(v.ops, OP_SETS, 'ops');
     const loop = v.loop === undefined ? undefined : oneOf(v.loop, DECODE_LOOPS, 'loop');
     const computeDtype = v.dtype === undefined ? undefined : oneOf(v.dtype, COMPUTE_DTYPES, 'dtype');
-    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, ops, loop, computeDtype };
+    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, quantizeVision, ops, loop, computeDtype };
     switch (command) {
       case 'export':
         await exportCommand(

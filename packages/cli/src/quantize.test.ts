@@ -1,5 +1,5 @@
-// --quantize int8|int4: the flag reaches the model (its logits are the quantized model's, not float32's) and a
-// bad value is a usage error.
+// --quantize / --quantize-vision int8|int4: the flag reaches the model (its logits are the quantized model's, not
+// float32's) and a bad value is a usage error.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,16 +22,22 @@ describe('vlmkit --quantize', () => {
     expect(await main([...args, '--quantize', 'int8'], () => {})).toBe(0);
     const got = (await readNamedTensors(out)).logits!.data as Float32Array;
     const inputs = await readNamedTensors(inputsPath);
-    const logits = async (quantize?: 'int8') => {
-      const m = await loadPretrained(model, { device: 'cpu', cacheDir, ...(quantize ? { quantize } : {}) });
+    const logits = async (options: { quantize?: 'int8'; quantizeVision?: 'int8' } = {}) => {
+      const m = await loadPretrained(model, { device: 'cpu', cacheDir, ...options });
       try {
         return (await m.forwardNamed(inputs)).logits!.data as Float32Array;
       } finally {
         await m.release();
       }
     };
-    expect(got).toEqual(await logits('int8'));
+    expect(got).toEqual(await logits({ quantize: 'int8' }));
     expect(got).not.toEqual(await logits());
+    // --quantize-vision: the vision encoder's weights, independently of the decoder's.
+    expect(await main([...args, '--quantize-vision', 'int8'], () => {})).toBe(0);
+    const vision = (await readNamedTensors(out)).logits!.data as Float32Array;
+    expect(vision).toEqual(await logits({ quantizeVision: 'int8' }));
+    expect(vision).not.toEqual(await logits());
+    expect(vision).not.toEqual(got);
   });
 
   it('an unknown mode is a usage error naming the choices', async () => {
@@ -43,5 +49,12 @@ describe('vlmkit --quantize', () => {
     });
     expect(code).toBe(2);
     expect(err).toMatch(/--quantize must be one of int8, int4, got 'int3'/);
+    err = '';
+    const args = ['forward', '--model', model, '--inputs', inputsPath, '--out', 'x', '--quantize-vision', 'int2'];
+    const onErr = (s: string) => {
+      err += s;
+    };
+    expect(await main(args, () => {}, { err: onErr })).toBe(2);
+    expect(err).toMatch(/--quantize-vision must be one of int8, int4, got 'int2'/);
   });
 });

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { type ChatSummary, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type ChatMessage, type ContentPart, Processor, type VideoFrames } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
-import { type CommonOptions, type Out, UsageError } from './commands.js';
+import { type CommonOptions, modelLoadOptions, type Out, UsageError } from './commands.js';
 import { loadProgressBar } from './progress-bar.js';
 
 export interface PromptOptions {
@@ -114,14 +114,7 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
   let model: Awaited<ReturnType<typeof loadPretrained>>;
   try {
     model = await loadPretrained(o.model, {
-      device: o.device,
-      reference: o.reference,
-      cacheDir: o.cacheDir,
-      adapter: o.adapter,
-      quantize: o.quantize,
-      ops: o.ops,
-      loop: o.loop,
-      computeDtype: o.computeDtype,
+      ...modelLoadOptions(o),
       onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
     });
   } finally {

@@ -30,13 +30,15 @@ export interface ComputeDtypeOption {
 }
 
 /** Refuses option combinations a compute dtype other than float32 does not build (quantized weights). */
-export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown }): ComputeDType {
+export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown; quantizeVision?: unknown }): ComputeDType {
   const dtype = options.computeDtype ?? 'float32';
-  if (dtype !== 'float32' && options.quantize !== undefined) {
-    throw new ModelError(
-      'INCOMPATIBLE_OPTIONS',
-      `computeDtype '${dtype}' cannot be combined with quantize (quantized weights are built in float32); drop one of them.`,
-    );
+  for (const option of ['quantize', 'quantizeVision'] as const) {
+    if (dtype !== 'float32' && options[option] !== undefined) {
+      throw new ModelError(
+        'INCOMPATIBLE_OPTIONS',
+        `computeDtype '${dtype}' cannot be combined with ${option} (quantized weights are built in float32); drop one of them.`,
+      );
+    }
   }
   return dtype;
 }

@@ -175,7 +175,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
       const mapped = await loadErnieWeights(ckpt, config);
       const vision = await writeGraph(
-        buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, computeDtype),
+        buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, { computeDtype }),
         out,
         'vision_encoder',
         t,
@@ -250,7 +250,7 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
       const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
       const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
       const vision = await writeGraph(
-        buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, computeDtype),
+        buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, { computeDtype }),
         out,
         'vision_encoder',
         t,

@@ -25,6 +25,13 @@ export interface DecoderLoadOptions extends SessionCacheOptions, ComputeDtypeOpt
    */
   quantize?: QuantizeRequest | undefined;
   /**
+   * The vision encoder's linear layers (tower, and resampler or projectors) block-quantized too, 'int8' or
+   * 'int4' as `quantize` (which leaves the vision side float): for memory, where the vision weights are most of
+   * a quantized model's (Granite's SigLIP tower and projectors: 2.3 GB in float32). Convolutions and norms
+   * stay float. Its own graph-cache entry. Default: float32.
+   */
+  quantizeVision?: QuantizeRequest | undefined;
+  /**
    * The decoder's KV cache (moe-decoder's `KvCacheMode`): 'append' (default) pre-allocates prompt + new tokens
    * once and each decode step writes only its new rows; 'concat' is the HF / optimum layout (each step returns
    * past + new, a copy of the whole cache). Its own graph-cache entry.
@@ -55,6 +62,12 @@ export interface DecoderBuild {
   computeDtype: ComputeDType;
 }
 
+/** What the load options decide about the vision encoder's graph. */
+export interface VisionBuild {
+  computeDtype: ComputeDType;
+  quantize: QuantizeRequest | undefined;
+}
+
 /** A model's part of a load: its graph-cache names, how its weights map, how its graphs are built. */
 export interface ModelLoadSpec<Mapped> {
   /** Graph-cache entries are `${name}-vision` and `${name}-decoder` (`${name}-decode-loop` for loop 'graph'). */
@@ -66,7 +79,7 @@ export interface ModelLoadSpec<Mapped> {
   startedAt: number;
   /** Maps the checkpoint's weights (lazy tensors: read while the graphs are written, then the checkpoint closes). */
   weights(ckpt: Checkpoint): Promise<Mapped>;
-  visionGraph(mapped: Mapped, computeDtype: ComputeDType): Graph;
+  visionGraph(mapped: Mapped, build: VisionBuild): Graph;
   decoderGraph(mapped: Mapped, build: DecoderBuild): Graph;
   /** Files besides the checkpoint that the decoder's graph-cache entry depends on (a LoRA adapter's). */
   extraFiles?: ((mapped: Mapped) => string[]) | undefined;
@@ -102,7 +115,15 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
     const visionName = `${name}-vision`;
     const vision = held.session(
       await steps.session(visionName, (onSession) =>
-        cachedSession(spec.visionGraph(mapped, build.computeDtype), root, visionName, options, { onSession }),
+        cachedSession(
+          spec.visionGraph(mapped, { computeDtype: build.computeDtype, quantize: options.quantizeVision }),
+          root,
+          visionName,
+          options,
+          {
+            onSession,
+          },
+        ),
       ),
     );
     const decoderName = build.loop === 'graph' ? `${name}-decode-loop` : `${name}-decoder`;

@@ -1,9 +1,9 @@
 // Quantized decoders (fromPretrained({ quantize })): they run on both tiny fixtures, stay near float32, compute
 // exactly what float32 computes on the dequantized weights, and get graph-cache entries of their own.
-import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type QuantizeRequest, quantizeBlockwise } from '@vlmkit/onnx-graph';
+import { everyNode, onnx, type QuantizeRequest, quantizeBlockwise } from '@vlmkit/onnx-graph';
 import type { HostTensor } from '@vlmkit/runtime';
 import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -132,5 +132,53 @@ describe.each([
     const again = await logitsOf(dir, inputs, cacheDir, mode);
     expect(decoderEntries()).toBe(before + 1);
     expect(again.data).toEqual(q.data);
+  });
+});
+
+// quantizeVision: the vision encoder's linear layers block-quantized too (the decoder stays float32 here).
+describe.each([
+  ['ernie-tiny', 'images'],
+  ['granite-tiny', 'multi-image'],
+])('%s (%s) with a quantized vision encoder', (model, name) => {
+  const work = mkdtempSync(join(tmpdir(), 'vlmkit-quantize-vision-test-'));
+  const cacheDir = join(work, 'cache');
+  const dir = join(FIXTURES, model);
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  const visionGraphs = () => readdirSync(cacheDir).filter((f) => /-vision-[0-9a-f]+\.onnx$/.test(f));
+  const opCount = (file: string, op: string) =>
+    [...everyNode(onnx.ModelProto.decode(readFileSync(join(cacheDir, file))).graph?.node ?? [])].filter((n) => n.opType === op).length;
+
+  it('int8: MatMulNBits in the vision graph (its own cache entry), logits near float32', async () => {
+    const inputs = await readTensors(join(dir, 'cases', name, 'inputs.safetensors'));
+    const float = await logitsOf(dir, inputs, cacheDir);
+    const [floatGraph] = visionGraphs();
+    const m = await loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int8' });
+    let q: HostTensor;
+    try {
+      q = (await m.forwardNamed(inputs)).logits!;
+    } finally {
+      await m.release();
+    }
+    const quantGraph = visionGraphs().find((f) => f !== floatGraph)!;
+    expect(quantGraph).toBeDefined();
+    expect(opCount(floatGraph!, 'MatMulNBits')).toBe(0);
+    const linears = opCount(quantGraph, 'MatMulNBits');
+    expect(linears).toBeGreaterThan(4);
+    // Every float MatMul with a weight became MatMulNBits: what MatMuls remain multiply activations (attention).
+    expect(opCount(quantGraph, 'MatMul')).toBe(opCount(floatGraph!, 'MatMul') - linears);
+    const a = agreement(q, float);
+    console.info(
+      `[${model}] quantizeVision int8: ${linears} MatMulNBits, last-token cosine ${a.cosine.toFixed(5)}, top-1 ${a.top1}, rel error ${relError(q.data as Float32Array, float.data as Float32Array).toExponential(2)}`,
+    );
+    expect(a.cosine).toBeGreaterThan(0.99);
+    expect(a.top1).toBeGreaterThan(0.8);
+    expect(relError(q.data as Float32Array, float.data as Float32Array)).toBeGreaterThan(0);
+  });
+
+  it('refused with a 16-bit compute dtype (INCOMPATIBLE_OPTIONS)', async () => {
+    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int4', computeDtype: 'float16' })).rejects.toMatchObject({
+      code: 'INCOMPATIBLE_OPTIONS',
+      message: expect.stringContaining('quantizeVision'),
+    });
   });
 });

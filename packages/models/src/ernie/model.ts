@@ -94,7 +94,7 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       options,
       startedAt,
       weights: (ckpt) => loadErnieWeights(ckpt, config),
-      visionGraph: (m, computeDtype) => buildErnieVisionEncoder(m.vision, m.resampler, config, computeDtype),
+      visionGraph: (m, build) => buildErnieVisionEncoder(m.vision, m.resampler, config, build),
       decoderGraph: (m, { loop, kvCache, quantize, ops, computeDtype }) =>
         loop === 'graph'
           ? buildErnieDecodeLoopModel(m.decoder, config.text, { quantize, ops, computeDtype })

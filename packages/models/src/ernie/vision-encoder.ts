@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, type Weights } from '@vlmkit/onnx-graph';
+import { Graph, type Weights } from '@vlmkit/onnx-graph';
 import { buildErnieResampler, type GridThw, RESAMPLER_IO, resamplerInputs } from '@vlmkit/resampler';
 import { float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import {
@@ -8,6 +8,7 @@ import {
   ernieVisionInputs,
   ernieVisionTowerFeeds,
 } from '@vlmkit/vision-tower';
+import type { VisionBuild } from '../model-load.js';
 import type { Ernie45VLConfig } from './config.js';
 
 /** Input and output names of the ERNIE vision encoder session: the tower's inputs, the resampler's slices, both outputs. */
@@ -32,15 +33,16 @@ export type ErnieVisionEncoderFeeds = Record<
  * The vision encoder session: tower then resampler, one graph.
  * Inputs `pixel_values` [Np, C*p*p], `rotary_cos`/`rotary_sin` [Np, hd/2],
  * `segment_ids` [Np] int32, `first_slice`/`second_slice` [Nt] int64;
- * outputs `vision_hidden` [Np, Dv] and `embeds` [Nt, D], float32; computed in `computeDtype` (default float32).
+ * outputs `vision_hidden` [Np, Dv] and `embeds` [Nt, D], float32; computed in `build.computeDtype` (default
+ * float32), its linear layers block-quantized with `build.quantize`.
  */
 export function buildErnieVisionEncoder(
   vision: Weights,
   resampler: Weights,
   config: Ernie45VLConfig,
-  computeDtype: ComputeDType = 'float32',
+  build: Partial<VisionBuild> = {},
 ): Graph {
-  const g = new Graph({ name: 'ernie_vision_encoder', computeDtype });
+  const g = new Graph({ name: 'ernie_vision_encoder', computeDtype: build.computeDtype ?? 'float32', quantize: build.quantize });
   const v = config.vision;
   const half = ernieVisionHeadDim(v) / 2;
   const io = ERNIE_VISION_ENCODER_IO;

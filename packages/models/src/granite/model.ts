@@ -85,7 +85,7 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
         const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
         return { ...mapped, adapter };
       },
-      visionGraph: (m, computeDtype) => buildGraniteVisionEncoder(m.vision, m.projectors, config, computeDtype),
+      visionGraph: (m, build) => buildGraniteVisionEncoder(m.vision, m.projectors, config, build),
       decoderGraph: (m, { loop, kvCache, quantize, ops, computeDtype }) =>
         loop === 'graph'
           ? buildGraniteDecodeLoopModel(m.decoder, text, { levels, quantize, ops, computeDtype })

@@ -1,10 +1,11 @@
 import { GRANITE_DECODER_IO } from '@vlmkit/moe-decoder';
-import { type ComputeDType, Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
 import { buildSiglipVisionTower, SIGLIP_VISION_TOWER_IO } from '@vlmkit/vision-tower';
 import { ModelError } from '../errors.js';
 import { pixelsFor } from '../inputs-check.js';
+import type { VisionBuild } from '../model-load.js';
 import { type PackPlan, packPlan, type Size } from './anyres.js';
 import type { Granite4VisionConfig } from './config.js';
 
@@ -23,15 +24,16 @@ export type GraniteVisionEncoderFeeds = Record<(typeof GRANITE_VISION_ENCODER_IO
  * layerwise and spatial window Q-Former projectors, and anyres packing, one
  * graph. Inputs `pixel_values` [T, C, S, S] (the real tiles of every image,
  * base tile first), `pack_indices` [N] int64 (from `packPlan`). Outputs
- * `deepstack_{k}` [N, D] float32 per level, as packed for injection; computed in `computeDtype` (default float32).
+ * `deepstack_{k}` [N, D] float32 per level, as packed for injection; computed in `build.computeDtype` (default float32), its linear layers block-quantized with
+ * `build.quantize`.
  */
 export function buildGraniteVisionEncoder(
   vision: Weights,
   projectors: Weights,
   config: Granite4VisionConfig,
-  computeDtype: ComputeDType = 'float32',
+  build: Partial<VisionBuild> = {},
 ): Graph {
-  const g = new Graph({ name: 'granite_vision_encoder', computeDtype });
+  const g = new Graph({ name: 'granite_vision_encoder', computeDtype: build.computeDtype ?? 'float32', quantize: build.quantize });
   const v = config.vision;
   const io = GRANITE_VISION_ENCODER_IO;
   const pixelValues = g.input(io.pixelValues, 'float32', ['tiles', v.numChannels, v.imageSize, v.imageSize]);
