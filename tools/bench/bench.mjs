@@ -26,6 +26,7 @@ const { values: o } = parseArgs({
     repeats: { type: 'string' },
     'new-tokens': { type: 'string' },
     quantize: { type: 'string' },
+    'quantize-vision': { type: 'string' },
     'granite-layers': { type: 'string', default: '8' },
     'granite-full': { type: 'boolean', default: false },
     'ernie28b-layers': { type: 'string', default: '2' },
@@ -44,6 +45,11 @@ const threads = Number(o.threads);
 const repeats = Number(o.repeats ?? (o.quick ? 1 : 3));
 const newTokens = Number(o['new-tokens'] ?? (o.quick ? 16 : 64));
 const cache = resolve(o.cache);
+const quantizeVision = o['quantize-vision'];
+if (quantizeVision !== undefined && !['int8', 'int4'].includes(quantizeVision)) {
+  console.error(`--quantize-vision must be int8 or int4, got '${quantizeVision}'`);
+  process.exit(2);
+}
 mkdirSync(cache, { recursive: true });
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -224,7 +230,8 @@ async function benchConfig(name) {
   const onlyFloat = name === 'granite-full';
   for (const q of onlyFloat ? ['float32'] : modes) {
     const graphs = join(cache, 'graphs', `${name}-${q}`);
-    const qopt = q === 'float32' ? {} : { quantize: q };
+    // --quantize-vision: the quantized modes' vision encoders block-quantized too (load option quantizeVision).
+    const qopt = q === 'float32' ? {} : { quantize: q, ...(quantizeVision ? { load: { quantizeVision } } : {}) };
     log(`${name}: vlmkit ${q}: cold load + teacher-forced logits`);
     const cold = await vlmkitSide('cold', dir, graphs, { ...qopt, hfOut: pt.error ? undefined : hfOut }, `vlmkit ${q} cold ${name}`);
     log(`${name}: vlmkit ${q}: cached load + generate`);
@@ -375,7 +382,9 @@ async function curves() {
 
 const started = new Date().toISOString();
 const mach = machine();
-log(`${mach.cpu} (${mach.flags.join(' ')}), ${mach.cores} cores, commit ${mach.commit}; vlmkit modes: ${modes.join(', ')}`);
+log(
+  `${mach.cpu} (${mach.flags.join(' ')}), ${mach.cores} cores, commit ${mach.commit}; vlmkit modes: ${modes.join(', ')}${quantizeVision ? ` (quantized modes with ${quantizeVision} vision)` : ''}`,
+);
 const bw = bandwidth();
 log(`read bandwidth ${bw.gbps.toFixed(1)} GB/s (${bw.method})`);
 const results = [];
@@ -415,6 +424,7 @@ const summary = {
   pytorch_bandwidth_fraction: p('decode_ms') ? activeBytes / (p('decode_ms') / 1e3) / 1e9 / bw.gbps : null,
   granite_full_rss_ratio: fullRss,
   bandwidth_gbps: bw.gbps,
+  quantize_vision: quantizeVision ?? null,
   ids_identical: medium ? sameIds(m('float32', 'ids'), p('ids')) : null,
   logits_max_diff: medium?.vlmkit.float32?.cold.logits_max_diff ?? null,
   medians: Object.fromEntries(
