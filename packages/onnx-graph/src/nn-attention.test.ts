@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
 import { causalChunkedAttention, stepAttention } from './nn-attention.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
-import { sdpaRef } from './test-utils/sdpa.js';
+import { attentionInputs, sdpaRef } from './test-utils/sdpa.js';
 
 // One decode step over a slot cache: stepAttention against the reference and against ONNX Attention with the
 // same past (the op it replaces in decode graphs).
@@ -40,12 +40,7 @@ describe('nn.stepAttention', () => {
       const ref = sdpaRef(q, cat(pk, k), cat(pv, v), B, H, Hkv, 1, T, hd, allowed);
 
       const g = new Graph();
-      const qi = g.input('q', 'float32', ['B', 1, H * hd]);
-      const ki = g.input('k', 'float32', ['B', 1, Hkv * hd]);
-      const vi = g.input('v', 'float32', ['B', 1, Hkv * hd]);
-      const pki = g.input('pk', 'float32', ['B', Hkv, 'C', hd]);
-      const pvi = g.input('pv', 'float32', ['B', Hkv, 'C', hd]);
-      const m = g.input('mask', 'bool', ['B', 1, 1, 'T']);
+      const { q: qi, k: ki, v: vi, pk: pki, pv: pvi, mask: m } = attentionInputs(g, { H, Hkv, hd }, { seq: 1, past: 'C' });
       const sizes = { numHeads: H, kvNumHeads: Hkv, headDim: hd, scale: 1 / Math.sqrt(hd) };
       const y = stepAttention(g, qi, ki, vi, { key: pki, value: pvi }, m, sizes);
       expect(y.shape).toEqual(qi.shape);
@@ -128,12 +123,7 @@ describe('nn.causalChunkedAttention', () => {
       const refHeads = sdpaRef(heads(q, H, S), cat(pk, k), cat(pv, v), B, H, Hkv, S, T, hd, allowed);
       // Padded query rows (every key masked) are NaN in the reference: compare the rest.
       const g = new Graph();
-      const qi = g.input('q', 'float32', ['B', 'S', H * hd]);
-      const ki = g.input('k', 'float32', ['B', 'S', Hkv * hd]);
-      const vi = g.input('v', 'float32', ['B', 'S', Hkv * hd]);
-      const pki = g.input('pk', 'float32', ['B', Hkv, 'C', hd]);
-      const pvi = g.input('pv', 'float32', ['B', Hkv, 'C', hd]);
-      const m = g.input('mask', 'bool', ['B', 1, 'S', 'T']);
+      const { q: qi, k: ki, v: vi, pk: pki, pv: pvi, mask: m } = attentionInputs(g, { H, Hkv, hd }, { seq: 'S', past: 'C' });
       const sizes = { numHeads: H, kvNumHeads: Hkv, headDim: hd, scale: 1 / Math.sqrt(hd) };
       const y = causalChunkedAttention(g, qi, ki, vi, { key: pki, value: pvi }, m, sizes, chunks);
       expect(y.shape).toEqual(qi.shape);

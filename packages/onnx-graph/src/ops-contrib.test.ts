@@ -13,6 +13,7 @@ import {
 } from './ops-contrib.js';
 import { tensorFromArray } from './tensor-ref.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
+import { attentionInputs } from './test-utils/sdpa.js';
 
 // Each com.microsoft op against the standard ops it replaces, both run by ORT's CPU EP on the same inputs.
 
@@ -66,12 +67,7 @@ describe('com.microsoft ops vs the standard ops', () => {
     const T = P + S;
     const pad = 2;
     const g = new Graph();
-    const q = g.input('q', 'float32', ['B', 'S', H * hd]);
-    const k = g.input('k', 'float32', ['B', 'S', Hkv * hd]);
-    const v = g.input('v', 'float32', ['B', 'S', Hkv * hd]);
-    const pk = g.input('pk', 'float32', ['B', Hkv, 'P', hd]);
-    const pv = g.input('pv', 'float32', ['B', Hkv, 'P', hd]);
-    const mask = g.input('mask', 'bool', ['B', 1, 'S', 'T']);
+    const { q, k, v, pk, pv, mask } = attentionInputs(g, { H, Hkv, hd }, { seq: 'S', past: 'P' });
     const ref = g.attention(q, k, v, { qNumHeads: H, kvNumHeads: Hkv, mask, pastKey: pk, pastValue: pv });
     g.output(ref.out, 'ref');
     g.output(ref.presentKey!, 'ref_key');

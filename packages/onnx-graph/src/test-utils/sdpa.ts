@@ -1,3 +1,6 @@
+import type { Graph } from '../graph.js';
+import type { Dim } from '../shape.js';
+
 /** Reference SDPA on [B, H, S, hd] q and [B, Hkv, T, hd] k/v with a bool mask [B, 1, S, T]. */
 export function sdpaRef(
   q: Float32Array,
@@ -34,4 +37,21 @@ export function sdpaRef(
       }
     }
   return out;
+}
+
+/**
+ * The graph inputs of an attention test: q [B, seq, H*hd], k/v [B, seq, Hkv*hd], past key/value
+ * [B, Hkv, past, hd] (names pk, pv) and a bool mask [B, 1, seq, T].
+ */
+export function attentionInputs(g: Graph, sizes: { H: number; Hkv: number; hd: number }, dims: { seq: Dim; past: Dim }) {
+  const { H, Hkv, hd } = sizes;
+  const { seq, past } = dims;
+  return {
+    q: g.input('q', 'float32', ['B', seq, H * hd]),
+    k: g.input('k', 'float32', ['B', seq, Hkv * hd]),
+    v: g.input('v', 'float32', ['B', seq, Hkv * hd]),
+    pk: g.input('pk', 'float32', ['B', Hkv, past, hd]),
+    pv: g.input('pv', 'float32', ['B', Hkv, past, hd]),
+    mask: g.input('mask', 'bool', ['B', 1, seq, 'T']),
+  };
 }
