@@ -2,10 +2,11 @@
 // from the checkpoint, the vision encoder's session, the decoder's, from the graph cache or built into it), each
 // model saying only how its weights map and how its two graphs are built.
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
-import type { ComputeDType, Graph, OpSet, QuantizeRequest } from '@vlmkit/onnx-graph';
+import { type ComputeDType, type Graph, type OpSet, type QuantizeRequest, quantizeOptions } from '@vlmkit/onnx-graph';
 import type { VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { type ComputeDtypeOption, checkComputeDtype, DEFAULT_KV_CACHE, type ModelTimings } from './decoder-model.js';
+import { ModelError } from './errors.js';
 import { DEFAULT_DECODE_LOOP, type DecodeLoop } from './graph-loop.js';
 import { LoadResources } from './load-resources.js';
 import { resolveOps } from './ops-choice.js';
@@ -100,6 +101,7 @@ export interface LoadedSessions {
  */
 export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise<LoadedSessions> {
   const { name, root, options } = spec;
+  for (const option of ['quantize', 'quantizeVision'] as const) checkQuantize(option, options[option]);
   const build: DecoderBuild = {
     loop: options.loop ?? DEFAULT_DECODE_LOOP,
     kvCache: options.kvCache ?? DEFAULT_KV_CACHE,
@@ -149,5 +151,15 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
     };
   } finally {
     await held.dispose();
+  }
+}
+
+/** Refuses a malformed quantize request before anything is opened (BAD_LOAD_OPTIONS naming the option). */
+function checkQuantize(option: 'quantize' | 'quantizeVision', request: QuantizeRequest | undefined): void {
+  if (request === undefined) return;
+  try {
+    quantizeOptions(request, option);
+  } catch (e) {
+    throw new ModelError('BAD_LOAD_OPTIONS', e instanceof Error ? e.message : String(e));
   }
 }

@@ -175,6 +175,17 @@ describe.each([
     expect(relError(q.data as Float32Array, float.data as Float32Array)).toBeGreaterThan(0);
   });
 
+  it('a malformed request is refused before loading (BAD_LOAD_OPTIONS naming the option)', async () => {
+    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int3' as 'int8' })).rejects.toMatchObject({
+      code: 'BAD_LOAD_OPTIONS',
+      message: "quantizeVision: expected one of int8, int4, found 'int3'",
+    });
+    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantize: { bits: 5 as 4 } })).rejects.toMatchObject({
+      code: 'BAD_LOAD_OPTIONS',
+      message: 'quantize: bits must be 4 or 8, found 5',
+    });
+  });
+
   it('refused with a 16-bit compute dtype (INCOMPATIBLE_OPTIONS)', async () => {
     await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int4', computeDtype: 'float16' })).rejects.toMatchObject({
       code: 'INCOMPATIBLE_OPTIONS',

@@ -39,9 +39,9 @@ export type QuantizeRequest = QuantizeMode | (Partial<QuantizeOptions> & { bits:
 
 export const QUANTIZE_MODES: readonly QuantizeMode[] = ['int8', 'int4'];
 
-/** The full options for a request (defaults filled in, checked). */
-export function quantizeOptions(request: QuantizeRequest): QuantizeOptions {
-  const base = typeof request === 'string' ? { bits: modeBits(request) } : request;
+/** The full options for a request (defaults filled in, checked); errors name the option as `what`. */
+export function quantizeOptions(request: QuantizeRequest, what = 'quantize'): QuantizeOptions {
+  const base = typeof request === 'string' ? { bits: modeBits(request, what) } : request;
   const o: QuantizeOptions = {
     bits: base.bits,
     blockSize: base.blockSize ?? 32,
@@ -49,20 +49,20 @@ export function quantizeOptions(request: QuantizeRequest): QuantizeOptions {
     symmetric: base.symmetric ?? false,
     lmHead: base.lmHead ?? true,
   };
-  if (o.bits !== 4 && o.bits !== 8) throw new GraphError('BAD_ARGUMENT', `quantize: bits must be 4 or 8, found ${String(o.bits)}`);
+  if (o.bits !== 4 && o.bits !== 8) throw new GraphError('BAD_ARGUMENT', `${what}: bits must be 4 or 8, found ${String(o.bits)}`);
   if (!Number.isInteger(o.blockSize) || o.blockSize < 16 || (o.blockSize & (o.blockSize - 1)) !== 0) {
-    throw new GraphError('BAD_ARGUMENT', `quantize: blockSize must be a power of two >= 16, found ${o.blockSize}`);
+    throw new GraphError('BAD_ARGUMENT', `${what}: blockSize must be a power of two >= 16, found ${o.blockSize}`);
   }
   if (![0, 1, 2, 3, 4].includes(o.accuracyLevel)) {
-    throw new GraphError('BAD_ARGUMENT', `quantize: accuracyLevel must be 0..4, found ${String(o.accuracyLevel)}`);
+    throw new GraphError('BAD_ARGUMENT', `${what}: accuracyLevel must be 0..4, found ${String(o.accuracyLevel)}`);
   }
   return o;
 }
 
-function modeBits(mode: string): 4 | 8 {
+function modeBits(mode: string, what: string): 4 | 8 {
   if (mode === 'int8') return 8;
   if (mode === 'int4') return 4;
-  throw new GraphError('BAD_ARGUMENT', `quantize: expected one of ${QUANTIZE_MODES.join(', ')}, found '${mode}'`);
+  throw new GraphError('BAD_ARGUMENT', `${what}: expected one of ${QUANTIZE_MODES.join(', ')}, found '${mode}'`);
 }
 
 /** The quantized form of one [N, K] weight. */
