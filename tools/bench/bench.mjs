@@ -454,7 +454,7 @@ function pick(x) {
 const stamp = started.replace(/[:.]/g, '-');
 mkdirSync(join(cache, 'results'), { recursive: true });
 const md = [
-  `Run ${started}, commit ${mach.commit}; ${mach.cpu} (${mach.flags.join(', ')}), ${mach.cores} cores, ${mach.mem_gb} GB; ${threads} threads each; medians of ${repeats}; Node ${mach.node}, onnxruntime-node ${mach.onnxruntime}; PyTorch ${results[0]?.pytorch.torch ?? ''} (HF transformers 5.17, sdpa, grouped_mm experts), float32.`,
+  `Run ${started}, commit ${mach.commit}; ${mach.cpu} (${mach.flags.join(', ')}), ${mach.cores} cores, ${mach.mem_gb} GB; ${threads} threads each; medians of ${repeats}; Node ${mach.node}, onnxruntime-node ${mach.onnxruntime}; PyTorch ${results[0]?.pytorch.torch ?? curveResult?.pytorch?.torch ?? ''} (HF transformers 5.17, sdpa, grouped_mm experts), float32.`,
   `Read bandwidth: ${bw.gbps.toFixed(1)} GB/s (${bw.method}).`,
   '',
   ...results.map((r) => table(r, bw)),

@@ -473,7 +473,7 @@ def curves(args) -> dict:
         _, _, steps = greedy(model, inp, args.new_tokens)
         res["decode"].append({"context": n, "ms": median(steps) * 1e3})
         print(json.dumps({"progress": n}), file=sys.stderr, flush=True)
-    return res
+    return {**res, "torch": torch.__version__}
 
 
 def main() -> None:
