@@ -65,7 +65,9 @@ export function ernieMoe(
   const withVision = (b: Graph, vision: Value) => (impl === 'all' ? b.where(isVision, vision, text.out) : b.add(text.out, vision));
   let out: Value;
   let vision: { topkIds: Value; topkWeights: Value } | undefined;
-  if (options.routing) {
+  // The If below is the CPU graph's: on CUDA (whose default is 'contrib') an If's condition is read on the host, a
+  // device-to-host copy and sync per layer and step; 'contrib' graphs run the fused op on the empty modality.
+  if (options.routing || options.ops === 'contrib') {
     const v = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision, impl });
     out = withVision(g, v.out);
     vision = v;
