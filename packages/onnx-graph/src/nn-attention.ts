@@ -20,7 +20,7 @@ export interface StepAttentionSizes {
  * 3.2-3.7 ms for the op against 1.8 ms here).
  *
  * - `q` [B, 1, H*hd], `k` / `v` [B, 1, Hkv*hd] (the new position, rotated);
- * - `pastKey` / `pastValue` [B, Hkv, C, hd];
+ * - `past.key` / `past.value` [B, Hkv, C, hd];
  * - `mask` bool [B, 1, 1, C + 1], true = attend, cache slots first, the new position last.
  *
  * Returns [B, 1, H*hd] with `q`'s shape. Query head h reads KV head floor(h / (H / Hkv)), as ONNX Attention
