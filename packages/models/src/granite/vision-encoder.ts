@@ -24,8 +24,8 @@ export type GraniteVisionEncoderFeeds = Record<(typeof GRANITE_VISION_ENCODER_IO
  * layerwise and spatial window Q-Former projectors, and anyres packing, one
  * graph. Inputs `pixel_values` [T, C, S, S] (the real tiles of every image,
  * base tile first), `pack_indices` [N] int64 (from `packPlan`). Outputs
- * `deepstack_{k}` [N, D] float32 per level, as packed for injection; computed in `build.computeDtype` (default float32), its linear layers block-quantized with
- * `build.quantize`.
+ * `deepstack_{k}` [N, D] float32 per level, as packed for injection; computed in `build.computeDtype` (default
+ * float32), its linear layers block-quantized with `build.quantize`.
  */
 export function buildGraniteVisionEncoder(
   vision: Weights,
