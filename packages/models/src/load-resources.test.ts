@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LoadResources } from './load-resources.js';
 import { loadPretrained } from './registry.js';
 import { FIXTURES } from './test-utils/fixtures.js';
+import { loadFailure } from './test-utils/load-failure.js';
 
 const work = mkdtempSync(join(tmpdir(), 'vlmkit-load-resources-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -86,10 +87,7 @@ describe.runIf(process.platform === 'linux')('a failed load leaves no file open'
     it(`${name}: bfloat16 on the CPU EP (NO_KERNEL at session creation) closes the checkpoint's files`, async () => {
       const dir = join(FIXTURES, name);
       expect(openFilesUnder(dir)).toEqual([]);
-      const err = await loadPretrained(dir, { device: 'cpu', cacheDir: join(work, name), computeDtype: 'bfloat16' }).then(
-        (m) => m.release().then(() => undefined),
-        (e: unknown) => e,
-      );
+      const err = await loadFailure(dir, { device: 'cpu', cacheDir: join(work, name), computeDtype: 'bfloat16' });
       expect((err as { code?: string }).code).toBe('NO_KERNEL');
       expect(openFilesUnder(dir)).toEqual([]);
     });
@@ -102,10 +100,7 @@ describe.runIf(process.platform === 'linux')('a failed load leaves no file open'
       expect(mappedFilesUnder(cacheDir).length).toBeGreaterThan(0);
       await ok.release();
       expect(mappedFilesUnder(cacheDir)).toEqual([]);
-      const err = await loadPretrained(dir, { device: 'cpu', cacheDir, visionSession: 'sometimes' as never }).then(
-        (m) => m.release().then(() => undefined),
-        (e: unknown) => e,
-      );
+      const err = await loadFailure(dir, { device: 'cpu', cacheDir, visionSession: 'sometimes' as never });
       expect((err as { code?: string }).code).toBe('BAD_LOAD_OPTIONS');
       expect(openFilesUnder(dir)).toEqual([]);
       expect(mappedFilesUnder(cacheDir)).toEqual([]);
