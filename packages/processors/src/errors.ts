@@ -17,7 +17,9 @@ export type ProcessorErrorCode =
   /** A video file was given but no decoder is installed (the optional dependency node-av). */
   | 'NO_VIDEO_DECODER'
   /** FFmpeg cannot open or decode the file as a video. */
-  | 'NOT_A_VIDEO';
+  | 'NOT_A_VIDEO'
+  /** A chat template ran past a render limit (time, output length, loop iterations, range size, nesting). */
+  | 'TEMPLATE_LIMIT';
 
 /** Thrown by every @vlmkit/processors function on bad input; `code` is stable, `message` says what to fix. */
 export class ProcessorError extends Error {
