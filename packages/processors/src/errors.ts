@@ -1,8 +1,8 @@
 /** What went wrong, as a stable code callers can branch on. */
 export type ProcessorErrorCode =
-  /** The bytes are not an image sharp can decode (or the file cannot be read). */
+  /** The bytes are not an image that can be decoded (or the path cannot be read or is not a regular file). */
   | 'NOT_AN_IMAGE'
-  /** The image has more pixels than the decode limit allows. */
+  /** The image has more pixels, or its file more bytes, than the decode limits allow. */
   | 'IMAGE_TOO_LARGE'
   /** An image mode / channel layout the PIL-compatible conversion does not handle. */
   | 'UNSUPPORTED_IMAGE'
@@ -16,8 +16,10 @@ export type ProcessorErrorCode =
   | 'INVALID_INPUT'
   /** A video file was given but no decoder is installed (the optional dependency node-av). */
   | 'NO_VIDEO_DECODER'
-  /** FFmpeg cannot open or decode the file as a video. */
+  /** FFmpeg cannot open or decode the file as a video (or the path is not a regular file). */
   | 'NOT_A_VIDEO'
+  /** A video file over the size limit, or frames over the pixel limit. */
+  | 'VIDEO_TOO_LARGE'
   /** A chat template ran past a render limit (time, output length, loop iterations, range size, nesting). */
   | 'TEMPLATE_LIMIT';
 

@@ -30,7 +30,10 @@ describe('decodeImage errors', () => {
     expect(err.message).toMatch(/^notes\.txt: not an image/);
   });
   it('names a file that cannot be read', async () => {
-    await expect(decodeImage('/nonexistent/cat.png')).rejects.toMatchObject({ code: 'NOT_AN_IMAGE', message: /cat\.png/ });
+    await expect(decodeImage('/nonexistent/cat.png')).rejects.toMatchObject({
+      code: 'NOT_AN_IMAGE',
+      message: expect.stringMatching(/cat\.png/),
+    });
   });
   it('refuses images over the pixel limit before decoding them', async () => {
     const path = fixturePath('image-processors', 'decode', 'rgb.png');

@@ -1,9 +1,12 @@
-import { readFile } from 'node:fs/promises';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { ProcessorError } from '../errors.js';
+import { type InputKind, readRegularFile } from '../input-file.js';
+import { decodeGifFrame, isGif, parseGif } from './gif.js';
 
 /** An 8-bit RGB image, pixels row-major and channels interleaved (`data.length === width * height * 3`). */
 export interface RgbImage {
+  /** What errors call the image (decodeImage sets the path, or `name` for bytes). */
+  readonly name?: string;
   readonly width: number;
   readonly height: number;
   readonly data: Uint8Array;
@@ -15,19 +18,34 @@ export interface RgbImage {
  */
 export const DEFAULT_MAX_PIXELS = 2 * 89_478_485;
 
+/** The largest image file read (256 MiB): a file past it is refused before it is read. */
+export const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
+
+/** How long sharp may take to decode one image before it is refused (libvips' own timeout). */
+const DECODE_TIMEOUT_SECONDS = 60;
+
+/** The formats whose decoding matches Pillow's: sharp's for these, GIF decoded here (gif.ts). */
+const SHARP_FORMATS = new Set(['jpeg', 'png', 'webp', 'tiff']);
+
+const IMAGE_FILE: InputKind = { what: 'image', unreadable: 'NOT_AN_IMAGE', tooLarge: 'IMAGE_TOO_LARGE', option: 'maxBytes' };
+
 export interface DecodeOptions {
-  /** Refuse images with more pixels than this (IMAGE_TOO_LARGE); default DEFAULT_MAX_PIXELS. */
+  /** Refuse images with more pixels than this (IMAGE_TOO_LARGE) before decoding them; default DEFAULT_MAX_PIXELS. */
   maxPixels?: number;
+  /** Refuse image files (and bytes) larger than this (IMAGE_TOO_LARGE) before reading them; default DEFAULT_MAX_IMAGE_BYTES. */
+  maxBytes?: number;
   /** What to call the image in errors when `input` is bytes (a path names itself). */
   name?: string;
 }
 
 /**
  * Decodes an image file as HF's `load_image` does with Pillow:
- * `ImageOps.exif_transpose(Image.open(f)).convert("RGB")`. sharp decodes
- * (its JPEG, PNG, WebP, GIF and TIFF decoders give PIL's pixels byte for byte
- * when no colour management runs, so the embedded ICC profile is ignored as PIL
- * ignores it), then the mode conversion follows Pillow's Convert.c:
+ * `ImageOps.exif_transpose(Image.open(f)).convert("RGB")`. sharp decodes JPEG,
+ * PNG, WebP and TIFF (its decoders give PIL's pixels byte for byte when no
+ * colour management runs, so the embedded ICC profile is ignored as PIL
+ * ignores it); GIF is decoded here as Pillow does (gif.ts: sharp gives
+ * transparent pixels as black where Pillow keeps the palette colour). Then the
+ * mode conversion follows Pillow's Convert.c:
  *
  * - RGBA, LA, PA: alpha is dropped, not composited (`rgba2rgb` copies R, G, B);
  * - L, LA, 1: the grey value is copied to R, G and B (`l2rgb`);
@@ -35,15 +53,44 @@ export interface DecodeOptions {
  * - I;16 (16-bit grey PNG/TIFF): values clipped to 255 (`I16_RGB`), not scaled;
  *   16-bit RGB/RGBA/LA: the high byte (PIL's `RGB;16B` raw mode);
  * - CMYK (JPEG): `cmyk2rgb`, R = 255 - K - C * (255 - K) / 255 rounded, no ICC.
+ *
+ * Other formats sharp reads are refused by name (UNSUPPORTED_IMAGE): SVG (Pillow
+ * cannot open it) and AVIF / HEIF (sharp's AV1 decoding differs from Pillow's).
+ * A path must name a regular file of at most `maxBytes` (a FIFO, a device or a
+ * directory is refused without being opened), and the pixel count is checked
+ * against `maxPixels` from the header, before any pixel is decoded.
  */
 export async function decodeImage(input: string | Uint8Array, options: DecodeOptions = {}): Promise<RgbImage> {
+  const image = await decodePixels(input, options);
+  const name = typeof input === 'string' ? input : options.name;
+  return name === undefined ? image : { ...image, name };
+}
+
+async function decodePixels(input: string | Uint8Array, options: DecodeOptions): Promise<RgbImage> {
   const name = typeof input === 'string' ? input : (options.name ?? 'image bytes');
   const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS;
-  let bytes: Uint8Array;
-  try {
-    bytes = typeof input === 'string' ? await readFile(input) : input;
-  } catch (e) {
-    throw new ProcessorError('NOT_AN_IMAGE', `${name}: cannot read the file (${(e as Error).message}).`, { cause: e });
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES;
+  const bytes = typeof input === 'string' ? await readRegularFile(input, maxBytes, IMAGE_FILE) : input;
+  if (bytes.length > maxBytes) {
+    throw new ProcessorError(
+      'IMAGE_TOO_LARGE',
+      `${name}: ${bytes.length} bytes, over the limit of ${maxBytes} for image files; use a smaller image or raise maxBytes.`,
+    );
+  }
+  const checkPixels = (width: number, height: number) => {
+    const pixels = width * height;
+    if (pixels > maxPixels) {
+      throw new ProcessorError(
+        'IMAGE_TOO_LARGE',
+        `${name}: ${width}x${height} is ${pixels} pixels, more than the limit of ${maxPixels}; ` +
+          'downscale the image first or raise maxPixels.',
+      );
+    }
+  };
+  if (isGif(bytes)) {
+    const frame = parseGif(bytes, name);
+    checkPixels(frame.width, frame.height);
+    return decodeGifFrame(bytes, frame, name);
   }
   let meta: Metadata;
   try {
@@ -51,18 +98,12 @@ export async function decodeImage(input: string | Uint8Array, options: DecodeOpt
   } catch (e) {
     throw new ProcessorError(
       'NOT_AN_IMAGE',
-      `${name}: not an image sharp can decode (JPEG, PNG, WebP, GIF, TIFF, AVIF): ${(e as Error).message}`,
+      `${name}: not an image sharp can decode (JPEG, PNG, WebP, GIF, TIFF): ${(e as Error).message}`,
       { cause: e },
     );
   }
-  const pixels = meta.width * meta.height;
-  if (pixels > maxPixels) {
-    throw new ProcessorError(
-      'IMAGE_TOO_LARGE',
-      `${name}: ${meta.width}x${meta.height} is ${pixels} pixels, more than the limit of ${maxPixels}; ` +
-        'downscale the image first or raise maxPixels.',
-    );
-  }
+  if (!SHARP_FORMATS.has(meta.format)) throw unsupportedFormat(name, meta);
+  checkPixels(meta.width, meta.height);
   if (meta.depth !== 'uchar' && meta.depth !== 'ushort') {
     throw new ProcessorError(
       'UNSUPPORTED_IMAGE',
@@ -81,9 +122,22 @@ export async function decodeImage(input: string | Uint8Array, options: DecodeOpt
   }
 }
 
+function unsupportedFormat(name: string, meta: Metadata): ProcessorError {
+  const why =
+    meta.format === 'svg'
+      ? 'an SVG drawing, which HF cannot open (Pillow reads no SVG)'
+      : meta.format === 'heif'
+        ? `${meta.compression === 'av1' ? 'an AVIF' : 'a HEIF'} image, whose decoded pixels differ from Pillow's`
+        : `a ${meta.format} image, a format whose decoding is not checked against Pillow's`;
+  return new ProcessorError(
+    'UNSUPPORTED_IMAGE',
+    `${name}: ${why}; convert it to PNG (lossless) first. Supported: JPEG, PNG, WebP, GIF, TIFF.`,
+  );
+}
+
 /** sharp with PIL's view of the file: no colour management, EXIF orientation applied (exif_transpose). */
 function open(bytes: Uint8Array): Sharp {
-  return sharp(bytes, { ignoreIcc: true, limitInputPixels: false }).autoOrient();
+  return sharp(bytes, { ignoreIcc: true, limitInputPixels: false }).autoOrient().timeout({ seconds: DECODE_TIMEOUT_SECONDS });
 }
 
 /** Channels as sharp returns them (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) -> RGB, alpha dropped. */

@@ -55,12 +55,20 @@ function roundHalfEven(x: number): number {
  * HF smart_resize (ernie4_5_vl_moe, as Qwen2-VL's): the [height, width] nearest
  * the image's that are multiples of `factor` with a pixel count in
  * [minPixels, maxPixels], keeping the aspect ratio as closely as possible.
+ * `what` names the image (or video frames) in the error for an aspect ratio over 200.
  */
-export function ernieSmartResize(height: number, width: number, factor: number, minPixels: number, maxPixels: number): [number, number] {
+export function ernieSmartResize(
+  height: number,
+  width: number,
+  factor: number,
+  minPixels: number,
+  maxPixels: number,
+  what = 'image',
+): [number, number] {
   if (Math.max(height, width) / Math.min(height, width) > 200) {
     throw new ProcessorError(
       'INVALID_SIZE',
-      `ERNIE image processor: a ${width}x${height} image has an aspect ratio over 200 (HF smart_resize refuses it); crop or pad it first.`,
+      `ERNIE processor: ${what}: ${width}x${height}, an aspect ratio over 200 (HF smart_resize refuses it); crop or pad it first.`,
     );
   }
   let hBar = roundHalfEven(height / factor) * factor;
@@ -97,17 +105,18 @@ export interface ErnieImageInputs {
 export function processErnieImages(images: readonly RgbImage[], config: ErnieImageProcessorConfig): ErnieImageInputs {
   const { patchSize: p, mergeSize: m, temporalPatchSize: tps } = config;
   const dim = 3 * tps * p * p;
-  const resized = images.map((image) => {
+  const names = images.map((image, i) => `image ${image.name ?? i}`);
+  const resized = images.map((image, i) => {
     const im = { ...image, channels: 3 };
     if (!config.doResize) return im;
-    const [h, w] = ernieSmartResize(im.height, im.width, p * m, config.minPixels, config.maxPixels);
+    const [h, w] = ernieSmartResize(im.height, im.width, p * m, config.minPixels, config.maxPixels, names[i]);
     return resize(im, w, h, config.resample);
   });
-  const grids = resized.map((im) => {
+  const grids = resized.map((im, i) => {
     if (im.height % (p * m) !== 0 || im.width % (p * m) !== 0) {
       throw new ProcessorError(
         'INVALID_SIZE',
-        `ERNIE image processor: ${im.width}x${im.height} is not a multiple of patch_size * merge_size = ${p * m}; enable do_resize.`,
+        `ERNIE image processor: ${names[i]}: ${im.width}x${im.height} is not a multiple of patch_size * merge_size = ${p * m}; enable do_resize.`,
       );
     }
     return [1, im.height / p, im.width / p] as const;

@@ -1,5 +1,7 @@
+import { resolve } from 'node:path';
 import { ProcessorError } from '../errors.js';
-import type { RgbImage } from '../image/decode.js';
+import { DEFAULT_MAX_PIXELS, type RgbImage } from '../image/decode.js';
+import { checkRegularFile, type InputKind } from '../input-file.js';
 
 /** What the container says about a video stream, as HF's `VideoMetadata` (PyAV backend) reads it. */
 export interface VideoInfo {
@@ -17,6 +19,8 @@ export interface VideoInfo {
 
 /** A decoded video: the kept frames (8-bit RGB, decode order), their indices and the stream's info. */
 export interface DecodedVideo {
+  /** The file's path, so that errors about the frames name it. */
+  readonly name: string;
   readonly frames: RgbImage[];
   /** `info.fps`, so a DecodedVideo is a `VideoFrames` the video processors take. */
   readonly fps: number | undefined;
@@ -34,7 +38,16 @@ export interface DecodeVideoOptions {
    * `totalFrames` set to the number decoded. Default: every frame.
    */
   frames?: readonly number[] | ((info: VideoInfo) => readonly number[]);
+  /** Refuse files larger than this (VIDEO_TOO_LARGE) before FFmpeg opens them; default DEFAULT_MAX_VIDEO_BYTES. */
+  maxBytes?: number;
+  /** Refuse frames of more pixels than this (VIDEO_TOO_LARGE) before converting them; default DEFAULT_MAX_PIXELS. */
+  maxPixels?: number;
 }
+
+/** The largest video file read (4 GiB): a file past it is refused before FFmpeg opens it. */
+export const DEFAULT_MAX_VIDEO_BYTES = 4 * 1024 ** 3;
+
+const VIDEO_FILE: InputKind = { what: 'video', unreadable: 'NOT_A_VIDEO', tooLarge: 'VIDEO_TOO_LARGE', option: 'maxBytes' };
 
 type NodeAv = typeof import('node-av');
 
@@ -79,21 +92,68 @@ function loadNodeAv(): Promise<NodeAv> {
  * video.frames.length, video.fps; // 12, 6
  * ```
  *
- * Throws ProcessorError NO_VIDEO_DECODER when node-av is not installed, NOT_A_VIDEO when FFmpeg
- * cannot open the file or it has no video stream.
+ * Only a regular file of at most `maxBytes` is opened (a FIFO, a device or a directory is refused
+ * without being opened), through FFmpeg's `file` protocol alone (a playlist cannot make it fetch
+ * a URL), and frames of more than `maxPixels` are refused before conversion. When `frames` is a
+ * function and the container has no frame count, the file is decoded twice: once to count the
+ * frames, once to keep the chosen ones, so that memory holds the kept frames only.
+ *
+ * Throws ProcessorError NO_VIDEO_DECODER when node-av is not installed, NOT_A_VIDEO when the path is
+ * not a regular file or FFmpeg cannot open it or it has no video stream, VIDEO_TOO_LARGE past a limit.
  */
 export async function decodeVideo(path: string, options: DecodeVideoOptions = {}): Promise<DecodedVideo> {
+  await checkRegularFile(path, options.maxBytes ?? DEFAULT_MAX_VIDEO_BYTES, VIDEO_FILE);
   const av = await loadNodeAv();
+  const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS;
+  const pick = options.frames;
+  if (typeof pick !== 'function') {
+    return decodePass(av, path, maxPixels, () => (pick === undefined ? undefined : new Set(pick)));
+  }
+  // With a known frame count the wanted indices are known before decoding (HF calls
+  // sample_indices_fn with the container's metadata first); otherwise count the frames first.
+  let counted: number | undefined;
+  const first = await decodePass(
+    av,
+    path,
+    maxPixels,
+    (info) => (info.totalFrames > 0 ? new Set(pick(info)) : 'count'),
+    (n) => {
+      counted = n;
+    },
+  );
+  if (counted === undefined) return first;
+  const total = counted;
+  return decodePass(av, path, maxPixels, (info) => new Set(pick({ ...info, totalFrames: total })));
+}
+
+/**
+ * One decode of the file: `choose` says from the stream's info which frame indices to keep (all
+ * when undefined; none, only counting them, when 'count', and `onCount` gets the number).
+ */
+async function decodePass(
+  av: NodeAv,
+  path: string,
+  maxPixels: number,
+  choose: (info: VideoInfo) => ReadonlySet<number> | undefined | 'count',
+  onCount?: (frames: number) => void,
+): Promise<DecodedVideo> {
   const fail = (what: string, code: number): ProcessorError =>
     new ProcessorError('NOT_A_VIDEO', `${path}: ${what} (FFmpeg: ${av.FFmpegError.strerror(code)})`);
+  const tooLarge = (width: number, height: number) =>
+    new ProcessorError(
+      'VIDEO_TOO_LARGE',
+      `${path}: ${width}x${height} frames are ${width * height} pixels, more than the limit of ${maxPixels}; ` +
+        'downscale the video first or raise maxPixels.',
+    );
 
   const format = new av.FormatContext();
   const codecContext = new av.CodecContext();
   const scaler = new av.SoftwareScaleContext();
   const packet = new av.Packet();
   const frame = new av.Frame();
+  const openOptions = av.Dictionary.fromObject({ protocol_whitelist: 'file' });
   try {
-    let ret = await format.openInput(path, null, null);
+    let ret = await format.openInput(`file:${resolve(path)}`, null, openOptions);
     if (ret < 0) throw fail('cannot open the file as a video', ret);
     ret = await format.findStreamInfo(null);
     if (ret < 0) throw fail('cannot read the stream information', ret);
@@ -115,6 +175,7 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
       duration: fps !== undefined && nbFrames > 0 ? nbFrames / fps : 0,
       codec: codec.name ?? String(stream.codecpar.codecId),
     };
+    if (info.width * info.height > maxPixels) throw tooLarge(info.width, info.height);
 
     codecContext.allocContext3(codec);
     ret = codecContext.parametersToContext(stream.codecpar);
@@ -123,14 +184,9 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
     ret = await codecContext.open2(codec, null);
     if (ret < 0) throw fail(`cannot open the ${info.codec} decoder`, ret);
 
-    // With a known frame count the wanted indices are known before decoding (HF calls
-    // sample_indices_fn with the container's metadata first); otherwise keep every frame and pick after.
-    const pickLater = typeof options.frames === 'function' && info.totalFrames === 0;
-    const wanted =
-      options.frames === undefined || pickLater
-        ? undefined
-        : new Set(typeof options.frames === 'function' ? options.frames(info) : options.frames);
-    const last = wanted === undefined ? Number.POSITIVE_INFINITY : Math.max(-1, ...wanted);
+    const chosen = choose(info);
+    const wanted = chosen === 'count' ? new Set<number>() : chosen;
+    const last = wanted === undefined || chosen === 'count' ? Number.POSITIVE_INFINITY : Math.max(-1, ...wanted);
 
     scaler.allocContext();
     scaler.setOption('sws_flags', 'bilinear');
@@ -160,6 +216,8 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
         if (ret === av.AVERROR_EAGAIN || ret === av.AVERROR_EOF) break;
         if (ret < 0) throw fail(`cannot decode frame ${index}`, ret);
         if (index <= last && (wanted === undefined || wanted.has(index))) {
+          // The stream header's size is checked above; a frame may still change size mid-stream.
+          if (frame.width * frame.height > maxPixels) throw tooLarge(frame.width, frame.height);
           frames.push(await toRgb(av, scaler, frame, path, index));
           frameIndices.push(index);
         }
@@ -167,13 +225,10 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
         index++;
       }
     }
-    if (pickLater) {
-      const picked = new Set((options.frames as (info: VideoInfo) => readonly number[])({ ...info, totalFrames: index }));
-      const keep = frameIndices.flatMap((fi, k) => (picked.has(fi) ? [k] : []));
-      return { frames: keep.map((k) => frames[k]!), fps, frameIndices: keep.map((k) => frameIndices[k]!), info };
-    }
-    return { frames, fps, frameIndices, info };
+    if (chosen === 'count') onCount?.(index);
+    return { name: path, frames, fps, frameIndices, info };
   } finally {
+    openOptions.free();
     frame.free();
     packet.free();
     scaler.freeContext();

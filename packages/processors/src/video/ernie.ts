@@ -7,6 +7,8 @@ import { torchResizeBicubicUint8 } from './torch-resize.js';
 
 /** A decoded video: its frames in order (8-bit RGB, all the same size) and, for fps sampling, its frame rate. */
 export interface VideoFrames {
+  /** What errors call the video (decodeVideo sets the file's path); default its index in the list. */
+  readonly name?: string;
   readonly frames: readonly RgbImage[];
   /** Frames per second of `frames` (HF VideoMetadata.fps). */
   readonly fps?: number;
@@ -133,18 +135,21 @@ export function processErnieVideos(
 ): ErnieVideoInputs {
   const { patchSize: p, mergeSize: m } = config;
   const perVideo = videos.map((v, vi) => {
-    if (v.frames.length === 0) throw new ProcessorError('INVALID_INPUT', `video ${vi} has no frames`);
+    const name = `video ${v.name ?? vi}`;
+    if (v.frames.length === 0) throw new ProcessorError('INVALID_INPUT', `${name} has no frames (none decoded or none selected)`);
     const { width, height } = v.frames[0]!;
     if (v.frames.some((f) => f.width !== width || f.height !== height)) {
-      throw new ProcessorError('INVALID_INPUT', `video ${vi}: frames differ in size`);
+      throw new ProcessorError('INVALID_INPUT', `${name}: frames differ in size`);
     }
     let frames = config.doSampleFrames
       ? ernieSampleFrameIndices(v.frames.length, v.fps, config, sampling).map((i) => v.frames[i]!)
       : [...v.frames];
     if (frames.length % 2 !== 0) frames = [...frames, frames.at(-1)!];
-    const [h, w] = config.doResize ? ernieSmartResize(height, width, p * m, config.minPixels, config.maxPixels) : [height, width];
+    const [h, w] = config.doResize
+      ? ernieSmartResize(height, width, p * m, config.minPixels, config.maxPixels, `${name} frames`)
+      : [height, width];
     if (h % (p * m) !== 0 || w % (p * m) !== 0) {
-      throw new ProcessorError('INVALID_SIZE', `video ${vi}: ${width}x${height} frames are not a multiple of ${p * m}; enable do_resize`);
+      throw new ProcessorError('INVALID_SIZE', `${name}: ${width}x${height} frames are not a multiple of ${p * m}; enable do_resize`);
     }
     return { frames: frames.map((f) => torchResizeBicubicUint8({ ...f, channels: 3 }, w, h)), h, w };
   });
