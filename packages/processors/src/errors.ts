@@ -34,3 +34,15 @@ export class ProcessorError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * Where a processor reader's settings come from, as its errors name them: a file and, for the
+ * settings save_pretrained nests in processor_config.json, the key they sit under.
+ */
+export interface SettingsSource {
+  readonly file: string;
+  readonly key?: string;
+}
+
+/** The most pixels one image (or video frame) may be processed at, whatever a config asks: 4096 x 4096. */
+export const MAX_PROCESSED_PIXELS = 4096 * 4096;

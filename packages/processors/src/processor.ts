@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fields } from '@vlmkit/config';
-import { ProcessorError } from './errors.js';
+import { ConfigError, fields } from '@vlmkit/config';
+import { ProcessorError, type SettingsSource } from './errors.js';
 import { type AnyresImageProcessorConfig, anyresImageProcessorConfig, processAnyresImages, selectBestResolution } from './image/anyres.js';
 import { decodeImage, type RgbImage } from './image/decode.js';
 import { type ErnieImageProcessorConfig, ernieImageProcessorConfig, processErnieImages } from './image/ernie.js';
@@ -16,7 +16,7 @@ import {
   moeMmTokenTypeIds,
   type PlaceholderExpansion,
 } from './text/placeholders.js';
-import { readJsonIfPresent, Tokenizer, type TokenizerDecodeOptions } from './text/tokenizer.js';
+import { readJsonObject, readProcessorFile, Tokenizer, type TokenizerDecodeOptions } from './text/tokenizer.js';
 import { decodeVideo } from './video/decode.js';
 import {
   type ErnieVideoInputs,
@@ -85,6 +85,7 @@ export type ProcessorKind = 'ernie4_5_vl_moe' | 'granite4_vision';
 type Family =
   | {
       kind: 'ernie4_5_vl_moe';
+      dir: string;
       image: ErnieImageProcessorConfig;
       tokens: {
         image: string;
@@ -95,15 +96,20 @@ type Family =
         videoStart?: number;
         videoEnd?: number;
       };
-      /** video_preprocessor_config.json, read when videos are given (so image-only use never depends on it). */
-      videoConfig: Record<string, unknown> | undefined;
+      /** The video processor settings HF loads; read in full (draw_on_frames refused) when videos are given. */
+      video: Settings;
       videoToken: string | undefined;
+      /** Where the processor settings contradict config.json (refused when images / videos are processed). */
+      conflicts: { image: string[]; video: string[] };
     }
   | {
       kind: 'granite4_vision';
+      dir: string;
       tokens: { image: string; imageId: number };
-      count: GraniteTokenCountConfig;
+      /** processor_config.json's; HF fails on images without patch_size. */
+      count: Omit<GraniteTokenCountConfig, 'patchSize'> & { patchSize: number | undefined };
       image: AnyresImageProcessorConfig;
+      conflicts: { image: string[] };
     };
 
 /**
@@ -133,18 +139,32 @@ export class Processor {
 
   static async fromPretrained(dir: string): Promise<Processor> {
     const tokenizer = await Tokenizer.fromPretrained(dir);
-    const preprocessor = await readJsonIfPresent(join(dir, 'preprocessor_config.json'), 'INVALID_PROCESSOR_CONFIG');
-    const processorConfig = await readJsonIfPresent(join(dir, 'processor_config.json'), 'INVALID_PROCESSOR_CONFIG');
-    const modelConfig = await readJsonIfPresent(join(dir, 'config.json'), 'INVALID_PROCESSOR_CONFIG');
-    const kind = processorKind(dir, processorConfig, preprocessor, modelConfig);
-    const source = await chatTemplateSource(dir, tokenizer);
+    const read = (file: string) => readJsonObject(join(dir, file), 'INVALID_PROCESSOR_CONFIG');
+    const processorConfig = (await read('processor_config.json')) ?? {};
+    const preprocessor = await read('preprocessor_config.json');
+    const modelConfig = await read('config.json');
+    const image = nestedOrFile(processorConfig, 'image_processor', [['preprocessor_config.json', preprocessor]]);
+    if (image === undefined) {
+      throw new ProcessorError(
+        'INVALID_PROCESSOR_CONFIG',
+        `${dir}: no image processor settings: processor_config.json has no "image_processor" object and ` +
+          "preprocessor_config.json is missing (or not a regular file); HF's AutoImageProcessor refuses such a folder. " +
+          "Copy preprocessor_config.json from the model's repository.",
+      );
+    }
+    const kind = processorKind(dir, processorConfig, preprocessor ?? {}, image.json, modelConfig ?? {});
+    const source = await chatTemplateSource(dir, processorConfig);
     const template = source === undefined ? undefined : new ChatTemplate(source, tokenizer.specialTokens);
     let family: Family;
     if (kind === 'ernie4_5_vl_moe') {
-      const video = await readJsonIfPresent(join(dir, 'video_preprocessor_config.json'), 'INVALID_PROCESSOR_CONFIG');
-      family = ernieFamily(tokenizer, preprocessor, Object.keys(video).length > 0 ? video : undefined);
+      const videoFile = await read('video_preprocessor_config.json');
+      const video = nestedOrFile(processorConfig, 'video_processor', [
+        ['video_preprocessor_config.json', videoFile],
+        ['preprocessor_config.json', preprocessor],
+      ]);
+      family = ernieFamily(dir, tokenizer, image, video, modelConfig);
     } else {
-      family = graniteFamily(tokenizer, preprocessor, processorConfig, modelConfig);
+      family = graniteFamily(dir, tokenizer, image, processorConfig, modelConfig);
     }
     return new Processor(kind, tokenizer, template, family);
   }
@@ -154,7 +174,8 @@ export class Processor {
     if (this.chatTemplate === undefined) {
       throw new ProcessorError(
         'TOKENIZER_ERROR',
-        'this model directory has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json chat_template)',
+        'this model directory has no chat template for the processor: no processor_config.json chat_template, chat_template.json ' +
+          "or chat_template.jinja (HF's processor never uses tokenizer_config.json's chat_template); add chat_template.jinja.",
       );
     }
     return this.chatTemplate.apply(messages, options);
@@ -171,6 +192,7 @@ export class Processor {
     const expansions: PlaceholderExpansion[] = [];
     if (f.kind === 'ernie4_5_vl_moe') {
       if (images.length > 0) {
+        refuseConflicts(f.conflicts.image, 'images');
         const px = processErnieImages(images, f.image);
         out.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
         out.image_grid_thw = int64(
@@ -185,13 +207,12 @@ export class Processor {
       }
       const videos = inputs.videos ?? [];
       if (videos.length > 0) {
-        if (f.videoConfig === undefined || f.videoToken === undefined || f.tokens.video === undefined) {
-          throw new ProcessorError(
-            'INVALID_PROCESSOR_CONFIG',
-            'videos need video_preprocessor_config.json and a video_token in tokenizer_config.json in the model directory',
-          );
+        if (f.videoToken === undefined || f.tokens.video === undefined) {
+          throw new ProcessorError('INVALID_PROCESSOR_CONFIG', 'videos need a video_token in tokenizer_config.json (in the vocabulary)');
         }
-        const cfg = ernieVideoProcessorConfig(f.videoConfig);
+        refuseConflicts(f.conflicts.video, 'videos');
+        const { json, source } = f.video;
+        const cfg = readSettings(f.dir, () => ernieVideoProcessorConfig(json, source));
         const vx = await processErnieVideoInputs(videos, cfg, inputs.videoSampling);
         out.pixel_values_videos = { dtype: 'float32', dims: [...vx.pixelValuesVideosShape], data: vx.pixelValuesVideos };
         out.video_grid_thw = int64(
@@ -204,6 +225,15 @@ export class Processor {
     } else if ((inputs.videos ?? []).length > 0) {
       throw new ProcessorError('INVALID_INPUT', 'Granite 4 Vision takes images only, not videos');
     } else if (images.length > 0) {
+      refuseConflicts(f.conflicts.image, 'images');
+      const { patchSize } = f.count;
+      if (patchSize === undefined) {
+        throw new ProcessorError(
+          'INVALID_PROCESSOR_CONFIG',
+          `${f.dir}: processor_config.json has no patch_size, which HF's Granite4VisionProcessor needs to count image tokens ` +
+            "(it fails with a TypeError); add the vision tower's patch_size (config.json vision_config.patch_size).",
+        );
+      }
       const px = processAnyresImages(images, f.image);
       out.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
       out.image_sizes = int64(
@@ -213,7 +243,7 @@ export class Processor {
       // Granite4VisionProcessor.replace_image_token: the tile size is pixel_values' last two dims.
       const tile = [px.pixelValuesShape[3], px.pixelValuesShape[4]] as const;
       const counts = px.imageSizes.map((size) =>
-        graniteImageTokenCount(size, selectBestResolution(size, f.image.imageGridPinpoints), tile, f.count),
+        graniteImageTokenCount(size, selectBestResolution(size, f.image.imageGridPinpoints), tile, { ...f.count, patchSize }),
       );
       expansions.push({ modality: 'image', token: f.tokens.image, counts });
     }
@@ -340,12 +370,13 @@ function processorKind(
   dir: string,
   processorConfig: Record<string, unknown>,
   preprocessor: Record<string, unknown>,
+  imageSettings: Record<string, unknown>,
   modelConfig: Record<string, unknown>,
 ): ProcessorKind {
   const cls = processorConfig.processor_class ?? preprocessor.processor_class;
   if (cls === 'Ernie4_5_VLMoeProcessor') return 'ernie4_5_vl_moe';
   if (cls === 'Granite4VisionProcessor') return 'granite4_vision';
-  const imageType = preprocessor.image_processor_type;
+  const imageType = imageSettings.image_processor_type;
   if (typeof imageType === 'string' && imageType.startsWith('Ernie4_5_VLMoe')) return 'ernie4_5_vl_moe';
   if (modelConfig.model_type === 'ernie4_5_vl_moe' || modelConfig.model_type === 'granite4_vision') return modelConfig.model_type;
   throw new ProcessorError(
@@ -356,20 +387,79 @@ function processorKind(
   );
 }
 
-/** HF ProcessorMixin: chat_template.jinja, else chat_template.json, else the tokenizer's (a dict's "default"). */
-async function chatTemplateSource(dir: string, tokenizer: Tokenizer): Promise<string | undefined> {
-  try {
-    return await readFile(join(dir, 'chat_template.jinja'), 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+/**
+ * The processor's chat template as HF ProcessorMixin.get_processor_dict finds it: processor_config.json
+ * `chat_template`, else chat_template.json (legacy), else chat_template.jinja; files that are not
+ * regular files count as absent. HF's processor never falls back to tokenizer_config.json's template.
+ */
+async function chatTemplateSource(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
+  const inConfig = processorConfig.chat_template;
+  if (inConfig !== undefined && inConfig !== null) return templateText(inConfig, 'processor_config.json chat_template');
+  const json = await readJsonObject(join(dir, 'chat_template.json'), 'TOKENIZER_ERROR');
+  if (json !== undefined) {
+    if (await hasNamedTemplates(dir)) {
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `${dir}: both chat_template.json and chat_templates/*.jinja exist, which HF refuses; replace chat_template.json with chat_template.jinja.`,
+      );
+    }
+    return templateText(json.chat_template, 'chat_template.json chat_template');
   }
-  const json = await readJsonIfPresent(join(dir, 'chat_template.json'), 'TOKENIZER_ERROR');
-  const t = json.chat_template ?? tokenizer.config.chatTemplate;
+  return readProcessorFile(join(dir, 'chat_template.jinja'), 'TOKENIZER_ERROR');
+}
+
+/** A template value: a string, or a dict of named templates (its "default"). */
+function templateText(t: unknown, where: string): string | undefined {
   if (typeof t === 'string') return t;
   if (t !== null && typeof t === 'object' && typeof (t as Record<string, unknown>).default === 'string') {
     return (t as Record<string, string>).default;
   }
+  throw new ProcessorError('TOKENIZER_ERROR', `${where} must be a template string (or named templates with a "default")`);
+}
+
+async function hasNamedTemplates(dir: string): Promise<boolean> {
+  try {
+    return (await readdir(join(dir, 'chat_templates'))).some((f) => f.endsWith('.jinja'));
+  } catch {
+    return false;
+  }
+}
+
+/** Settings as the JSON object read and where it came from (for errors). */
+interface Settings {
+  readonly json: Record<string, unknown>;
+  readonly source: SettingsSource;
+}
+
+/**
+ * Which settings HF's image / video processor loads (get_image_processor_dict,
+ * get_video_processor_dict): the object save_pretrained nests in processor_config.json under `key`
+ * when present and not null, else the first file present. Nothing is merged.
+ */
+function nestedOrFile(
+  processorConfig: Record<string, unknown>,
+  key: string,
+  files: readonly (readonly [string, Record<string, unknown> | undefined])[],
+): Settings | undefined {
+  const nested = processorConfig[key];
+  if (nested !== undefined && nested !== null) {
+    if (typeof nested !== 'object' || Array.isArray(nested)) {
+      throw new ProcessorError('INVALID_PROCESSOR_CONFIG', `processor_config.json: ${key} must be a JSON object (the ${key} settings).`);
+    }
+    return { json: nested as Record<string, unknown>, source: { file: 'processor_config.json', key } };
+  }
+  for (const [file, json] of files) if (json !== undefined) return { json, source: { file } };
   return undefined;
+}
+
+/** Runs a settings reader, its ConfigError (which names the file and field) as a ProcessorError. */
+function readSettings<T>(dir: string, read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof ConfigError) throw new ProcessorError('INVALID_PROCESSOR_CONFIG', `${dir}: ${e.message}`, { cause: e });
+    throw e;
+  }
 }
 
 /** A special token of tokenizer_config.json and its id; required ones throw naming the field. */
@@ -390,68 +480,160 @@ function requiredToken(tokenizer: Tokenizer, name: string, model: string): { tex
 }
 
 function ernieFamily(
+  dir: string,
   tokenizer: Tokenizer,
-  preprocessor: Record<string, unknown>,
-  videoConfig: Record<string, unknown> | undefined,
+  imageSettings: Settings,
+  video: Settings | undefined,
+  modelConfig: Record<string, unknown> | undefined,
 ): Family {
   const image = requiredToken(tokenizer, 'image_token', 'ERNIE-4.5-VL');
+  const config = readSettings(dir, () => ernieImageProcessorConfig(imageSettings.json, imageSettings.source));
+  if (video === undefined) {
+    throw new ProcessorError(
+      'INVALID_PROCESSOR_CONFIG',
+      `${dir}: no video processor settings: processor_config.json has no "video_processor" object and neither ` +
+        "video_preprocessor_config.json nor preprocessor_config.json exists; HF's Ernie4_5_VLMoeProcessor refuses such a folder.",
+    );
+  }
+  // HF builds the video processor when loading, so its settings are checked now; draw_on_frames,
+  // which only vlmkit refuses, is left to the first video.
+  const videoConfig = readSettings(dir, () => ernieVideoProcessorConfig({ ...video.json, draw_on_frames: false }, video.source));
+  const tokens = {
+    image: image.text,
+    imageId: image.id,
+    imageStart: tokenId(tokenizer, 'image_start_token'),
+    imageEnd: tokenId(tokenizer, 'image_end_token'),
+    video: tokenId(tokenizer, 'video_token'),
+    videoStart: tokenId(tokenizer, 'video_start_token'),
+    videoEnd: tokenId(tokenizer, 'video_end_token'),
+  };
+  const vision = objectField(modelConfig, 'vision_config');
+  const imageAt = (field: string) => settingsField(imageSettings.source, field);
+  const videoAt = (field: string) => settingsField(video.source, field);
   return {
     kind: 'ernie4_5_vl_moe',
-    image: ernieImageProcessorConfig(preprocessor),
-    tokens: {
-      image: image.text,
-      imageId: image.id,
-      imageStart: tokenId(tokenizer, 'image_start_token'),
-      imageEnd: tokenId(tokenizer, 'image_end_token'),
-      video: tokenId(tokenizer, 'video_token'),
-      videoStart: tokenId(tokenizer, 'video_start_token'),
-      videoEnd: tokenId(tokenizer, 'video_end_token'),
-    },
-    videoConfig,
+    dir,
+    image: config,
+    tokens,
+    video,
     videoToken: tokenizer.specialTokens.video_token,
+    conflicts: {
+      image: conflicts(dir, modelConfig, [
+        [imageAt('patch_size'), config.patchSize, 'vision_config.patch_size', vision?.patch_size],
+        [imageAt('merge_size'), config.mergeSize, 'vision_config.spatial_merge_size', vision?.spatial_merge_size],
+        // A row of pixel_values holds 3 * temporal_patch_size * patch^2 values; the patch embedding takes in_channels * patch^2.
+        [`3 * ${imageAt('temporal_patch_size')}`, 3 * config.temporalPatchSize, 'vision_config.in_channels', vision?.in_channels],
+        ['the image_token id (tokenizer_config.json)', image.id, 'image_token_id', modelConfig?.image_token_id],
+      ]),
+      video: conflicts(dir, modelConfig, [
+        [videoAt('patch_size'), videoConfig.patchSize, 'vision_config.patch_size', vision?.patch_size],
+        [videoAt('merge_size'), videoConfig.mergeSize, 'vision_config.spatial_merge_size', vision?.spatial_merge_size],
+        ['the video_token id (tokenizer_config.json)', tokens.video, 'video_token_id', modelConfig?.video_token_id],
+      ]),
+    },
   };
 }
 
 /**
- * Granite4VisionProcessor's settings come from processor_config.json (patch_size,
- * vision_feature_select_strategy, downsample_rate, num_additional_image_tokens, image_token); a
- * directory without one gets them from config.json, where the model reads the same values.
+ * Granite4VisionProcessor's settings come from processor_config.json alone (patch_size,
+ * vision_feature_select_strategy, downsample_rate, num_additional_image_tokens, image_token), as
+ * HF reads them; config.json is only compared with them.
  */
 function graniteFamily(
+  dir: string,
   tokenizer: Tokenizer,
-  preprocessor: Record<string, unknown>,
+  imageSettings: Settings,
   processorConfig: Record<string, unknown>,
-  modelConfig: Record<string, unknown>,
+  modelConfig: Record<string, unknown> | undefined,
 ): Family {
   const p = fields(processorConfig, 'processor_config.json');
-  const m = fields(modelConfig, 'config.json');
-  const vision = m.optionalObj('vision_config');
-  const patchSize = p.optionalInt('patch_size') ?? vision?.optionalInt('patch_size');
-  if (patchSize === undefined) {
-    throw new ProcessorError(
-      'INVALID_PROCESSOR_CONFIG',
-      'Granite 4 Vision: neither processor_config.json nor config.json (vision_config) has patch_size',
-    );
-  }
-  const strategy =
-    p.optionalStr('vision_feature_select_strategy') ??
-    m.str('vision_feature_select_strategy', { default: 'default', from: 'HF Granite4VisionConfig' });
-  const downsampleRate = p.optionalStr('downsample_rate') ?? m.optionalStr('downsample_rate');
+  const count = readSettings(dir, () => ({
+    patchSize: p.optionalInt('patch_size', { max: 4096 }),
+    // HF: anything but 'default' (also none) keeps every feature.
+    visionFeatureSelectStrategy: p.optionalStr('vision_feature_select_strategy') ?? 'full',
+    downsampleRate: p.optionalStr('downsample_rate'),
+    numAdditionalImageTokens: p.optionalInt('num_additional_image_tokens', { min: 0, max: 4096 }) ?? 0,
+  }));
   // HF: tokenizer.image_token when the tokenizer has one, else the processor's (default "<image>").
-  const imageText = tokenizer.specialTokens.image_token ?? p.optionalStr('image_token') ?? '<image>';
+  const imageText = tokenizer.specialTokens.image_token ?? readSettings(dir, () => p.optionalStr('image_token')) ?? '<image>';
   const imageId = tokenizer.tokenToId(imageText);
   if (imageId === undefined)
     throw new ProcessorError('TOKENIZER_ERROR', `Granite 4 Vision: the image token ${imageText} is not in the vocabulary`);
+  const image = readSettings(dir, () => anyresImageProcessorConfig(imageSettings.json, imageSettings.source));
+  const vision = objectField(modelConfig, 'vision_config');
+  const strategy = modelConfig?.vision_feature_select_strategy;
   return {
     kind: 'granite4_vision',
+    dir,
     tokens: { image: imageText, imageId },
-    count: {
-      patchSize,
-      visionFeatureSelectStrategy: strategy,
-      downsampleRate,
-      numAdditionalImageTokens: p.optionalInt('num_additional_image_tokens', { min: 0 }) ?? 0,
-    },
+    count,
     // Granite4VisionProcessorKwargs._defaults pass do_pad=True to the image processor on every call.
-    image: { ...anyresImageProcessorConfig(preprocessor), doPad: true },
+    image: { ...image, doPad: true },
+    conflicts: {
+      image: conflicts(dir, modelConfig, [
+        ['processor_config.json patch_size', count.patchSize, 'vision_config.patch_size', vision?.patch_size],
+        [
+          'processor_config.json vision_feature_select_strategy',
+          count.visionFeatureSelectStrategy,
+          'vision_feature_select_strategy',
+          strategy,
+        ],
+        [
+          'processor_config.json downsample_rate',
+          fraction(count.downsampleRate),
+          'downsample_rate',
+          fraction(modelConfig?.downsample_rate),
+        ],
+        [
+          settingsField(imageSettings.source, 'image_grid_pinpoints'),
+          JSON.stringify(image.imageGridPinpoints),
+          'image_grid_pinpoints',
+          modelConfig?.image_grid_pinpoints === undefined ? undefined : JSON.stringify(modelConfig.image_grid_pinpoints),
+        ],
+        ['the image token id', imageId, 'image_token_index', modelConfig?.image_token_index],
+      ]),
+    },
   };
+}
+
+function objectField(json: Record<string, unknown> | undefined, key: string): Record<string, unknown> | undefined {
+  const v = json?.[key];
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/** `file field` or, nested, `processor_config.json image_processor.field`. */
+function settingsField(source: SettingsSource, field: string): string {
+  return source.key === undefined ? `${source.file} ${field}` : `${source.file} ${source.key}.${field}`;
+}
+
+/** A fraction string ('2/4') as a number, for comparing; undefined when absent or unreadable. */
+function fraction(v: unknown): number | undefined {
+  if (typeof v !== 'string') return undefined;
+  const m = /^\s*(\d+)\s*(?:\/\s*(\d+))?\s*$/.exec(v);
+  return m === null || Number(m[2] ?? 1) === 0 ? undefined : Number(m[1]) / Number(m[2] ?? 1);
+}
+
+/**
+ * The processor settings that contradict what config.json states (fields it leaves out are not
+ * compared): [processor field, its value, config.json field, its value]. Each one makes the
+ * placeholder count or pixel rows disagree with what the model computes from its weights and
+ * config, which the model would only report as bad inputs.
+ */
+function conflicts(
+  dir: string,
+  modelConfig: Record<string, unknown> | undefined,
+  pairs: readonly (readonly [string, unknown, string, unknown])[],
+): string[] {
+  if (modelConfig === undefined) return [];
+  return pairs
+    .filter(([, ours, , theirs]) => ours !== undefined && theirs !== undefined && ours !== theirs)
+    .map(
+      ([field, ours, key, theirs]) =>
+        `${dir}: ${field} is ${JSON.stringify(ours)} but config.json ${key} is ${JSON.stringify(theirs)}; ` +
+        "the processor's output would not fit the model. Make the processor settings agree with config.json.",
+    );
+}
+
+function refuseConflicts(list: readonly string[], what: string): void {
+  if (list.length > 0) throw new ProcessorError('INVALID_PROCESSOR_CONFIG', `cannot process ${what}: ${list.join(' Also: ')}`);
 }

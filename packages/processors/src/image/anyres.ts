@@ -1,5 +1,5 @@
 import { type ConfigObject, fields } from '@vlmkit/config';
-import { ProcessorError } from '../errors.js';
+import { MAX_PROCESSED_PIXELS, ProcessorError, type SettingsSource } from '../errors.js';
 import type { RgbImage } from './decode.js';
 import {
   crop,
@@ -36,29 +36,70 @@ export interface AnyresImageProcessorConfig {
 
 const FROM = 'HF LlavaNextImageProcessor';
 
+/** A LlavaNext size dict: exactly {height, width} or {shortest_edge} (HF's other valid key sets are not used by it). */
 function readSize(c: ConfigObject, key: string): SizeSpec | undefined {
   const s = c.optionalObj(key);
   if (s === undefined) return undefined;
-  if (s.has('height') || s.has('width')) return { height: s.int('height'), width: s.int('width') };
-  return { shortestEdge: s.int('shortest_edge') };
+  const keys = Object.keys(s.json).sort().join(',');
+  const side = { max: 4096 };
+  if (keys === 'height,width') return { height: s.int('height', side), width: s.int('width', side) };
+  if (keys === 'shortest_edge' && key === 'size') return { shortestEdge: s.int('shortest_edge', side) };
+  return c.fail(
+    'INVALID_CONFIG',
+    key,
+    `must be {"height", "width"}${key === 'size' ? ' or {"shortest_edge"}' : ''}, found keys ${JSON.stringify(Object.keys(s.json))}.`,
+  );
 }
 
-/** Reads a LlavaNext / Granite 4 Vision preprocessor_config.json (throws ConfigError naming the field). */
-export function anyresImageProcessorConfig(json: unknown): AnyresImageProcessorConfig {
-  const c = fields(json, 'LlavaNext preprocessor_config.json');
+/**
+ * Reads LlavaNext / Granite 4 Vision image processor settings: preprocessor_config.json, or the
+ * `image_processor` object HF's save_pretrained nests in processor_config.json (`source` names
+ * which, for errors). Throws ConfigError naming the field. Beyond HF's own checks, a pinpoint of
+ * more than MAX_PROCESSED_PIXELS, or tiles that would add up to more, is refused before any
+ * image is touched.
+ */
+export function anyresImageProcessorConfig(
+  json: unknown,
+  source: SettingsSource = { file: 'preprocessor_config.json' },
+): AnyresImageProcessorConfig {
+  const c = fields(json, `LlavaNext ${source.file}`, source.key);
   const crop = readSize(c, 'crop_size') ?? { height: 224, width: 224 };
   if (!('height' in crop)) return c.fail('INVALID_CONFIG', 'crop_size', 'must have height and width.');
+  const imageGridPinpoints = c.intPairs('image_grid_pinpoints', {
+    default: [
+      [336, 672],
+      [672, 336],
+      [672, 672],
+      [1008, 336],
+      [336, 1008],
+    ],
+    from: FROM,
+    min: 1,
+  });
+  if (imageGridPinpoints.length === 0) c.fail('INVALID_CONFIG', 'image_grid_pinpoints', 'is empty; it needs at least one [height, width].');
+  // The base image plus the tiles of the largest pinpoint, each crop_size after processing.
+  const tile = crop.height;
+  let tiles = 0;
+  for (const [h, w] of imageGridPinpoints) {
+    if (h * w > MAX_PROCESSED_PIXELS) {
+      c.fail(
+        'INVALID_CONFIG',
+        'image_grid_pinpoints',
+        `has [${h}, ${w}]: over ${MAX_PROCESSED_PIXELS} pixels (4096 x 4096), the most vlmkit processes.`,
+      );
+    }
+    tiles = Math.max(tiles, 1 + Math.ceil(h / tile) * Math.ceil(w / tile));
+  }
+  if (tiles * crop.height * crop.width > MAX_PROCESSED_PIXELS) {
+    c.fail(
+      'INVALID_CONFIG',
+      'image_grid_pinpoints',
+      `with crop_size ${crop.height}x${crop.width} cuts an image into up to ${tiles} tiles, ` +
+        `over ${MAX_PROCESSED_PIXELS} pixels (4096 x 4096), the most vlmkit processes per image.`,
+    );
+  }
   return {
-    imageGridPinpoints: c.intPairs('image_grid_pinpoints', {
-      default: [
-        [336, 672],
-        [672, 336],
-        [672, 672],
-        [1008, 336],
-        [336, 1008],
-      ],
-      from: FROM,
-    }),
+    imageGridPinpoints,
     size: readSize(c, 'size') ?? { shortestEdge: 224 },
     cropSize: [crop.height, crop.width],
     doResize: c.bool('do_resize', { default: true, from: FROM }),

@@ -1,5 +1,5 @@
 import { fields } from '@vlmkit/config';
-import { ProcessorError } from '../errors.js';
+import { MAX_PROCESSED_PIXELS, ProcessorError, type SettingsSource } from '../errors.js';
 import type { RgbImage } from './decode.js';
 import {
   OPENAI_CLIP_MEAN,
@@ -29,16 +29,34 @@ export interface ErnieImageProcessorConfig {
 
 const FROM = 'HF Ernie4_5_VLMoeImageProcessor';
 
-/** Reads an ERNIE-4.5-VL preprocessor_config.json (throws ConfigError naming the field). */
-export function ernieImageProcessorConfig(json: unknown): ErnieImageProcessorConfig {
-  const c = fields(json, 'ERNIE preprocessor_config.json');
+/**
+ * Reads ERNIE-4.5-VL image processor settings: preprocessor_config.json, or the `image_processor`
+ * object HF's save_pretrained nests in processor_config.json (`source` names which, for errors).
+ * Throws ConfigError naming the field. Beyond HF's own checks, sizes past MAX_PROCESSED_PIXELS
+ * (and patch / merge sizes that would round an image up past it) are refused before any image
+ * is touched.
+ */
+export function ernieImageProcessorConfig(
+  json: unknown,
+  source: SettingsSource = { file: 'preprocessor_config.json' },
+): ErnieImageProcessorConfig {
+  const c = fields(json, `ERNIE ${source.file}`, source.key);
   const size = c.optionalObj('size');
+  if (size !== undefined && (!size.has('shortest_edge') || !size.has('longest_edge'))) {
+    // Ernie4_5_VLMoeImageProcessor.resize raises for any other size dict ({height, width}, ...).
+    c.fail(
+      'INVALID_CONFIG',
+      'size',
+      `must have shortest_edge and longest_edge (the fewest and most pixels, HF smart_resize), found keys ${JSON.stringify(Object.keys(size.json))}.`,
+    );
+  }
+  const pixels = { max: MAX_PROCESSED_PIXELS };
   return {
-    patchSize: c.int('patch_size', { default: 14, from: FROM }),
-    mergeSize: c.int('merge_size', { default: 2, from: FROM }),
-    temporalPatchSize: c.int('temporal_patch_size', { default: 1, from: FROM }),
-    minPixels: size ? size.int('shortest_edge', { default: 56 * 56, from: FROM }) : 56 * 56,
-    maxPixels: size ? size.int('longest_edge', { default: 28 * 28 * 6177, from: FROM }) : 28 * 28 * 6177,
+    patchSize: c.int('patch_size', { default: 14, from: FROM, max: 256 }),
+    mergeSize: c.int('merge_size', { default: 2, from: FROM, max: 8 }),
+    temporalPatchSize: c.int('temporal_patch_size', { default: 1, from: FROM, max: 16 }),
+    minPixels: size ? size.int('shortest_edge', pixels) : 56 * 56,
+    maxPixels: size ? size.int('longest_edge', pixels) : 28 * 28 * 6177,
     doResize: c.bool('do_resize', { default: true, from: FROM }),
     resample: readResample(c, 'bicubic'),
     normalization: readNormalization(c, FROM, { imageMean: OPENAI_CLIP_MEAN, imageStd: OPENAI_CLIP_STD }),

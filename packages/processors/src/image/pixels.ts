@@ -48,7 +48,8 @@ export function readResample(c: ConfigObject, fallback: ResampleFilter): Resampl
   const code = c.int('resample', { min: 0 });
   const filter = PIL_RESAMPLE_CODES[code];
   if (filter === undefined) {
-    c.fail('UNSUPPORTED_CONFIG', 'resample', `${code} (PIL NEAREST) is not supported; use 2 (BILINEAR) or 3 (BICUBIC).`);
+    if (code === 0) c.fail('UNSUPPORTED_CONFIG', 'resample', '0 (PIL NEAREST) is not supported; use 2 (BILINEAR) or 3 (BICUBIC).');
+    c.fail('INVALID_CONFIG', 'resample', `${code} is not a PIL resampling filter (0 to 5; HF refuses it); use 2 or 3 (BICUBIC).`);
   }
   return filter;
 }

@@ -23,8 +23,6 @@ describe('parseTokenizerConfig', () => {
     });
     expect(cfg.extraSpecialTokens).toEqual([]);
     expect(cfg.chatTemplate).toEqual({ default: 'x' });
-    expect(cfg.addBosToken).toBe(false);
-    expect(cfg.addEosToken).toBeUndefined();
   });
 
   it('keeps a list of extra special tokens apart from the named ones', () => {
@@ -44,16 +42,43 @@ describe('Tokenizer', () => {
     expect(await tok.decode(ids, { skipSpecialTokens: true })).toBe('hi');
   });
 
-  it('rebuilds the post-processor from add_bos_token / add_eos_token as HF update_post_processor', async () => {
+  it('ignores add_bos_token / add_eos_token as HF 5.17 does when a tokenizer.json exists', async () => {
+    // HF PreTrainedTokenizerBase._from_pretrained pops both; the post-processor of tokenizer.json decides.
     const json = byteLevelTokenizerJson();
-    const plain = await Tokenizer.fromJSON(json, {}).encode('hi', { addSpecialTokens: false });
+    const ids = await Tokenizer.fromJSON(json, { bos_token: '<s>' }).encode('hi');
+    expect(ids[0]).toBe(1);
     const noBos = Tokenizer.fromJSON(json, { bos_token: '<s>', eos_token: '</s>', add_bos_token: false });
-    expect(await noBos.encode('hi')).toEqual(plain);
+    expect(await noBos.encode('hi')).toEqual(ids);
     const both = Tokenizer.fromJSON(json, { bos_token: '<s>', eos_token: '</s>', add_bos_token: true, add_eos_token: true });
-    expect(await both.encode('hi')).toEqual([1, ...plain, 2]);
-    // tokenizer.json without a post-processor: HF builds one with the (default false) flags.
-    const sp = Tokenizer.fromJSON(sentencePieceTokenizerJson(), { bos_token: '<s>' });
+    expect(await both.encode('hi')).toEqual(ids);
+    // tokenizer.json without a post-processor: nothing is added, whatever the flags say.
+    const sp = Tokenizer.fromJSON(sentencePieceTokenizerJson(), {
+      bos_token: '<s>',
+      eos_token: '</s>',
+      add_bos_token: true,
+      add_eos_token: true,
+    });
     expect(await sp.encode('hi')).toEqual(await sp.encode('hi', { addSpecialTokens: false }));
+  });
+
+  it('refuses a lone surrogate with INVALID_INPUT naming its position, as HF raises', async () => {
+    const tok = Tokenizer.fromJSON(byteLevelTokenizerJson());
+    for (const [text, at] of [
+      ['ab\uD800cd', 2],
+      ['\uDC00', 0],
+      ['ok \uD83D\uDE00 then \uD83D', 11],
+    ] as const) {
+      const e = await tok.encode(text).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e, JSON.stringify(text)).toBeInstanceOf(ProcessorError);
+      expect((e as ProcessorError).code).toBe('INVALID_INPUT');
+      expect((e as Error).message).toContain(`position ${at}`);
+    }
+    // A surrogate pair (an emoji) is one character and still encodes; decoding is unchanged.
+    const ids = await tok.encode('ok \uD83D\uDE00', { addSpecialTokens: false });
+    expect(await tok.decode(ids)).toBe('ok \uD83D\uDE00');
   });
 
   it('treats special tokens as single tokens and adds the ones the vocabulary lacks', async () => {

@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer as RustTokenizer } from 'tokenizers';
 import { ProcessorError, type ProcessorErrorCode } from '../errors.js';
@@ -17,9 +18,6 @@ export interface TokenizerConfig {
   specialTokens: Record<string, string>;
   /** `extra_special_tokens` / `additional_special_tokens` when given as a list. */
   extraSpecialTokens: string[];
-  /** Set only when tokenizer_config.json says so (HF then rebuilds the post-processor from them). */
-  addBosToken?: boolean;
-  addEosToken?: boolean;
   /** HF v5 default false; when true, applied on decode for non-BPE models only, as HF does. */
   cleanUpTokenizationSpaces: boolean;
   /** `chat_template` from tokenizer_config.json (a string, or named templates). */
@@ -70,8 +68,6 @@ export function parseTokenizerConfig(raw: Record<string, unknown>): TokenizerCon
     cleanUpTokenizationSpaces: raw.clean_up_tokenization_spaces === true,
     raw,
   };
-  if (typeof raw.add_bos_token === 'boolean') cfg.addBosToken = raw.add_bos_token;
-  if (typeof raw.add_eos_token === 'boolean') cfg.addEosToken = raw.add_eos_token;
   const ct = raw.chat_template;
   if (typeof ct === 'string') cfg.chatTemplate = ct;
   else if (Array.isArray(ct)) {
@@ -96,12 +92,13 @@ export interface TokenizerDecodeOptions {
 /**
  * A tokenizer.json tokenizer run by HF's own Rust library (the `tokenizers` npm package), set up as
  * transformers 5.17's TokenizersBackend sets it up from tokenizer.json + tokenizer_config.json:
- * special tokens that are not added tokens of tokenizer.json added as special ones, padding and truncation off (what HF's processors
- * call it with), the post-processor rebuilt when tokenizer_config.json sets add_bos_token/add_eos_token.
+ * special tokens that are not added tokens of tokenizer.json added as special ones, padding and
+ * truncation off (what HF's processors call it with), special tokens added by tokenizer.json's
+ * post-processor alone: HF drops tokenizer_config.json's add_bos_token / add_eos_token whenever a
+ * tokenizer.json exists (PreTrainedTokenizerBase._from_pretrained), and a tokenizer.json without a
+ * post-processor then gets `$A` (nothing added).
  */
 export class Tokenizer {
-  /** bos/eos added around the ids when tokenizer_config.json overrides the post-processor. */
-  readonly #template: { bos: number[]; eos: number[] } | undefined;
   readonly #cleanUp: boolean;
 
   private constructor(
@@ -117,22 +114,8 @@ export class Tokenizer {
     // model's vocabulary has them as ordinary tokens (they keep that id).
     const missing = [...Object.values(config.specialTokens), ...config.extraSpecialTokens].filter((t) => !addedTokens.has(t));
     if (missing.length > 0) backend.addSpecialTokens([...new Set(missing)]);
-
-    // HF update_post_processor: runs when tokenizer_config.json names add_bos_token/add_eos_token or
-    // tokenizer.json has no post-processor; `bos:0 $A:0 eos:0` with the flags (default false).
-    if (config.addBosToken !== undefined || config.addEosToken !== undefined || backend.getPostProcessor() === null) {
-      const bos = config.addBosToken === true ? this.#idsOf('bos_token') : [];
-      const eos = config.addEosToken === true ? this.#idsOf('eos_token') : [];
-      this.#template = { bos, eos };
-    }
     // HF _decode: clean_up_tokenization_spaces is ignored for BPE models (it would corrupt them).
     this.#cleanUp = config.cleanUpTokenizationSpaces && modelType !== 'BPE';
-  }
-
-  #idsOf(name: string): number[] {
-    const t = this.config.specialTokens[name];
-    const id = t === undefined ? null : this.backend.tokenToId(t);
-    return id === null ? [] : [id];
   }
 
   /** From the text of tokenizer.json and the parsed tokenizer_config.json (`{}` when there is none). */
@@ -158,11 +141,9 @@ export class Tokenizer {
   /** Reads `dir/tokenizer.json` and `dir/tokenizer_config.json` (optional), as HF's AutoTokenizer.from_pretrained. */
   static async fromPretrained(dir: string): Promise<Tokenizer> {
     const jsonPath = join(dir, 'tokenizer.json');
-    let text: string;
-    try {
-      text = await readFile(jsonPath, 'utf8');
-    } catch (e) {
-      throw new ProcessorError('TOKENIZER_ERROR', `${jsonPath} cannot be read: a model directory needs a tokenizer.json`, { cause: e });
+    const text = await readProcessorFile(jsonPath, 'TOKENIZER_ERROR', MAX_TOKENIZER_JSON_BYTES);
+    if (text === undefined) {
+      throw new ProcessorError('TOKENIZER_ERROR', `${jsonPath} is missing or not a regular file: a model directory needs a tokenizer.json`);
     }
     return Tokenizer.fromJSON(text, await readJsonIfPresent(join(dir, 'tokenizer_config.json')));
   }
@@ -191,14 +172,21 @@ export class Tokenizer {
     return this.backend.getVocabSize(true);
   }
 
-  /** Text to ids, as HF's `tokenizer(text)["input_ids"]` (no padding, no truncation). */
+  /**
+   * Text to ids, as HF's `tokenizer(text)["input_ids"]` (no padding, no truncation). A lone UTF-16
+   * surrogate is refused (HF's tokenizer raises; the Rust library here would map it to `<unk>` or drop it).
+   */
   async encode(text: string, options: TokenizerEncodeOptions = {}): Promise<number[]> {
-    const add = options.addSpecialTokens ?? true;
-    if (this.#template === undefined) {
-      return (await this.backend.encode(text, null, { addSpecialTokens: add })).getIds();
+    const lone = loneSurrogate(text);
+    if (lone !== undefined) {
+      const hex = text.charCodeAt(lone).toString(16).toUpperCase();
+      throw new ProcessorError(
+        'INVALID_INPUT',
+        `the text has a lone surrogate (U+${hex}, half of a UTF-16 pair) at position ${lone}, which is not a character ` +
+          "and HF's tokenizer refuses; fix the text's encoding (a string cut in the middle of an emoji, or bad \\u escapes).",
+      );
     }
-    const ids = (await this.backend.encode(text, null, { addSpecialTokens: false })).getIds();
-    return add ? [...this.#template.bos, ...ids, ...this.#template.eos] : ids;
+    return (await this.backend.encode(text, null, { addSpecialTokens: options.addSpecialTokens ?? true })).getIds();
   }
 
   /** Ids to text, as HF's `tokenizer.decode(ids, skip_special_tokens)`. */
@@ -212,6 +200,11 @@ export class Tokenizer {
   detokenizer(options: IncrementalDetokenizerOptions = {}): IncrementalDetokenizer {
     return new IncrementalDetokenizer((ids) => this.decode(ids, options));
   }
+}
+
+/** The UTF-16 index of the first unpaired surrogate (in a `u` regex a pair is one code point), undefined if none. */
+function loneSurrogate(text: string): number | undefined {
+  return /[\uD800-\uDFFF]/u.exec(text)?.index;
 }
 
 /** HF PreTrainedTokenizerBase.clean_up_tokenization. */
@@ -229,15 +222,67 @@ function cleanUpTokenization(text: string): string {
     .replaceAll(" 're", "'re");
 }
 
-/** A JSON object file, or `{}` when the file does not exist; a file that is not a JSON object throws `code`. */
-export async function readJsonIfPresent(path: string, code: ProcessorErrorCode = 'TOKENIZER_ERROR'): Promise<Record<string, unknown>> {
-  let text: string;
+/** The largest processor file read (tokenizer.json excepted): configs and templates are kilobytes. */
+export const MAX_PROCESSOR_FILE_BYTES = 16 * 1024 * 1024;
+/** The largest tokenizer.json read (the biggest hub vocabularies are tens of MB). */
+export const MAX_TOKENIZER_JSON_BYTES = 512 * 1024 * 1024;
+
+/**
+ * A processor file's text, or undefined when it is absent. As HF's cached_file (os.path.isfile), a
+ * path that is not a regular file once links are followed (a directory, a FIFO, a device) counts
+ * as absent, and is never opened. A file over `maxBytes` throws `code`.
+ */
+export async function readProcessorFile(
+  path: string,
+  code: ProcessorErrorCode = 'TOKENIZER_ERROR',
+  maxBytes = MAX_PROCESSOR_FILE_BYTES,
+): Promise<string | undefined> {
+  const fail = (e: unknown) => new ProcessorError(code, `${path} cannot be read: ${(e as Error).message}`, { cause: e });
   try {
-    text = await readFile(path, 'utf8');
+    const st = await stat(path);
+    if (!st.isFile()) return undefined;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw e;
+    const errno = (e as NodeJS.ErrnoException).code;
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') return undefined;
+    throw fail(e);
   }
+  let handle: FileHandle;
+  try {
+    // O_NONBLOCK: a FIFO put in its place after the check opens at once instead of waiting for a writer.
+    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (e) {
+    throw fail(e);
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) return undefined;
+    if (st.size > maxBytes) {
+      throw new ProcessorError(
+        code,
+        `${path} is ${st.size} bytes, over the ${maxBytes}-byte limit for this file; it cannot be a valid one.`,
+      );
+    }
+    return await handle.readFile('utf8');
+  } catch (e) {
+    if (e instanceof ProcessorError) throw e;
+    throw fail(e);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A JSON object file, or `{}` when it is absent (readProcessorFile); a file that is not a JSON object throws `code`. */
+export async function readJsonIfPresent(path: string, code: ProcessorErrorCode = 'TOKENIZER_ERROR'): Promise<Record<string, unknown>> {
+  return (await readJsonObject(path, code)) ?? {};
+}
+
+/** A JSON object file, or undefined when it is absent (readProcessorFile); a file that is not a JSON object throws `code`. */
+export async function readJsonObject(
+  path: string,
+  code: ProcessorErrorCode = 'TOKENIZER_ERROR',
+): Promise<Record<string, unknown> | undefined> {
+  const text = await readProcessorFile(path, code);
+  if (text === undefined) return undefined;
   try {
     const v = JSON.parse(text) as unknown;
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');

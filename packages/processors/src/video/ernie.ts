@@ -1,5 +1,5 @@
 import { fields } from '@vlmkit/config';
-import { ProcessorError } from '../errors.js';
+import { MAX_PROCESSED_PIXELS, ProcessorError, type SettingsSource } from '../errors.js';
 import type { RgbImage } from '../image/decode.js';
 import { ernieSmartResize } from '../image/ernie.js';
 import { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization, readNormalization, readResample } from '../image/pixels.js';
@@ -39,12 +39,22 @@ export interface ErnieVideoProcessorConfig {
 
 const FROM = 'HF Ernie4_5_VLMoeVideoProcessor';
 
+/** The most frames times pixels per frame one video may be processed at, whatever a config asks (2^28). */
+export const MAX_VIDEO_PIXELS = 2 ** 28;
+
 /**
- * Reads video_preprocessor_config.json. `draw_on_frames` (timestamps drawn on every frame with a
- * TrueType font, HF's default) is refused: the drawing cannot be reproduced pixel for pixel.
+ * Reads ERNIE video processor settings: video_preprocessor_config.json, the `video_processor`
+ * object HF's save_pretrained nests in processor_config.json, or preprocessor_config.json (HF's
+ * fallback); `source` names which, for errors. `draw_on_frames` (timestamps drawn on every frame
+ * with a TrueType font, HF's default) is refused: the drawing cannot be reproduced pixel for pixel.
+ * Sizes past MAX_PROCESSED_PIXELS per frame, or MAX_VIDEO_PIXELS per video, are refused before any
+ * frame is touched.
  */
-export function ernieVideoProcessorConfig(json: unknown): ErnieVideoProcessorConfig {
-  const c = fields(json, 'ERNIE video_preprocessor_config.json');
+export function ernieVideoProcessorConfig(
+  json: unknown,
+  source: SettingsSource = { file: 'video_preprocessor_config.json' },
+): ErnieVideoProcessorConfig {
+  const c = fields(json, `ERNIE ${source.file}`, source.key);
   if (c.bool('draw_on_frames', { default: true, from: FROM })) {
     c.fail(
       'UNSUPPORTED_CONFIG',
@@ -58,15 +68,30 @@ export function ernieVideoProcessorConfig(json: unknown): ErnieVideoProcessorCon
   if (c.has('resample') && readResample(c, 'bicubic') !== 'bicubic') {
     c.fail('UNSUPPORTED_CONFIG', 'resample', 'only 3 (BICUBIC) is supported for videos (torchvision resize).');
   }
-  const size = c.obj('size');
+  const size = c.optionalObj('size');
+  if (size !== undefined && (!size.has('shortest_edge') || !size.has('longest_edge'))) {
+    c.fail('INVALID_CONFIG', 'size', `must have shortest_edge and longest_edge (HF), found ${JSON.stringify(Object.keys(size.json))}.`);
+  }
+  const pixels = { max: MAX_PROCESSED_PIXELS };
+  const minPixels = size ? size.int('shortest_edge', pixels) : 299 * 28 * 28;
+  const maxPixels = size ? size.int('longest_edge', pixels) : 1196 * 28 * 28;
+  const maxFrames = c.int('max_frames', { default: 180, from: FROM });
+  const frames = Math.max(maxFrames, c.optionalInt('num_frames') ?? 0);
+  if (frames * Math.max(minPixels, maxPixels) > MAX_VIDEO_PIXELS) {
+    c.fail(
+      'INVALID_CONFIG',
+      c.has('num_frames') && frames > maxFrames ? 'num_frames' : 'max_frames',
+      `${frames} frames of up to ${Math.max(minPixels, maxPixels)} pixels is over ${MAX_VIDEO_PIXELS} pixels per video, the most vlmkit processes.`,
+    );
+  }
   return {
-    patchSize: c.int('patch_size', { default: 14, from: FROM }),
-    mergeSize: c.int('merge_size', { default: 2, from: FROM }),
+    patchSize: c.int('patch_size', { default: 14, from: FROM, max: 256 }),
+    mergeSize: c.int('merge_size', { default: 2, from: FROM, max: 8 }),
     temporalPatchSize,
-    minPixels: size.int('shortest_edge'),
-    maxPixels: size.int('longest_edge'),
+    minPixels,
+    maxPixels,
     minFrames: c.int('min_frames', { default: 16, from: FROM }),
-    maxFrames: c.int('max_frames', { default: 180, from: FROM }),
+    maxFrames,
     numFrames: c.optionalInt('num_frames'),
     fps: c.optionalPositive('fps'),
     doSampleFrames: c.bool('do_sample_frames', { default: true, from: FROM }),
