@@ -10,7 +10,7 @@ export {
   type SizeSpec,
   selectBestResolution,
 } from './image/anyres.js';
-export { DEFAULT_MAX_PIXELS, type DecodeOptions, decodeImage, type RgbImage } from './image/decode.js';
+export { DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_PIXELS, type DecodeOptions, decodeImage, type RgbImage } from './image/decode.js';
 export {
   type ErnieImageInputs,
   type ErnieImageProcessorConfig,
@@ -49,7 +49,14 @@ export {
   type TokenizerDecodeOptions,
   type TokenizerEncodeOptions,
 } from './text/tokenizer.js';
-export { type DecodedVideo, type DecodeVideoOptions, decodeVideo, type VideoInfo } from './video/decode.js';
+export {
+  DEFAULT_MAX_VIDEO_BYTES,
+  DEFAULT_MAX_VIDEO_PIXELS,
+  type DecodedVideo,
+  type DecodeVideoOptions,
+  decodeVideo,
+  type VideoInfo,
+} from './video/decode.js';
 export {
   type ErnieVideoInputs,
   type ErnieVideoProcessorConfig,

@@ -166,6 +166,29 @@ describe('only regular files of bounded size are read (finding 10)', () => {
   });
 });
 
+describe('decoded video pixels are bounded (finding 10)', () => {
+  const clip = fixturePath('video', 'clip.mp4'); // 12 frames of 64x48
+  it('frames over maxPixels are refused from the stream header', async () => {
+    await expect(decodeVideo(clip, { maxPixels: 64 * 48 - 1 })).rejects.toMatchObject({
+      code: 'VIDEO_TOO_LARGE',
+      message: expect.stringMatching(/clip\.mp4: 64x48 frames are 3072 pixels, more than the limit of 3071/),
+    });
+    await expect(decodeVideo(clip, { maxPixels: 64 * 48 })).resolves.toMatchObject({
+      frameIndices: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+    });
+  });
+  it('keeping more than maxTotalPixels over all frames is refused', async () => {
+    await expect(decodeVideo(clip, { maxTotalPixels: 3 * 64 * 48 })).rejects.toMatchObject({
+      code: 'VIDEO_TOO_LARGE',
+      message: expect.stringMatching(/clip\.mp4: the 4 frames kept so far are over 9216 pixels in all/),
+    });
+    // Sampled frames count, not decoded ones.
+    await expect(decodeVideo(clip, { maxTotalPixels: 3 * 64 * 48, frames: [0, 5, 11] })).resolves.toMatchObject({
+      frameIndices: [0, 5, 11],
+    });
+  });
+});
+
 describe('errors name the image or video at fault (unclear messages)', () => {
   let dir: string;
   let strip: string;

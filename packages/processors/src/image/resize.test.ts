@@ -48,4 +48,8 @@ describe('resize', () => {
     expect(() => resize(im, 0, 3)).toThrow(ProcessorError);
     expect(() => resize({ ...im, data: new Uint8Array(3) }, 1, 1)).toThrow(/needs 4 bytes, got 3/);
   });
+  it('refuses a huge target by name, not with a typed-array RangeError', () => {
+    // A size.shortest_edge of 1e12 once reached here as "Invalid typed array length".
+    expect(() => resize(im, 1_000_000, 1_000_000)).toThrow(/resize: a 1000000x1000000 target is 1000000000000 pixels, more than/);
+  });
 });

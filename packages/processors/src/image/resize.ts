@@ -1,4 +1,5 @@
 import { ProcessorError } from '../errors.js';
+import { DEFAULT_MAX_PIXELS } from './decode.js';
 
 /**
  * Resampling filters, named as Pillow's `Image.Resampling`. HF's image
@@ -202,11 +203,20 @@ function resampleInner(im: Uint8Image, width: number, height: number, filter: Fi
  * alpha (L, RGB), byte for byte: box = the whole image, no `reducing_gap` (HF's
  * image_transforms.resize passes None), a same-size resize is a copy, and an
  * image more than 100 times taller than wide that shrinks vertically is
- * resampled vertically first, as Image.resize does.
+ * resampled vertically first, as Image.resize does. A target of more pixels
+ * than DEFAULT_MAX_PIXELS (Pillow's decompression-bomb limit) is refused before
+ * anything is allocated.
  */
 export function resize(im: Uint8Image, width: number, height: number, filter: ResampleFilter = 'bicubic'): Uint8Image {
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
     throw new ProcessorError('INVALID_SIZE', `resize: the target size must be positive integers, got ${width}x${height}.`);
+  }
+  if (width * height > DEFAULT_MAX_PIXELS) {
+    throw new ProcessorError(
+      'INVALID_SIZE',
+      `resize: a ${width}x${height} target is ${width * height} pixels, more than ${DEFAULT_MAX_PIXELS}; ` +
+        'check the size settings of the processor config.',
+    );
   }
   if (im.width < 1 || im.height < 1 || im.data.length !== im.width * im.height * im.channels) {
     throw new ProcessorError(

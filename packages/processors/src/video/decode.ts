@@ -42,7 +42,12 @@ export interface DecodeVideoOptions {
   maxBytes?: number;
   /** Refuse frames of more pixels than this (VIDEO_TOO_LARGE) before converting them; default DEFAULT_MAX_PIXELS. */
   maxPixels?: number;
+  /** Refuse keeping more pixels than this over all kept frames (VIDEO_TOO_LARGE); default DEFAULT_MAX_VIDEO_PIXELS. */
+  maxTotalPixels?: number;
 }
+
+/** The most pixels decodeVideo keeps over all frames (2^30, 3 GiB of RGB: 500 frames of 1920x1080). */
+export const DEFAULT_MAX_VIDEO_PIXELS = 2 ** 30;
 
 /** The largest video file read (4 GiB): a file past it is refused before FFmpeg opens it. */
 export const DEFAULT_MAX_VIDEO_BYTES = 4 * 1024 ** 3;
@@ -104,10 +109,10 @@ function loadNodeAv(): Promise<NodeAv> {
 export async function decodeVideo(path: string, options: DecodeVideoOptions = {}): Promise<DecodedVideo> {
   await checkRegularFile(path, options.maxBytes ?? DEFAULT_MAX_VIDEO_BYTES, VIDEO_FILE);
   const av = await loadNodeAv();
-  const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS;
+  const limits = { maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS, maxTotalPixels: options.maxTotalPixels ?? DEFAULT_MAX_VIDEO_PIXELS };
   const pick = options.frames;
   if (typeof pick !== 'function') {
-    return decodePass(av, path, maxPixels, () => (pick === undefined ? undefined : new Set(pick)));
+    return decodePass(av, path, limits, () => (pick === undefined ? undefined : new Set(pick)));
   }
   // With a known frame count the wanted indices are known before decoding (HF calls
   // sample_indices_fn with the container's metadata first); otherwise count the frames first.
@@ -115,7 +120,7 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
   const first = await decodePass(
     av,
     path,
-    maxPixels,
+    limits,
     (info) => (info.totalFrames > 0 ? new Set(pick(info)) : 'count'),
     (n) => {
       counted = n;
@@ -123,7 +128,7 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
   );
   if (counted === undefined) return first;
   const total = counted;
-  return decodePass(av, path, maxPixels, (info) => new Set(pick({ ...info, totalFrames: total })));
+  return decodePass(av, path, limits, (info) => new Set(pick({ ...info, totalFrames: total })));
 }
 
 /**
@@ -133,7 +138,7 @@ export async function decodeVideo(path: string, options: DecodeVideoOptions = {}
 async function decodePass(
   av: NodeAv,
   path: string,
-  maxPixels: number,
+  { maxPixels, maxTotalPixels }: { maxPixels: number; maxTotalPixels: number },
   choose: (info: VideoInfo) => ReadonlySet<number> | undefined | 'count',
   onCount?: (frames: number) => void,
 ): Promise<DecodedVideo> {
@@ -195,6 +200,7 @@ async function decodePass(
     const frames: RgbImage[] = [];
     const frameIndices: number[] = [];
     let index = 0;
+    let kept = 0;
     let eof = false;
     while (!eof && index <= last) {
       ret = await format.readFrame(packet);
@@ -218,6 +224,14 @@ async function decodePass(
         if (index <= last && (wanted === undefined || wanted.has(index))) {
           // The stream header's size is checked above; a frame may still change size mid-stream.
           if (frame.width * frame.height > maxPixels) throw tooLarge(frame.width, frame.height);
+          kept += frame.width * frame.height;
+          if (kept > maxTotalPixels) {
+            throw new ProcessorError(
+              'VIDEO_TOO_LARGE',
+              `${path}: the ${frames.length + 1} frames kept so far are over ${maxTotalPixels} pixels in all; ` +
+                'keep fewer frames (sample them: fps / numFrames) or raise maxTotalPixels.',
+            );
+          }
           frames.push(await toRgb(av, scaler, frame, path, index));
           frameIndices.push(index);
         }
