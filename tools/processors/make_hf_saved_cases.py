@@ -234,6 +234,30 @@ def cases() -> list[dict]:
             refuse("TOKENIZER_ERROR", "chat template"),
         )
     add(
+        "granite-no-patch-size",
+        "granite",
+        "granite",
+        [{"op": "merge", "file": "processor_config.json", "json": {"patch_size": None}}],
+        "processor_config.json without patch_size: HF's Granite4VisionProcessor fails on the first image",
+        refuse("INVALID_PROCESSOR_CONFIG", "processor_config.json has no patch_size"),
+    )
+    add(
+        "granite-size-shortest-longest",
+        "granite",
+        "granite",
+        [{"op": "merge", "file": "preprocessor_config.json", "json": {"size": {"shortest_edge": 64, "longest_edge": 128}}}],
+        "a LlavaNext size {shortest_edge, longest_edge}: vlmkit does not follow HF's resize here and refuses it",
+        refuse("INVALID_PROCESSOR_CONFIG", "preprocessor_config.json", "size must be"),
+    )
+    add(
+        "ernie-draw-on-frames-no-font",
+        "ernie",
+        "ernie",
+        [{"op": "merge", "file": "video_preprocessor_config.json", "json": {"draw_on_frames": True}}],
+        "draw_on_frames true without the font file beside it: HF refuses to load the folder",
+        refuse("INVALID_PROCESSOR_CONFIG", "video_preprocessor_config.json", "draw_on_frames", "Roboto-Regular.ttf"),
+    )
+    add(
         "ernie-legacy-no-video-settings",
         "ernie",
         "ernie",

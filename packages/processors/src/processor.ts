@@ -1,5 +1,5 @@
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { ConfigError, fields } from '@vlmkit/config';
 import { ProcessorError, type SettingsSource } from './errors.js';
 import { type AnyresImageProcessorConfig, anyresImageProcessorConfig, processAnyresImages, selectBestResolution } from './image/anyres.js';
@@ -162,6 +162,7 @@ export class Processor {
         ['video_preprocessor_config.json', videoFile],
         ['preprocessor_config.json', preprocessor],
       ]);
+      if (video !== undefined) await checkDrawOnFramesFont(dir, video);
       family = ernieFamily(dir, tokenizer, image, video, modelConfig);
     } else {
       family = graniteFamily(dir, tokenizer, image, processorConfig, modelConfig);
@@ -450,6 +451,29 @@ function nestedOrFile(
   }
   for (const [file, json] of files) if (json !== undefined) return { json, source: { file } };
   return undefined;
+}
+
+/**
+ * HF's Ernie4_5_VLMoeVideoProcessor.get_video_processor_dict refuses to load a folder whose video
+ * settings say `"draw_on_frames": true` without the `font` file beside them.
+ */
+async function checkDrawOnFramesFont(dir: string, video: Settings): Promise<void> {
+  if (video.json.draw_on_frames !== true) return;
+  const font = video.json.font;
+  if (typeof font === 'string' && (await isRegularFile(resolve(dir, font)))) return;
+  throw new ProcessorError(
+    'INVALID_PROCESSOR_CONFIG',
+    `${dir}: ${settingsField(video.source, 'draw_on_frames')} is true but its font ${JSON.stringify(font)} is not a file in the ` +
+      'folder, which HF refuses to load; set "draw_on_frames": false (vlmkit does not draw the timestamps either).',
+  );
+}
+
+async function isRegularFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Runs a settings reader, its ConfigError (which names the file and field) as a ProcessorError. */
