@@ -142,6 +142,10 @@ describe('only regular files of bounded size are read (finding 10)', () => {
     const small = fixturePath('hostile-images', 'pillow-trns.gif');
     await expect(decodeImage(small, { maxBytes: 100 })).rejects.toMatchObject({ code: 'IMAGE_TOO_LARGE' });
     await expect(decodeImage(small, { maxBytes: 838 })).resolves.toMatchObject({ width: 40 });
+    await expect(decodeImage(readBytes('hostile-images', 'pillow-trns.gif'), { maxBytes: 837, name: 'upload' })).rejects.toMatchObject({
+      code: 'IMAGE_TOO_LARGE',
+      message: expect.stringMatching(/^upload: 838 bytes, over the limit of 837/),
+    });
   });
 
   it('a video FIFO is refused at once', async () => {
