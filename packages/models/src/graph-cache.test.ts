@@ -1,6 +1,8 @@
-import { chmod, cp, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, cp, link, lstat, mkdtemp, open, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { loadModelProto } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +10,7 @@ import { ernie45VLConfig } from './ernie/config.js';
 import { Ernie45VL } from './ernie/model.js';
 import { buildErnieVisionEncoder } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
-import { defaultCacheDir, GraphCache } from './graph-cache.js';
+import { defaultCacheDir, GraphCache, sha256File } from './graph-cache.js';
 import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 
 const SOURCE = join(FIXTURES, 'ernie-tiny');
@@ -44,6 +46,17 @@ async function flipByte(path: string): Promise<void> {
   const i = bytes.length >> 1;
   bytes[i] = bytes[i]! ^ 0xff;
   await writeFile(path, bytes);
+}
+
+/** Every file under `dir`, recursively. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await filesUnder(path)));
+    else out.push(path);
+  }
+  return out;
 }
 
 function logs(): { lines: string[]; logger: (m: string) => void } {
@@ -114,9 +127,9 @@ describe('graph cache', () => {
     expect(decoder.where.filter((w) => w.file === 'model.safetensors').map((w) => w.name)).toContain('decoder.embed_tokens.weight');
   });
 
-  it('a cache on the checkpoint filesystem hard-links its .safetensors: tensors used as stored are not copied', async () => {
-    const dir = await checkpointCopy('blobs');
-    const cacheDir = join(work, 'cache-blobs');
+  it('a cache on the checkpoint filesystem holds copies, never links: tensors used as stored are in the entry data file', async () => {
+    const dir = await checkpointCopy('no-links');
+    const cacheDir = join(work, 'cache-no-links');
     const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger: () => {} });
     const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
     const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
@@ -124,22 +137,86 @@ describe('graph cache', () => {
     const expected = await readTensors(join(c.dir, 'expected.safetensors'));
     expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
     const files = await readdir(cacheDir);
-    const blobs = files.filter((f) => f.startsWith('vlmkit-blob-'));
-    expect(blobs).toHaveLength(1);
-    const [ckpt, blob] = [await stat(join(dir, 'model.safetensors')), await stat(join(cacheDir, blobs[0]!))];
-    expect([blob.ino, blob.nlink]).toEqual([ckpt.ino, 2]);
-    const onnx = files.find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
-    const proto = await loadModelProto(join(cacheDir, onnx));
-    const embed = proto.graph!.initializer!.find((t) => t.name === 'decoder.embed_tokens.weight')!;
-    expect(embed.externalData!.find((e) => e.key === 'location')!.value).toBe(blobs[0]);
-    // A removed link is noticed and the decoder's entry rebuilt (linked again).
-    await rm(join(cacheDir, blobs[0]!));
+    expect(files.filter((f) => f.endsWith('.safetensors'))).toEqual([]);
+    // Every external tensor of both graphs lies in the graph's own data file (the embedding table, used as
+    // stored by Gather, included).
+    for (const onnx of files.filter((f) => f.endsWith('.onnx'))) {
+      const proto = await loadModelProto(join(cacheDir, onnx));
+      const locations = (proto.graph!.initializer ?? []).flatMap((t) => t.externalData?.filter((e) => e.key === 'location') ?? []);
+      expect(new Set(locations.map((l) => l.value))).toEqual(new Set([`${onnx}.data`]));
+    }
+  });
+
+  it('nothing in the cache aliases a checkpoint file: damaging every cache file leaves the checkpoint as it was, and the next load rebuilds with the same logits', async () => {
+    const dir = await checkpointCopy('alias');
+    const cacheDir = join(work, 'cache-alias');
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    const logits = async (logger: (m: string) => void) => {
+      const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger });
+      try {
+        return (await m.forward(inputs as never)).logits.data as Float32Array;
+      } finally {
+        await m.release();
+      }
+    };
+    const first = await logits(() => {});
+    const checkpointFiles = await Promise.all(['model.safetensors', 'config.json'].map((f) => stat(join(dir, f))));
+    const before = await sha256File(join(dir, 'model.safetensors'));
+    const cacheFiles = await filesUnder(cacheDir);
+    expect(cacheFiles.length).toBeGreaterThan(4);
+    for (const f of cacheFiles) {
+      const s = await lstat(f);
+      expect(s.isSymbolicLink(), f).toBe(false);
+      expect(
+        checkpointFiles.some((k) => k.ino === s.ino && k.dev === s.dev),
+        `${f} is a hard link of a checkpoint file`,
+      ).toBe(false);
+    }
+    // What a user or a tool might do in place: overwrite, then truncate, cache files. First the graphs and
+    // their data (the entries say what they should hold: reported as damaged), then every file.
+    const damage = async (files: string[]) => {
+      for (const [i, f] of files.entries()) {
+        const fd = await open(f, 'r+');
+        await fd.write(Buffer.alloc(64, 0x5a), 0, 64, 0);
+        await fd.truncate(i % 2 === 0 ? 0 : 32);
+        await fd.close();
+      }
+      expect(await sha256File(join(dir, 'model.safetensors'))).toBe(before);
+      expect((await stat(join(dir, 'model.safetensors'))).size).toBe(checkpointFiles[0]!.size);
+    };
+    await damage(cacheFiles.filter((f) => /\.onnx(\.data)?$/.test(f)));
     const { lines, logger } = logs();
-    await (await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger })).release();
-    expect(lines.filter((l) => l.includes('damaged'))).toEqual([
-      expect.stringMatching(/vlmkit-ernie-decoder-.*vlmkit-blob-[0-9a-f]+\.safetensors is missing\); rebuilding it/),
-    ]);
-    expect((await stat(join(cacheDir, blobs[0]!))).ino).toBe(ckpt.ino);
+    expect(await logits(logger)).toEqual(first);
+    expect(lines.filter((l) => l.includes('is damaged'))).toHaveLength(2);
+    await damage(await filesUnder(cacheDir));
+    expect(await logits(() => {})).toEqual(first);
+    for (const f of (await readdir(cacheDir)).filter((n) => n.endsWith('.json'))) {
+      expect(JSON.parse(await readFile(join(cacheDir, f), 'utf8'))).toMatchObject({ onnx: { size: expect.any(Number) } });
+    }
+  });
+
+  it('the hard links of checkpoint files an older version made are removed, the checkpoint untouched; its entries are rebuilt', async () => {
+    const dir = await checkpointCopy('old-links');
+    const cacheDir = join(work, 'cache-old-links');
+    const { lines, logger } = logs();
+    const cache = await GraphCache.open(cacheDir, { logger });
+    const ckpt = join(dir, 'model.safetensors');
+    const sha = await sha256File(ckpt);
+    const old = join(cacheDir, `vlmkit-blob-${sha.slice(0, 32)}.safetensors`);
+    await link(ckpt, old);
+    const { graph, close } = await visionGraph(dir);
+    const { key } = await cache.key(graph, dir);
+    // A format 3 entry of this graph, with its files, as the older version left it.
+    const base = join(cacheDir, `vlmkit-ernie-vision-${key}`);
+    await writeFile(`${base}.onnx`, 'old graph');
+    await writeFile(`${base}.json`, JSON.stringify({ format: 3, onnx: { size: 9, sha256: '0' } }));
+    expect((await cache.get(graph, 'ernie-vision', dir)).cached).toBe(false);
+    await close();
+    expect(await readdir(cacheDir)).not.toContain(basename(old));
+    expect(lines).toContainEqual(expect.stringMatching(/removed 1 hard link\(s\) of checkpoint files made by an older vlmkit/));
+    expect(lines).toContainEqual(expect.stringMatching(/is damaged \(entry format 3, expected \d+\); rebuilding it/));
+    expect([(await stat(ckpt)).nlink, await sha256File(ckpt)]).toEqual([1, sha]);
   });
 
   it('a damaged .onnx.data or .onnx is detected, rebuilt and reported, never served', async () => {
@@ -258,4 +335,86 @@ describe('graph cache', () => {
     await writeFile(file, 'x');
     await expect(GraphCache.open(file)).rejects.toMatchObject({ code: 'BAD_CACHE_DIR', message: expect.stringContaining('is a file') });
   });
+
+  it('a cacheDir that is not a writable directory tree (/proc/self, a FIFO, under a file) is refused by name within 20 s', async () => {
+    const file = join(work, 'plain-file');
+    await writeFile(file, 'x');
+    const fifo = join(work, 'a-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const cases: [string, RegExp][] = [
+      ['/proc/self', /cannot be created/],
+      ['/proc/self/vlmkit/graphs', /cannot be created/],
+      ['/proc/1/fd', /cannot be created/],
+      ['/sys/kernel/vlmkit', /cannot be created/],
+      [fifo, /is a FIFO, not a directory/],
+      [join(fifo, 'sub'), /a parent of it is a file/],
+      [join(file, 'sub'), /a parent of it is a file/],
+    ];
+    for (const [dir, why] of cases) {
+      const t0 = performance.now();
+      const outcome = await Promise.race([
+        GraphCache.open(dir).then(
+          () => 'opened',
+          (e: unknown) => e,
+        ),
+        new Promise((done) => setTimeout(() => done('still waiting after 20 s'), 20_000).unref()),
+      ]);
+      expect(outcome, dir).toMatchObject({ code: 'BAD_CACHE_DIR', message: expect.stringContaining(dir) });
+      expect((outcome as Error).message, dir).toMatch(why);
+      expect(performance.now() - t0).toBeLessThan(20_000);
+    }
+  });
+});
+
+describe('graph cache shared by processes', () => {
+  // Real processes, not workers: each has its own pid, as separate `vlmkit` runs do.
+  const HOOKS = join(import.meta.dirname, 'test-utils', 'register-ts.mjs');
+  const CHILD = join(import.meta.dirname, 'test-utils', 'load-child.mjs');
+
+  /** Loads run in child processes, started together once every child has imported its modules. */
+  async function loadTogether(loads: string[][]): Promise<string[]> {
+    const children = loads.map((args) =>
+      spawn(process.execPath, ['--conditions=@vlmkit/source', '--import', HOOKS, CHILD, ...args], {
+        cwd: import.meta.dirname,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      }),
+    );
+    const outputs = children.map(async (child) => {
+      let text = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        text += d;
+      });
+      const [code] = (await once(child, 'close')) as [number | null];
+      return { text, code };
+    });
+    const ready = children.map(
+      (child) =>
+        new Promise<void>((done) => {
+          child.stdout.on('data', (d: Buffer | string) => String(d).includes('ready') && done());
+          child.on('close', () => done());
+        }),
+    );
+    await Promise.all(ready);
+    for (const child of children) child.stdin.end('go\n');
+    return (await Promise.all(outputs)).map(({ text, code }) => {
+      const last = text.trim().split('\n').at(-1) ?? '';
+      return code === 0 ? last : `exit ${code}: ${last}`;
+    });
+  }
+
+  it('processes building different models into one fresh cache at once all load, round after round', async () => {
+    const ernie = join(FIXTURES, 'ernie-tiny');
+    const granite = join(FIXTURES, 'granite-tiny');
+    for (let round = 0; round < 4; round++) {
+      const cacheDir = join(work, `shared-${round}`);
+      const results = await loadTogether([
+        [ernie, cacheDir],
+        [granite, cacheDir],
+        [ernie, cacheDir, 'int8'],
+      ]);
+      expect(results, `round ${round}`).toEqual(['ok', 'ok', 'ok']);
+      // ERNIE's vision graph is the same with the decoder quantized: one entry for both of its loads.
+      expect((await readdir(cacheDir)).filter((f) => f.endsWith('.json'))).toHaveLength(5);
+    }
+  }, 300_000);
 });

@@ -5,30 +5,39 @@
 // directory still lets external data point straight into the .safetensors files):
 //
 //   <root>/vlmkit-<name>-<key>.onnx        the graph
-//   <root>/vlmkit-<name>-<key>.onnx.data   its external data, when it has any: weights as ORT uses them
-//                                           (bf16 -> float32 and transposes folded), tensors of 1 MiB and
-//                                           more 4 KiB aligned so that ORT memory-maps them
+//   <root>/vlmkit-<name>-<key>.onnx.data   its external data, when it has any: every weight, as ORT uses it
+//                                           (bf16 -> float32 and transposes folded, the rest copied as stored),
+//                                           tensors of 1 MiB and more 4 KiB aligned so that ORT memory-maps them
 //   <root>/vlmkit-<name>-<key>.json        the entry: what it was built from, the digests of the two files above;
 //                                           written last, so an entry without it is an unfinished build
-//   <root>/vlmkit-blob-<sha256>.safetensors a hard link of a checkpoint file (same filesystem only): tensors used
-//                                           as stored point into it, so they are not copied; shared by entries
 //   <root>/digests/<hash of path>.json     remembered sha256 of a checkpoint file, by path + size + mtime + ctime + inode
+//
+// Nothing in the cache is an alias (hard link, symlink) of a user's file: the cache is disposable, and whatever a
+// user or a tool does to a cache file (truncate, edit in place, delete) must never reach a checkpoint. So tensors
+// used as stored are copied into the entry's .onnx.data like the folded ones; onnxruntime's in-memory external
+// data (sessionOptions.externalData) would avoid the copy on disk, but it copies those bytes into anonymous
+// memory at every session creation, where the data file is memory-mapped page cache (docs/graph-cache.md).
 import { createHash } from 'node:crypto';
-import { access, constants, link, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
 import { ModelError } from './errors.js';
 
 /**
  * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
- * cleaned. 3: weights stored as ORT uses them (Cast/Transpose of initializers folded), page-aligned.
+ * cleaned. 3: weights stored as ORT uses them (Cast/Transpose of initializers folded), page-aligned. 4: no
+ * hard links of checkpoint files; tensors used as stored are copied into the entry's data file.
  */
-const FORMAT = 3;
+const FORMAT = 4;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 const HASH_CHUNK = 4 * 2 ** 20;
-const BLOB_PREFIX = 'vlmkit-blob-';
+/** Hard links of checkpoint files made by format 3; removed by `clean` (unlinking a name never changes the file). */
+const OLD_BLOB = /^vlmkit-blob-[0-9a-f]+\.safetensors$/;
+/** An entry or a remembered digest is a few KB; anything larger in their place is not one. */
+const MAX_JSON_BYTES = 16 * 2 ** 20;
 
 /** `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`. */
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -56,12 +65,28 @@ function sameStamp(a: Stamp | undefined, b: Stamp): boolean {
 }
 
 /**
+ * The stamp of a file the cache wrote, or what is wrong with it: missing, or not a regular file (a symlink or
+ * a FIFO put in its place is never followed, read or served).
+ */
+async function cacheFileStamp(path: string): Promise<Stamp | string> {
+  let s: Awaited<ReturnType<typeof lstat>>;
+  try {
+    s = await lstat(path);
+  } catch {
+    return `${basename(path)} is missing`;
+  }
+  if (s.isSymbolicLink()) return `${basename(path)} is a symbolic link`;
+  if (!s.isFile()) return `${basename(path)} is ${fileKind(s)}`;
+  return { size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs, ino: s.ino, dev: s.dev };
+}
+
+/**
  * sha256 of a whole file in one pass through a reused 4 MiB buffer (bounded memory; measured ~1 GB/s on
  * a 2-core x86 with SHA-NI, where a read stream of fresh chunks gave about half).
  */
 export async function sha256File(path: string): Promise<string> {
   const h = createHash('sha256');
-  const fd = await open(path, 'r');
+  const fd = await openRegular(path);
   try {
     const buf = Buffer.allocUnsafe(HASH_CHUNK);
     for (;;) {
@@ -75,15 +100,35 @@ export async function sha256File(path: string): Promise<string> {
   return h.digest('hex');
 }
 
+/**
+ * Opens `path` for reading only when it is a regular file: non-blocking, so that a FIFO or a device put in its
+ * place is refused instead of blocking the load forever.
+ */
+async function openRegular(path: string): Promise<FileHandle> {
+  const fd = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!(await fd.stat()).isFile()) {
+    await fd.close();
+    throw new ModelError('BAD_INPUT', `${path} is not a regular file; the graph cache reads and hashes regular files only.`);
+  }
+  return fd;
+}
+
 async function writeAtomic(path: string, text: string): Promise<void> {
   const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  await writeFile(tmp, text);
+  await writeFile(tmp, text, { flag: 'wx' });
   await rename(tmp, path);
 }
 
+/** The JSON in `path`; undefined when it is missing, not a regular file, too large for an entry, or not JSON. */
 async function readJson<T>(path: string): Promise<T | undefined> {
   try {
-    return JSON.parse(await readFile(path, 'utf8')) as T;
+    const fd = await openRegular(path);
+    try {
+      if ((await fd.stat()).size > MAX_JSON_BYTES) return undefined;
+      return JSON.parse(await fd.readFile('utf8')) as T;
+    } finally {
+      await fd.close();
+    }
   } catch {
     return undefined;
   }
@@ -99,12 +144,6 @@ interface FileRecord {
   sha256: string;
 }
 
-interface Blob {
-  name: string;
-  source: string;
-  sha256: string;
-}
-
 interface Entry {
   format: number;
   name: string;
@@ -114,8 +153,6 @@ interface Entry {
   inputs: Record<string, FileRecord>;
   onnx: FileRecord;
   data?: FileRecord & { stamp: Stamp };
-  /** Hard links of checkpoint files the graph's external data may point into: name, the file, its sha256. */
-  blobs?: Blob[];
   /** The float type the graph computes in (onnx-graph's `ComputeDType`; part of the key). */
   computeDtype?: string;
   createdAt: number;
@@ -148,33 +185,34 @@ export class GraphCache {
 
   private constructor(
     readonly root: string,
-    private readonly realRoot: string,
     private readonly options: GraphCacheOptions,
   ) {
     this.log = options.logger ?? ((m) => process.stderr.write(`vlmkit: ${m}\n`));
   }
 
+  /**
+   * The cache in `root` (default `defaultCacheDir()`), its missing directories created one at a time. Refused
+   * (BAD_CACHE_DIR, naming the path) unless it is a directory where a directory and a file can be made: a file,
+   * a FIFO, /proc/self or a read-only mount are refused at once instead of being written into or waited on.
+   */
   static async open(root: string | undefined, options: GraphCacheOptions = {}): Promise<GraphCache> {
-    const dir = root ?? defaultCacheDir();
-    try {
-      await mkdir(join(dir, 'digests'), { recursive: true });
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      const why = err.code === 'EEXIST' || err.code === 'ENOTDIR' ? 'it (or a parent) is a file, not a directory' : err.message;
-      throw new ModelError(
+    const dir = resolve(root ?? defaultCacheDir());
+    const refuse = (why: string) =>
+      new ModelError(
         'BAD_CACHE_DIR',
         `graph cache directory ${dir} cannot be used: ${why}. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
       );
-    }
+    await makeDirectory(dir, refuse);
+    await makeDirectory(join(dir, 'digests'), refuse);
+    const probe = join(dir, 'digests', `.probe-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
     try {
-      await access(join(dir, 'digests'), constants.W_OK);
-    } catch {
-      throw new ModelError(
-        'BAD_CACHE_DIR',
-        `graph cache directory ${dir} is not writable. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
-      );
+      await writeFile(probe, 'vlmkit', { flag: 'wx' });
+    } catch (e) {
+      throw refuse(`a file cannot be written in it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    } finally {
+      await rm(probe, { force: true }).catch(() => undefined);
     }
-    return new GraphCache(dir, await realpath(dir), options);
+    return new GraphCache(dir, options);
   }
 
   /**
@@ -249,77 +287,23 @@ export class GraphCache {
     return { modelPath, cached: false, bytes: entryBytes(built) };
   }
 
-  /**
-   * Hard links of the checkpoint's .safetensors files in the cache directory, named by content, so that
-   * external data can point into them (ORT reads external data only inside the model's directory). None
-   * where the cache is on another filesystem or links are refused: tensors are then copied.
-   */
-  private async linkBlobs(inputs: Record<string, FileRecord>): Promise<Blob[]> {
-    const out: Blob[] = [];
-    for (const [source, rec] of Object.entries(inputs)) {
-      // Files already in the cache directory (cacheDir = the model directory) are pointed into directly.
-      if (!source.endsWith('.safetensors') || dirname(source) === this.realRoot) continue;
-      const b: Blob = { name: `${BLOB_PREFIX}${rec.sha256.slice(0, 32)}.safetensors`, source, sha256: rec.sha256 };
-      const path = join(this.root, b.name);
-      if ((await this.verifyBlob(b)) === undefined) {
-        out.push(b);
-        continue;
-      }
-      await rm(path, { force: true });
-      try {
-        await link(source, path);
-        out.push(b);
-      } catch {
-        // EXDEV (another filesystem), EPERM: the tensors are copied instead.
-      }
-    }
-    return out;
-  }
-
-  /** Undefined when the link holds the bytes it is named after: the checkpoint file itself (same inode), or hashed. */
-  private async verifyBlob(b: Blob): Promise<string | undefined> {
-    const path = join(this.root, b.name);
-    let s: Stamp;
-    try {
-      s = await stampOf(path);
-    } catch {
-      return `${b.name} is missing`;
-    }
-    const src = await stampOf(b.source).catch(() => undefined);
-    // The checkpoint file itself: its content is what the key was computed from on this load.
-    if (src && src.ino === s.ino && src.dev === s.dev) return undefined;
-    return (await this.fileDigest(path)) === b.sha256 ? undefined : `${b.name} does not have the sha256 it is named after`;
-  }
-
   /** Undefined when the entry's files are what was written; else what is wrong. */
   private async verify(entry: Entry, base: string): Promise<string | undefined> {
     if (entry.format !== FORMAT) return `entry format ${entry.format}, expected ${FORMAT}`;
     const onnx = join(this.root, `${base}.onnx`);
     const check = async (path: string, rec: FileRecord): Promise<string | undefined> => {
-      let size: number;
-      try {
-        size = (await stat(path)).size;
-      } catch {
-        return `${basename(path)} is missing`;
-      }
-      if (size !== rec.size) return `${basename(path)} has ${size} bytes, ${rec.size} were written`;
+      const found = await cacheFileStamp(path);
+      if (typeof found === 'string') return found;
+      if (found.size !== rec.size) return `${basename(path)} has ${found.size} bytes, ${rec.size} were written`;
       if ((await sha256File(path)) !== rec.sha256) return `${basename(path)} does not have the sha256 it was written with`;
       return undefined;
     };
     const bad = await check(onnx, entry.onnx);
     if (bad) return bad;
-    for (const b of entry.blobs ?? []) {
-      const problem = await this.verifyBlob(b);
-      if (problem) return problem;
-    }
     if (entry.data) {
       const dataPath = `${onnx}.data`;
-      let stamp: Stamp;
-      try {
-        stamp = await stampOf(dataPath);
-      } catch {
-        return `${basename(dataPath)} is missing`;
-      }
+      const stamp = await cacheFileStamp(dataPath);
+      if (typeof stamp === 'string') return stamp;
       // Unchanged since it was written or last verified: its bytes are the ones hashed then.
       if (this.options.verify !== 'full' && sameStamp(entry.data.stamp, stamp)) return undefined;
       const badData = await check(dataPath, entry.data);
@@ -341,10 +325,10 @@ export class GraphCache {
     const tmpData = join(this.root, `${dataFile}.${tag}`);
     try {
       // Weights stored as ORT will use them (bf16 -> float32 casts and transposes done once, here), 4 KiB
-      // aligned so ORT memory-maps them: no per-load folding, no bf16 copy beside the float32 one.
-      const blobs = await this.linkBlobs(e.inputs);
-      const fileAliases = new Map(blobs.map((b) => [b.source, join(this.realRoot, b.name)]));
-      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}`, fold: true, fileAliases });
+      // aligned so ORT memory-maps them: no per-load folding, no bf16 copy beside the float32 one. Tensors
+      // used as stored are copied too, unless the checkpoint itself lies in the cache directory (cacheDir =
+      // the model directory: pointed into, never aliased).
+      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}`, fold: true });
       const onnx: FileRecord = { size: (await stat(tmpModel)).size, sha256: await sha256File(tmpModel) };
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
@@ -353,13 +337,11 @@ export class GraphCache {
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
       }
       await rename(tmpModel, modelPath);
-      const used = saved.linkedBytes > 0 ? blobs : [];
       const entry: Entry = {
         format: FORMAT,
         ...e,
         onnx,
         ...(data ? { data } : {}),
-        ...(used.length > 0 ? { blobs: used } : {}),
         computeDtype: g.computeDtype,
         createdAt: Date.now(),
       };
@@ -377,33 +359,47 @@ export class GraphCache {
   }
 
   /**
-   * Removes what a killed build left (temporary files of a process that is gone, or a day old) and graphs
-   * whose entry is missing (a build that died between renames) once they are a day old.
+   * Removes what a killed build left (temporary files of a process that is gone, or a day old), graphs whose
+   * entry is missing (a build that died between renames) once they are a day old, and the hard links of
+   * checkpoint files that format 3 made (unlinking a name leaves the checkpoint as it is). Files another live
+   * process is writing carry its pid and are kept; an entry's files are only removed by `get` and `prune`.
    */
   async clean(): Promise<string[]> {
     const removed: string[] = [];
+    const links: string[] = [];
     const now = Date.now();
+    const age = async (path: string) => now - (await lstat(path).catch(() => ({ mtimeMs: now }))).mtimeMs;
+    const unfinished = async (path: string, n: string) => {
+      const tmp = /\.(?:tmp|probe)-(\d+)-[a-z0-9]+/.exec(n);
+      return tmp !== null && (!alive(Number(tmp[1])) || (await age(path)) > STALE_TMP_MS);
+    };
     const names = await readdir(this.root);
     const entries = new Set(names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length)));
     for (const n of names) {
       if (!n.startsWith('vlmkit-')) continue;
       const path = join(this.root, n);
-      const tmp = /\.tmp-(\d+)-[a-z0-9]+/.exec(n);
-      let stale = false;
-      if (tmp) {
-        const age = now - (await stat(path).catch(() => ({ mtimeMs: now }))).mtimeMs;
-        stale = !alive(Number(tmp[1])) || age > STALE_TMP_MS;
-      } else {
+      if (OLD_BLOB.test(n)) {
+        if (await removeFile(path)) links.push(n);
+        continue;
+      }
+      let stale = await unfinished(path, n);
+      if (!stale && !n.includes('.tmp-')) {
         const base = n.replace(/\.onnx(\.data)?$/, '');
-        if (base !== n && !entries.has(base)) stale = now - (await stat(path).catch(() => ({ mtimeMs: now }))).mtimeMs > STALE_TMP_MS;
+        stale = base !== n && !entries.has(base) && (await age(path)) > STALE_TMP_MS;
       }
-      if (stale) {
-        await rm(path, { force: true });
-        removed.push(n);
-      }
+      if (stale && (await removeFile(path))) removed.push(n);
+    }
+    const digests = join(this.root, 'digests');
+    for (const n of await readdir(digests).catch(() => [])) {
+      if ((await unfinished(join(digests, n), n)) && (await removeFile(join(digests, n)))) removed.push(`digests/${n}`);
     }
     if (removed.length > 0) this.log(`removed ${removed.length} unfinished graph cache file(s) from ${this.root}: ${removed.join(', ')}`);
-    return removed;
+    if (links.length > 0) {
+      this.log(
+        `removed ${links.length} hard link(s) of checkpoint files made by an older vlmkit from ${this.root} (the checkpoints are unchanged)`,
+      );
+    }
+    return [...removed, ...links];
   }
 
   /**
@@ -450,19 +446,21 @@ export class GraphCache {
       await this.remove(base);
       this.log(`removed superseded cached graph ${base}`);
     }
-    // Checkpoint links no entry points into any more.
-    const names = await readdir(this.root);
-    const referenced = new Set<string>();
-    for (const n of names) {
-      if (!n.startsWith('vlmkit-') || !n.endsWith('.json') || n.includes('.tmp-')) continue;
-      for (const b of (await readJson<Entry>(join(this.root, n)))?.blobs ?? []) referenced.add(b.name);
-    }
-    for (const n of names) if (n.startsWith(BLOB_PREFIX) && !referenced.has(n)) await rm(join(this.root, n), { force: true });
   }
 }
 
 function entryBytes(e: Entry): number {
   return e.onnx.size + (e.data?.size ?? 0);
+}
+
+/** Unlinks one name (never a directory); false when it could not be removed. */
+async function removeFile(path: string): Promise<boolean> {
+  try {
+    await rm(path, { force: true });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function alive(pid: number): boolean {
@@ -473,4 +471,57 @@ function alive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * Makes `dir` and its missing parents, one level at a time: Node's recursive mkdir loops forever where a
+ * parent exists but refuses children with ENOENT (/proc/self). Each existing level must be a directory.
+ */
+async function makeDirectory(dir: string, refuse: (why: string) => ModelError): Promise<void> {
+  const missing: string[] = [];
+  for (let p = dir; ; p = dirname(p)) {
+    let s: Awaited<ReturnType<typeof stat>>;
+    try {
+      s = await stat(p);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && dirname(p) !== p) {
+        missing.push(p);
+        continue;
+      }
+      throw refuse(code === 'ENOTDIR' ? 'a parent of it is a file, not a directory' : `${p}: ${(e as Error).message}`);
+    }
+    if (!s.isDirectory()) throw refuse(`${p === dir ? 'it' : p} is ${fileKind(s)}, not a directory`);
+    break;
+  }
+  for (const p of missing.reverse()) {
+    try {
+      await mkdir(p);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (
+        code === 'EEXIST' &&
+        (await stat(p).then(
+          (s) => s.isDirectory(),
+          () => false,
+        ))
+      )
+        continue;
+      throw refuse(`${p} cannot be created (${code ?? (e as Error).message})`);
+    }
+  }
+}
+
+function fileKind(s: {
+  isFile(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+}): string {
+  if (s.isFile()) return 'a file';
+  if (s.isFIFO()) return 'a FIFO';
+  if (s.isSocket()) return 'a socket';
+  if (s.isCharacterDevice() || s.isBlockDevice()) return 'a device';
+  return 'not a directory';
 }

@@ -1,4 +1,4 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { emulateInFloat32, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
@@ -110,12 +110,20 @@ export async function cachedSession(
 
 /**
  * `<model>.emulated.onnx` beside the cached graph (so its external data still resolves): the graph rewritten by
- * `emulateInFloat32`. Written on every load (the graph file is small, its weights external); a copy left behind
- * is removed by the cache's cleanup of files without an entry.
+ * `emulateInFloat32`. Written on every load (the graph file is small, its weights external) under a temporary
+ * name and renamed into place: a process loading the same graph at once never reads a partial file, and a
+ * symlink put at that name is replaced, never written through. A copy left behind is removed by the cache's
+ * cleanup of files without an entry.
  */
 async function emulatedCopy(modelPath: string): Promise<string> {
   const path = modelPath.replace(/\.onnx$/, '.emulated.onnx');
-  await writeFile(path, emulateInFloat32(await readFile(modelPath), 'bfloat16'));
+  const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  try {
+    await writeFile(tmp, emulateInFloat32(await readFile(modelPath), 'bfloat16'), { flag: 'wx' });
+    await rename(tmp, path);
+  } finally {
+    await rm(tmp, { force: true });
+  }
   return path;
 }
 
