@@ -233,6 +233,26 @@ def cases() -> list[dict]:
             "a template only in tokenizer_config.json: HF's processor has none (it never takes the tokenizer's)",
             refuse("TOKENIZER_ERROR", "chat template"),
         )
+    for cls in ("LlamaTokenizerFast", "Qwen2Tokenizer"):
+        add(
+            f"ernie-tokenizer-class-{cls}",
+            "ernie",
+            "ernie",
+            [{"op": "merge", "file": "tokenizer_config.json", "json": {"tokenizer_class": cls}}],
+            "tokenizer_class other than TokenizersBackend: HF rebuilds the tokenizer with that class (other ids)",
+            refuse("TOKENIZER_ERROR", "tokenizer_config.json", "tokenizer_class", cls),
+            media="none",
+            prompt="Hello! What is  shown in this picture?",
+        )
+    add(
+        "ernie-tokenizer-class-fast",
+        "ernie",
+        "ernie",
+        [{"op": "merge", "file": "tokenizer_config.json", "json": {"tokenizer_class": "PreTrainedTokenizerFast"}}],
+        "PreTrainedTokenizerFast is TokenizersBackend in HF 5: tokenizer.json as it is",
+        media="none",
+        prompt="Hello! What is  shown in this picture?",
+    )
     add(
         "granite-no-patch-size",
         "granite",

@@ -5,6 +5,9 @@ import { Tokenizer as RustTokenizer } from 'tokenizers';
 import { ProcessorError, type ProcessorErrorCode } from '../errors.js';
 import { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './detokenizer.js';
 
+/** The tokenizer_config.json `tokenizer_class` values for which HF 5.17 runs tokenizer.json as it is (TokenizersBackend). */
+const TOKENIZER_JSON_AS_IS: readonly string[] = ['TokenizersBackend', 'PreTrainedTokenizerFast'];
+
 /** HF's named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES). */
 const NAMED_SPECIAL_TOKENS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'] as const;
 
@@ -132,6 +135,15 @@ export class Tokenizer {
       throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
     }
     const config = parseTokenizerConfig(tokenizerConfig);
+    const cls = config.raw.tokenizer_class;
+    if (cls !== undefined && cls !== null && !TOKENIZER_JSON_AS_IS.includes(cls as string)) {
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `tokenizer_config.json sets tokenizer_class ${JSON.stringify(cls)}: HF 5.17 then rebuilds the tokenizer with that ` +
+          "class's own normalizer and pre-tokenizer instead of using tokenizer.json as it is, which vlmkit does not " +
+          `reproduce; it reads tokenizer.json as ${TOKENIZER_JSON_AS_IS.join(' / ')} do (set "tokenizer_class": "TokenizersBackend" if that is the tokenizer meant).`,
+      );
+    }
     if (config.raw.split_special_tokens === true) {
       throw new ProcessorError('TOKENIZER_ERROR', 'tokenizer_config.json sets split_special_tokens, which this tokenizer does not support');
     }
