@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, cp, link, lstat, mkdtemp, open, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { chmod, cp, link, lstat, mkdtemp, open, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { loadModelProto } from '@vlmkit/onnx-graph';
@@ -247,6 +247,36 @@ describe('graph cache', () => {
     expect((await cache.get(graph, 'ernie-vision', dir)).cached).toBe(false);
     expect(lines.at(-1)).toMatch(/\.onnx\.data is missing/);
     expect((await cache.get(graph, 'ernie-vision', dir)).cached).toBe(true);
+    await close();
+  });
+
+  it('cache files replaced by a FIFO or a symlink are damage: never read, waited on or followed; rebuilt within 20 s', async () => {
+    const dir = await checkpointCopy('special-files');
+    const cacheDir = join(work, 'cache-special-files');
+    const { graph, close } = await visionGraph(dir);
+    const { lines, logger } = logs();
+    const cache = await GraphCache.open(cacheDir, { logger });
+    const first = await cache.get(graph, 'ernie-vision', dir);
+    const entry = first.modelPath.replace(/\.onnx$/, '.json');
+    const memo = join(cacheDir, 'digests', (await readdir(join(cacheDir, 'digests')))[0]!);
+    const elsewhere = join(work, 'special-files-data');
+    await cp(`${first.modelPath}.data`, elsewhere);
+    const within20s = <T>(p: Promise<T>) =>
+      Promise.race([p, new Promise<string>((done) => setTimeout(() => done('still waiting after 20 s'), 20_000).unref())]);
+    // The data file a symlink to a copy of itself (same bytes): still not served through the link.
+    await rm(`${first.modelPath}.data`);
+    await symlink(elsewhere, `${first.modelPath}.data`);
+    expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: false });
+    expect(lines.at(-1)).toMatch(/\.onnx\.data is a symbolic link\); rebuilding it/);
+    expect((await lstat(`${first.modelPath}.data`)).isFile()).toBe(true);
+    // The entry and a remembered digest FIFOs: a read would block forever.
+    for (const path of [entry, memo]) {
+      await rm(path);
+      execFileSync('mkfifo', [path]);
+    }
+    expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: false });
+    expect((await lstat(entry)).isFile()).toBe(true);
+    expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: true });
     await close();
   });
 

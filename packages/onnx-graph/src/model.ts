@@ -44,15 +44,10 @@ export interface SaveOptions {
    * Point external data straight into the files of `file` tensors (e.g. the
    * checkpoint's .safetensors) when they lie inside the model's directory, so
    * the weights are never copied (default true). ORT refuses external data
-   * outside the model's directory, so other files are copied.
+   * outside the model's directory, so other files are copied (never linked:
+   * a link would make the model's folder an alias of the user's file).
    */
   linkFiles?: boolean;
-  /**
-   * Files with the same bytes inside the model's directory (e.g. hard links of checkpoint files made there),
-   * by the real path of the file they stand for: `file` tensors of those files point into the alias instead
-   * of being copied (with `linkFiles`).
-   */
-  fileAliases?: ReadonlyMap<string, string>;
   /**
    * Fold the Cast (bf16/fp16 -> float32) and Transpose nodes that read an initializer into float32 /
    * transposed initializers written here, once (default false): ORT then loads weights it can use as they
@@ -134,7 +129,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
       }
       if (ref.kind === 'file' && opts.linkFiles !== false) {
         const real = await realpath(ref.path);
-        const rel = relative(realDir, opts.fileAliases?.get(real) ?? real);
+        const rel = relative(realDir, real);
         if (!rel.startsWith('..') && !isAbsolute(rel)) {
           tensors.push(externalTensor(entry, rel.split(sep).join('/'), ref.byteOffset, ref.byteLength));
           linkedBytes += length;
