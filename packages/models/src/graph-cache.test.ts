@@ -277,6 +277,11 @@ describe('graph cache', () => {
     expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: false });
     expect((await lstat(entry)).isFile()).toBe(true);
     expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: true });
+    // An entry that is JSON of this format but not an entry (a tool wrote it): a missing entry, not a crash.
+    for (const text of ['{"format": 4}', '{"format": 4, "onnx": 1, "inputs": null}', '[]', 'null']) {
+      await writeFile(entry, text);
+      expect(await cache.get(graph, 'ernie-vision', dir)).toMatchObject({ cached: false });
+    }
     await close();
   });
 

@@ -224,7 +224,7 @@ export class GraphCache {
     const stamp = await stampOf(real);
     const memoPath = join(this.root, 'digests', `${createHash('sha256').update(real).digest('hex').slice(0, 32)}.json`);
     const memo = await readJson<DigestMemo>(memoPath);
-    if (memo && memo.path === real && sameStamp(memo, stamp)) return memo.sha256;
+    if (memo && memo.path === real && sameStamp(memo, stamp) && typeof memo.sha256 === 'string') return memo.sha256;
     const sha256 = await sha256File(real);
     // A file written while it was hashed has a new stamp: remember nothing then.
     if (sameStamp(stamp, await stampOf(real))) await writeAtomic(memoPath, JSON.stringify({ path: real, ...stamp, sha256 }));
@@ -275,7 +275,7 @@ export class GraphCache {
     const base = `vlmkit-${name}-${key}`;
     const modelPath = join(this.root, `${base}.onnx`);
     const entryPath = join(this.root, `${base}.json`);
-    const entry = await readJson<Entry>(entryPath);
+    const entry = entryShape(await readJson<unknown>(entryPath));
     if (entry) {
       const problem = await this.verify(entry, base);
       if (problem === undefined) return { modelPath, cached: true, bytes: entryBytes(entry) };
@@ -413,7 +413,7 @@ export class GraphCache {
     for (const n of await readdir(this.root)) {
       if (!n.startsWith(prefix) || !n.endsWith('.json') || n.includes('.tmp-')) continue;
       const base = n.slice(0, -'.json'.length);
-      const e = await readJson<Entry>(join(this.root, n));
+      const e = entryShape(await readJson<unknown>(join(this.root, n)));
       let gone = e === undefined || e.format !== FORMAT;
       if (e && !gone) {
         for (const [path, rec] of Object.entries(e.inputs)) {
@@ -433,7 +433,7 @@ export class GraphCache {
     for (const n of await readdir(join(this.root, 'digests'))) {
       const memo = await readJson<DigestMemo>(join(this.root, 'digests', n));
       if (
-        memo &&
+        typeof memo?.path === 'string' &&
         (await stat(memo.path).then(
           () => false,
           () => true,
@@ -447,6 +447,28 @@ export class GraphCache {
       this.log(`removed superseded cached graph ${base}`);
     }
   }
+}
+
+/**
+ * `json` when it has an entry's shape (the fields `get`, `verify` and `prune` read), else undefined: a file
+ * edited or written by something else is a missing entry, never a crash.
+ */
+function entryShape(json: unknown): Entry | undefined {
+  const e = json as Partial<Entry> | undefined;
+  const record = (r: unknown) =>
+    typeof r === 'object' && r !== null && typeof (r as FileRecord).size === 'number' && typeof (r as FileRecord).sha256 === 'string';
+  if (typeof e !== 'object' || e === null || typeof e.format !== 'number') return undefined;
+  // Another format is reported as such (and removed) whatever else it holds.
+  if (e.format !== FORMAT) return e as Entry;
+  const ok =
+    typeof e.checkpoint === 'string' &&
+    typeof e.createdAt === 'number' &&
+    typeof e.inputs === 'object' &&
+    e.inputs !== null &&
+    Object.values(e.inputs).every(record) &&
+    record(e.onnx) &&
+    (e.data === undefined || (record(e.data) && typeof e.data.stamp === 'object' && e.data.stamp !== null));
+  return ok ? (e as Entry) : undefined;
 }
 
 function entryBytes(e: Entry): number {
