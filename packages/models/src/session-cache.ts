@@ -68,6 +68,8 @@ export async function graphKey(
   return (await cache.key(g, checkpointDir, options.extraFiles)).key;
 }
 
+const OPEN_ATTEMPTS = 4;
+
 /** Finds `g` in the graph cache (verified) or builds it there, and opens a session on it. */
 export async function cachedSession(
   g: Graph,
@@ -95,15 +97,17 @@ export async function cachedSession(
       ...(o.prepack !== undefined ? { prepack: o.prepack } : g.quantize !== undefined ? { prepack: true } : {}),
       computeDtype: g.computeDtype,
     });
-  let session: VlmSession;
-  try {
-    session = await open();
-  } catch (e) {
-    // Another process may have removed the entry (pruned as superseded, or found damaged) between the
-    // lookup and the session: look it up (rebuild it) once more. Any other failure is the caller's.
-    if (await stillThere(modelPath)) throw e;
-    ({ modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles));
-    session = await open();
+  let session: VlmSession | undefined;
+  // Another process may remove the entry (pruned as superseded, or found damaged) between the lookup and the
+  // session: look it up (rebuild it) again, a few times (several processes may keep pruning each other's
+  // entries of one model when they build more variants than `keep`). Any other failure is the caller's.
+  for (let attempt = 1; session === undefined; attempt++) {
+    try {
+      session = await open();
+    } catch (e) {
+      if (attempt === OPEN_ATTEMPTS || (await stillThere(modelPath))) throw e;
+      ({ modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles));
+    }
   }
   return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1, reopen: open };
 }
