@@ -4,7 +4,7 @@ Run from the repo root with the reference env:
 
     .venv-ref/bin/python tools/processors/make_hostile_image_cases.py
 
-Writes test-fixtures/processors/hostile-images/ (deterministic, about 40 KB):
+Writes test-fixtures/processors/hostile-images/ (deterministic, about 70 KB):
 
 - GIFs built to reach every branch of Pillow 12's GIF reader that HF's
   `load_image` (`exif_transpose(Image.open(f)).convert("RGB")`) meets: a
@@ -16,6 +16,9 @@ Writes test-fixtures/processors/hostile-images/ (deterministic, about 40 KB):
   stray bytes between blocks, and broken files (data cut short, an early end
   code, an invalid code). Some are written by Pillow, the rest by the small
   GIF writer below (its own LZW encoder), so the container can say anything.
+- PNG and WebP files that only Pillow's extra checks refuse: a bad chunk CRC
+  before the image data (and, accepted by both, after it), an EXIF block
+  without a valid TIFF header.
 - sample.avif, written by Pillow (sharp decodes it differently: refused).
 - index.json: per file, `load_image(path).tobytes()` as `<file>.rgb` with its
   width and height, or the exception HF raises (`error`).
@@ -26,6 +29,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -210,6 +214,23 @@ def main() -> None:
     bad[start + 1] = 0xFF  # codes past the table right after the clear code
     files["broken-invalid-code.gif"] = bytes(bad)
     files["broken-no-image.gif"] = gif(11, 8, gce(1), g8)
+
+    # Checks Pillow makes and libvips does not: a bad CRC in a chunk before the image data (Pillow
+    # refuses, libpng drops the chunk), the same after it (neither checks), and a WebP whose EXIF
+    # block has no valid TIFF header (exif_transpose raises).
+    b = io.BytesIO()
+    small = Image.fromarray(rng.integers(0, 256, (6, 8, 3)).astype(np.uint8))
+    small.save(b, "PNG")
+    png = b.getvalue()
+    text = b"tEXt" + b"Comment\0hello"
+    chunk = struct.pack(">I", len(text) - 4) + text + struct.pack(">I", (zlib.crc32(text) ^ 1) & 0xFFFFFFFF)
+    idat = png.index(b"IDAT") - 4
+    iend = png.index(b"IEND") - 4
+    files["png-bad-crc-before-idat.png"] = png[:idat] + chunk + png[idat:]
+    files["png-bad-crc-after-idat.png"] = png[:iend] + chunk + png[iend:]
+    b = io.BytesIO()
+    small.save(b, "WEBP", lossless=True, exif=b"Exif\0\0" + b"\xfbM\0*\0\0\0\x08" + bytes(10))
+    files["webp-bad-exif-header.webp"] = b.getvalue()
 
     # AVIF (Pillow 12 writes it with libavif).
     b = io.BytesIO()

@@ -2,6 +2,7 @@ import sharp, { type Metadata, type Sharp } from 'sharp';
 import { ProcessorError } from '../errors.js';
 import { type InputKind, readRegularFile } from '../input-file.js';
 import { decodeGifFrame, isGif, parseGif } from './gif.js';
+import { checkExifHeader, checkPngChunks } from './pillow-checks.js';
 
 /** An 8-bit RGB image, pixels row-major and channels interleaved (`data.length === width * height * 3`). */
 export interface RgbImage {
@@ -96,13 +97,13 @@ async function decodePixels(input: string | Uint8Array, options: DecodeOptions):
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();
   } catch (e) {
-    throw new ProcessorError(
-      'NOT_AN_IMAGE',
-      `${name}: not an image sharp can decode (JPEG, PNG, WebP, GIF, TIFF): ${(e as Error).message}`,
-      { cause: e },
-    );
+    throw new ProcessorError('NOT_AN_IMAGE', `${name}: not an image sharp can decode (JPEG, PNG, WebP, GIF, TIFF): ${firstLine(e)}`, {
+      cause: e,
+    });
   }
   if (!SHARP_FORMATS.has(meta.format)) throw unsupportedFormat(name, meta);
+  if (meta.format === 'png') checkPngChunks(bytes, name);
+  if (meta.format === 'png' || meta.format === 'webp') checkExifHeader(meta.exif, name);
   checkPixels(meta.width, meta.height);
   if (meta.depth !== 'uchar' && meta.depth !== 'ushort') {
     throw new ProcessorError(
@@ -118,8 +119,13 @@ async function decodePixels(input: string | Uint8Array, options: DecodeOptions):
     return toRgb(data, info.width, info.height, info.channels);
   } catch (e) {
     if (e instanceof ProcessorError) throw e;
-    throw new ProcessorError('NOT_AN_IMAGE', `${name}: decoding failed: ${(e as Error).message}`, { cause: e });
+    throw new ProcessorError('NOT_AN_IMAGE', `${name}: decoding failed: ${firstLine(e)}`, { cause: e });
   }
+}
+
+/** libvips repeats a warning once per line it meets it on: the first says it. */
+function firstLine(e: unknown): string {
+  return String((e as Error).message).split('\n')[0]!;
 }
 
 function unsupportedFormat(name: string, meta: Metadata): ProcessorError {

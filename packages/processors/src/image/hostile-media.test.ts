@@ -19,24 +19,29 @@ import { ernieImageProcessorConfig, processErnieImages } from './ernie.js';
 type Index = Record<string, { mode: string; width: number; height: number; rgb: string } | { error: string }>;
 const index = readJson<Index>('hostile-images', 'index.json');
 const gifs = Object.entries(index).filter(([name]) => name.endsWith('.gif'));
+/** PNG / WebP files where Pillow checks what libvips lets pass (chunk CRCs, the EXIF header). */
+const checked = Object.entries(index).filter(([name]) => /\.(png|webp)$/.test(name));
 
-describe('GIF: decodeImage gives load_image(path).tobytes() byte for byte (finding 4)', () => {
-  it.each(gifs.filter(([, e]) => !('error' in e)))('%s', async (name, e) => {
-    if ('error' in e) return;
-    const im = await decodeImage(fixturePath('hostile-images', name));
-    const expected = readBytes('hostile-images', e.rgb);
-    expect([im.width, im.height]).toEqual([e.width, e.height]);
-    expect(im.data.length).toBe(expected.length);
-    let differing = 0;
-    for (let i = 0; i < expected.length; i++) if (im.data[i] !== expected[i]) differing++;
-    expect(differing).toBe(0);
-  });
-  it.each(gifs.filter(([, e]) => 'error' in e))('%s is refused, as Pillow refuses it', async (name) => {
+async function expectLoadImage(name: string, e: Index[string]): Promise<void> {
+  if ('error' in e) {
     const err = await decodeImage(fixturePath('hostile-images', name)).catch((x) => x);
     expect(err).toBeInstanceOf(ProcessorError);
     expect(err.code).toBe('NOT_AN_IMAGE');
     expect(err.message).toContain(name);
-  });
+    return;
+  }
+  const im = await decodeImage(fixturePath('hostile-images', name));
+  const expected = readBytes('hostile-images', e.rgb);
+  expect([im.width, im.height]).toEqual([e.width, e.height]);
+  expect(im.data.length).toBe(expected.length);
+  let differing = 0;
+  for (let i = 0; i < expected.length; i++) if (im.data[i] !== expected[i]) differing++;
+  expect(differing).toBe(0);
+}
+
+describe('GIF: decodeImage gives load_image(path).tobytes() byte for byte (finding 4)', () => {
+  it.each(gifs.filter(([, e]) => !('error' in e)))('%s', expectLoadImage);
+  it.each(gifs.filter(([, e]) => 'error' in e))('%s is refused, as Pillow refuses it', expectLoadImage);
   it('a transparent pixel keeps its palette colour, which is not black', async () => {
     // pillow-trns.gif: index 5 (transparent) fills rows 5..14, columns 8..29.
     const im = await decodeImage(fixturePath('hostile-images', 'pillow-trns.gif'));
@@ -49,6 +54,10 @@ describe('GIF: decodeImage gives load_image(path).tobytes() byte for byte (findi
       message: expect.stringMatching(/pillow-trns\.gif: 40x30 is 1200 pixels/),
     });
   });
+});
+
+describe('PNG and WebP files Pillow refuses are refused, those it reads match', () => {
+  it.each(checked)('%s', expectLoadImage);
 });
 
 describe('formats HF reads differently are refused by name (finding 7)', () => {
