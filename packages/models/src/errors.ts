@@ -9,7 +9,11 @@ export type ModelErrorCode =
   | 'INSUFFICIENT_MEMORY'
   | 'DECODE_LOOP_UNAVAILABLE'
   | 'INCOMPATIBLE_OPTIONS'
-  | 'BAD_LOAD_OPTIONS';
+  | 'BAD_LOAD_OPTIONS'
+  | 'PROMPT_TOO_LONG'
+  | 'OUTPUT_WOULD_OVERWRITE_INPUT'
+  | 'OUTPUT_NOT_REGULAR_FILE'
+  | 'OUTPUT_NOT_DIRECTORY';
 
 /** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
 export class ModelError extends Error {

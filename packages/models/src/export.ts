@@ -3,7 +3,7 @@
 // computed on the host (rotary tables, 3D position ids, gather indices) is described in the manifest with the
 // numbers a port needs (inverse frequencies as float32, token ids, merge sizes); tools/export/run-exported.mjs
 // is such a port, in plain JavaScript on onnxruntime-node, tested against `vlmkit forward`.
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import {
   buildErnieTextDecoderModel,
@@ -31,6 +31,7 @@ import { granite4VisionConfig } from './granite/config.js';
 import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
 import { loadGraniteWeights } from './granite/weights.js';
 import { sha256File } from './graph-cache.js';
+import { outputDir } from './output-file.js';
 
 export const EXPORT_FORMAT = 'vlmkit-export';
 export const EXPORT_VERSION = 1;
@@ -156,11 +157,40 @@ function f32List(a: Float32Array): number[] {
  */
 export async function exportModel(modelDir: string, outDir: string, options: ExportOptions = {}): Promise<ExportResult> {
   const root = resolve(modelDir);
-  const out = resolve(outDir);
   const configFile = await readConfigFile(root);
+  // Refused before anything is built: an output directory inside (or holding) the checkpoint or the adapter, a
+  // file there that is a link, a special file or one of theirs. The files are written to a staging directory
+  // inside it and renamed into place.
+  const target = await outputDir(outDir, [root, options.adapter], EXPORT_FILES);
+  const manifest = await target.write(async (stage) => {
+    const m = await exportInto(root, configFile, stage, options);
+    return { result: m, files: [...graphFiles(m), 'manifest.json'] };
+  });
+  const out = resolve(outDir);
+  const written = graphFiles(manifest);
+  // An earlier export into the same folder may have left a data file this one no longer has.
+  for (const stem of ['vision_encoder', 'decoder']) {
+    if (!written.includes(`${stem}.onnx.data`)) await rm(join(out, `${stem}.onnx.data`), { force: true });
+  }
+  return { manifest, manifestPath: join(out, 'manifest.json'), files: [...written, 'manifest.json'] };
+}
+
+/** Every file an export may write (the data files only when a graph has large initializers). */
+const EXPORT_FILES = ['vision_encoder.onnx', 'vision_encoder.onnx.data', 'decoder.onnx', 'decoder.onnx.data', 'manifest.json'];
+
+function graphFiles(manifest: ExportManifest): string[] {
+  return [manifest.graphs.vision_encoder, manifest.graphs.decoder].flatMap((g) => (g.external_data ? [g.file, g.external_data] : [g.file]));
+}
+
+/** Writes the graphs and manifest.json into `out`; returns the manifest. */
+async function exportInto(
+  root: string,
+  configFile: Awaited<ReturnType<typeof readConfigFile>>,
+  out: string,
+  options: ExportOptions,
+): Promise<ExportManifest> {
   const { json } = configFile;
   const type = modelType(configFile);
-  await mkdir(out, { recursive: true });
   const ckpt = await Checkpoint.open(root);
   const files: ExportManifest['source']['files'] = {};
   for (const f of (await readdir(root)).filter((n) => n.endsWith('.safetensors')).sort()) {
@@ -298,16 +328,8 @@ export async function exportModel(modelDir: string, outDir: string, options: Exp
     throw e;
   }
   await ckpt.close();
-  const manifestPath = join(out, 'manifest.json');
-  await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-  const written = [manifest.graphs.vision_encoder, manifest.graphs.decoder].flatMap((g) =>
-    g.external_data ? [g.file, g.external_data] : [g.file],
-  );
-  // An earlier export into the same folder may have left a data file this one no longer has.
-  for (const stem of ['vision_encoder', 'decoder']) {
-    if (!written.includes(`${stem}.onnx.data`)) await rm(join(out, `${stem}.onnx.data`), { force: true });
-  }
-  return { manifest, manifestPath, files: [...written, 'manifest.json'] };
+  await writeFile(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  return manifest;
 }
 
 function head(

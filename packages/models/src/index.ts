@@ -68,6 +68,7 @@ export {
   inspectCheckpoint,
 } from './inspect.js';
 export type { DecoderBuild, DecoderLoadOptions } from './model-load.js';
+export { type OutputDir, type OutputFile, outputDir, outputFile, type ReadPaths } from './output-file.js';
 export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
 export {
   ERNIE_FORWARD_OUTPUTS,
@@ -77,7 +78,7 @@ export {
   type PretrainedModel,
   supportedModelTypes,
 } from './registry.js';
-export { argmax, type SamplingOptions, sampleToken, seededRandom } from './sampling.js';
+export { argmax, MAX_SEED, type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
 export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';
 export {
   VISION_SESSION_MODES,

@@ -160,6 +160,20 @@ export function maxPositionEmbeddings(json: Record<string, unknown>): number | u
 }
 
 /**
+ * Refuses a prompt longer than the model's max_position_embeddings before the decoder runs: such a prompt
+ * makes onnxruntime allocate attention for every position at once and fail inside its arena or its shape
+ * arithmetic, with a message that names neither the prompt nor the limit. `seq`: input_ids' length (padding
+ * included, as generation counts it). Nothing is checked when the config has no max_position_embeddings.
+ */
+export function checkPromptLength(seq: number, max: number | undefined): void {
+  if (max === undefined || seq <= max) return;
+  throw new ModelError(
+    'PROMPT_TOO_LONG',
+    `the prompt is ${seq} tokens; the model's max_position_embeddings (config.json) is ${max}: shorten the prompt (fewer or smaller images, less text)`,
+  );
+}
+
+/**
  * The warning HF's MaxLengthCriteria gives when generation runs past the model's trained length (a
  * "friendly reminder": HF generates on; with the default rope, the only one these decoders read, the
  * positions are computed for any length, so the numbers are HF's but the model was not trained there).

@@ -9,7 +9,7 @@ import type { GenerationTokens } from './generation-tokens.js';
 import { Granite4Vision, type GraniteLoadOptions } from './granite/model.js';
 import { GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
 import type { ModelGenerateOptions } from './graph-loop.js';
-import { maxPositionEmbeddings, pastMaxPositions } from './inputs-check.js';
+import { checkPromptLength, maxPositionEmbeddings, pastMaxPositions } from './inputs-check.js';
 
 /** Names of ERNIE-4.5-VL's `forwardNamed` outputs (what `vlmkit forward` writes). */
 export const ERNIE_FORWARD_OUTPUTS = {
@@ -67,16 +67,23 @@ export function supportedModelTypes(): string[] {
 export async function loadPretrained(dir: string, options: LoadOptions = {}): Promise<PretrainedModel> {
   const file = await readConfigFile(dir);
   const loader = LOADERS[modelType(file)];
-  return withChat(warnPastMaxPositions(await loader(dir, options), maxPositionEmbeddings(file.json)), dir);
+  return withChat(withMaxPositions(await loader(dir, options), maxPositionEmbeddings(file.json)), dir);
 }
 
 /**
- * generate (and so chat) emits a process warning (VlmkitWarning, code PAST_MAX_POSITION_EMBEDDINGS) when a
- * token was predicted from more positions than the config's max_position_embeddings (./inputs-check.ts).
+ * forwardNamed and generate (and so chat) refuse a prompt longer than the config's max_position_embeddings
+ * (PROMPT_TOO_LONG) before anything runs; generate emits a process warning (VlmkitWarning, code
+ * PAST_MAX_POSITION_EMBEDDINGS) when a token was predicted from more positions than that (./inputs-check.ts).
  */
-function warnPastMaxPositions(m: LoadedModel, max: number | undefined): LoadedModel {
+function withMaxPositions(m: LoadedModel, max: number | undefined): LoadedModel {
   if (max === undefined) return m;
+  const promptLength = (inputs: Record<string, HostTensor>) => checkPromptLength(inputs.input_ids?.dims[1] ?? 0, max);
+  const forwardNamed: LoadedModel['forwardNamed'] = async (inputs) => {
+    promptLength(inputs);
+    return m.forwardNamed(inputs);
+  };
   const generate: LoadedModel['generate'] = async (inputs, o) => {
+    promptLength(inputs);
     const r = await m.generate(inputs, o);
     const steps = Math.max(0, ...r.tokens.map((t) => t.length));
     const warning = pastMaxPositions((inputs.input_ids?.dims[1] ?? 0) + steps - 1, max);
@@ -84,7 +91,7 @@ function warnPastMaxPositions(m: LoadedModel, max: number | undefined): LoadedMo
     return r;
   };
   // The spread reads the device getters once, as withChat's: the device never changes after load.
-  return { ...m, generate };
+  return { ...m, forwardNamed, generate };
 }
 
 /** Adds chat() on the directory's processor; eos is the model's (generation_config.json, else config.json). */

@@ -7,9 +7,12 @@ export interface SamplingOptions {
   topK?: number;
   /** Keep the smallest set of tokens whose probability reaches p (1 or undefined: all). */
   topP?: number;
-  /** Seed of the sampler's random stream; the same seed gives the same tokens. */
+  /** Seed of the sampler's random stream, an integer in [0, 2**32 - 1]; the same seed gives the same tokens. */
   seed?: number;
 }
+
+/** The largest seed: the sampler's state is 32 bits. */
+export const MAX_SEED = 0xffff_ffff;
 
 /** A small, fast, seedable PRNG (mulberry32): reproducible sampling without global state. */
 export function seededRandom(seed: number): () => number {
@@ -31,8 +34,10 @@ export function validateSampling(o: SamplingOptions): void {
   if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw bad(`topK must be an integer >= 0, got ${show(o.topK)}`);
   if (o.topP !== undefined && !(typeof o.topP === 'number' && o.topP > 0 && o.topP <= 1))
     throw bad(`topP must be in (0, 1], got ${show(o.topP)}`);
-  // The seed starts a 32-bit stream: a fraction or NaN would be truncated to some other seed without a word.
-  if (o.seed !== undefined && !Number.isSafeInteger(o.seed)) throw bad(`seed must be an integer, got ${show(o.seed)}`);
+  // The seed is the sampler's 32-bit state: a fraction, a negative or a larger number would be wrapped to some
+  // other seed without a word (2**32 + 1 would sample as 1), so only the seeds it holds exactly are taken.
+  if (o.seed !== undefined && !(Number.isInteger(o.seed) && o.seed >= 0 && o.seed <= MAX_SEED))
+    throw bad(`seed must be an integer in [0, ${MAX_SEED}] (the sampler's 32-bit state), got ${show(o.seed)}`);
 }
 
 export function argmax(logits: Float32Array, offset = 0, length = logits.length - offset): number {
