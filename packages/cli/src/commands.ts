@@ -1,4 +1,13 @@
-import { type DecodeLoop, loadPretrained, type ModelGenerateOptions, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import {
+  type DecodeLoop,
+  defaultCacheDir,
+  loadPretrained,
+  type ModelGenerateOptions,
+  outputFile,
+  type ReadPaths,
+  readNamedTensors,
+  writeNamedTensors,
+} from '@vlmkit/models';
 import type { ComputeDType, OpSet, QuantizeMode } from '@vlmkit/onnx-graph';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
@@ -45,19 +54,26 @@ export function modelLoadOptions(o: CommonOptions) {
   };
 }
 
+/** What a command that loads a model reads besides its inputs: the checkpoint, the adapter, the graph cache. */
+export function modelReads(o: CommonOptions): ReadPaths {
+  return [o.model, o.adapter, o.cacheDir ?? defaultCacheDir()];
+}
+
 function ms(x: number): string {
   return `${x.toFixed(1)} ms`;
 }
 
 /** `vlmkit forward`: HF kwargs in, logits / vision embeddings / position ids out. */
 export async function forwardCommand(o: CommonOptions & { inputs: string; out: string }, out: Out): Promise<void> {
+  // Before the load: an output that would replace what the command reads is refused with nothing written.
+  const target = await outputFile(o.out, [...modelReads(o), o.inputs]);
   const model = await loadPretrained(o.model, modelLoadOptions(o));
   try {
     const inputs = await readNamedTensors(o.inputs);
     const t0 = performance.now();
     const result = await model.forwardNamed(inputs);
     const forwardMs = performance.now() - t0;
-    await writeNamedTensors(o.out, result);
+    await writeNamedTensors(target, result);
     out(`${model.modelType} on ${model.device}: forward ${ms(forwardMs)}; wrote ${Object.keys(result).sort().join(', ')} to ${o.out}\n`);
   } finally {
     await model.release();
@@ -72,6 +88,7 @@ export interface GenerateCommandOptions extends CommonOptions {
 
 /** `vlmkit generate`: greedy by default; streams each step's tokens; writes `generated_ids` [B, N] int64. */
 export async function generateCommand(o: GenerateCommandOptions, out: Out): Promise<number[][]> {
+  const target = o.out === undefined ? undefined : await outputFile(o.out, [...modelReads(o), o.inputs]);
   const model = await loadPretrained(o.model, modelLoadOptions(o));
   try {
     const inputs = await readNamedTensors(o.inputs);
@@ -83,11 +100,11 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
     const steps = r.timings.stepMs;
     const perToken = steps.length > 0 ? steps.reduce((a, b) => a + b, 0) / steps.length : 0;
     out(`vision ${ms(r.visionMs)}, prefill ${ms(r.timings.prefillMs)}, decode ${ms(perToken)}/token over ${steps.length} steps\n`);
-    if (o.out) {
+    if (target) {
       const n = Math.max(0, ...r.tokens.map((t) => t.length));
       const flat = r.tokens.flatMap((row) => [...row, ...new Array<number>(n - row.length).fill(0)]);
-      await writeNamedTensors(o.out, { [GENERATED_IDS]: int64(flat, [r.tokens.length, n]) });
-      out(`wrote ${GENERATED_IDS} [${r.tokens.length}, ${n}] to ${o.out}\n`);
+      await writeNamedTensors(target, { [GENERATED_IDS]: int64(flat, [r.tokens.length, n]) });
+      out(`wrote ${GENERATED_IDS} [${r.tokens.length}, ${n}] to ${target.path}\n`);
     }
     return r.tokens;
   } finally {

@@ -1,46 +1,51 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DECODE_LOOPS, FIXTURE_DIR, type ModelGenerateOptions } from '@vlmkit/models';
+import { DECODE_LOOPS, FIXTURE_DIR, ModelError, type ModelGenerateOptions, validateSampling } from '@vlmkit/models';
 import { COMPUTE_DTYPES, OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
 import { exportCommand } from './export-command.js';
 import { inspectCommand } from './inspect-command.js';
+import { Interrupted, untilAborted } from './interrupt.js';
+import { readPrompt } from './prompt-input.js';
 import { preprocessCommand, runCommand } from './run.js';
 
-const USAGE = `usage: vlmkit <command> [options]
-
-commands:
-  run       --model DIR [--image PATH ...] [--video PATH] --prompt TEXT [--max-new-tokens N] [--json]
-            [--temperature T --top-k K --top-p P --seed S --eos ID]
+/** Each command's line in the usage text; `vlmkit <command> --help` prints its own with the common options. */
+const COMMANDS: Record<string, string> = {
+  run: `run       --model DIR [--image PATH ...] [--video PATH] (--prompt TEXT | --prompt - | --prompt-file PATH)
+            [--max-new-tokens N] [--json] [--temperature T [--top-k K] [--top-p P] [--seed S]] [--eos ID]
             one user message (the images, the video, then the prompt) through the model directory's processor
             (tokenizer.json, chat template, preprocessor_config.json); streams the answer as it is generated,
             then one summary line (prompt tokens, new tokens, time to first token, tokens/s, device). Progress
             bars while loading when stdout is a terminal; --json prints JSON lines (progress, text, summary).
-            Greedy by default, at most 128 new tokens, stops at generation_config.json's eos
-  preprocess --model DIR [--image PATH ...] [--video PATH] --prompt TEXT --out OUT.safetensors
+            Greedy by default, at most 128 new tokens, stops at generation_config.json's eos. Ctrl-C while
+            the answer streams stops it and prints the summary; before that it ends the command (exit 130)`,
+  preprocess: `preprocess --model DIR [--image PATH ...] [--video PATH] (--prompt TEXT | --prompt - | --prompt-file PATH)
+            --out OUT.safetensors
             what HF's processor returns for that message with the generation prompt, under HF's names:
             input_ids, attention_mask, pixel_values, image_grid_thw / image_sizes, pixel_values_videos,
-            video_grid_thw, mm_token_type_ids, moe_mm_token_type_ids
-  forward   --model DIR --inputs IN.safetensors --out OUT.safetensors
+            video_grid_thw, mm_token_type_ids, moe_mm_token_type_ids`,
+  forward: `forward   --model DIR --inputs IN.safetensors --out OUT.safetensors
             run the model once; OUT gets float32 logits [B,S,V] and, for ERNIE-4.5-VL, image_embeds / video_embeds
-            and int64 position_ids [3,B,S]; for Granite 4 Vision, deepstack_<k> [num_image_tokens, D] per injected level
-  generate  --model DIR --inputs IN.safetensors --max-new-tokens N [--out OUT.safetensors]
-            [--temperature T --top-k K --top-p P --seed S --eos ID]
-            greedy by default; streams tokens; OUT gets int64 generated_ids [B,N] (new tokens only)
-  export    --model DIR --out DIR [--adapter DIR]
+            and int64 position_ids [3,B,S]; for Granite 4 Vision, deepstack_<k> [num_image_tokens, D] per injected level`,
+  generate: `generate  --model DIR --inputs IN.safetensors --max-new-tokens N [--out OUT.safetensors]
+            [--temperature T [--top-k K] [--top-p P] [--seed S]] [--eos ID]
+            greedy by default; streams tokens; OUT gets int64 generated_ids [B,N] (new tokens only)`,
+  export: `export    --model DIR --out DIR [--adapter DIR]
             the component graphs as plain ONNX files (vision_encoder.onnx, decoder.onnx, each with .onnx.data
             when large) and manifest.json (inputs, outputs, dtypes, dims, the KV cache, the host-side rules):
-            runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example)
-  inspect   --model DIR [--adapter DIR] [--json]
+            runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example).
+            OUT is a directory of its own: not inside the model or adapter directory, nor holding them`,
+  inspect: `inspect   --model DIR [--adapter DIR] [--json]
             checks a checkpoint directory without building graphs: config.json, every safetensors header, the
             weight mapping (names, shapes, dtypes), the adapter; prints parameters by component and mapped / ignored /
-            unused / missing tensors, and exits 1 naming the first problem (on stderr) when there is one
-  demo      vlmkit run on the tiny ERNIE-4.5-VL fixture with a picture and a question (random weights: the answer is noise)
-  graph-demo  build a small graph in TypeScript and run it
-  help      this text
+            unused / missing tensors, and exits 1 naming the first problem (on stderr) when there is one`,
+  demo: `demo      vlmkit run on the tiny ERNIE-4.5-VL fixture with a picture and a question (random weights: the answer is noise)`,
+  'graph-demo': `graph-demo  build a small graph in TypeScript and run it`,
+  help: `help [COMMAND]  this text, or one command's (as vlmkit COMMAND --help)`,
+};
 
-common options:
+const COMMON = `common options:
   --device auto|cpu|cuda   (default auto: CUDA when its EP binaries and a GPU are present)
   --reference vllm|hf      where vLLM and HF transformers differ, whose behaviour to follow (default vllm)
   --cache-dir DIR          where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit;
@@ -62,6 +67,19 @@ common options:
                            default float32). bf16 checkpoints run as stored with bfloat16; norms, router and rotary stay
                            float32 inside; logits float32. ORT's CPU EP has no bfloat16 kernels (NO_KERNEL): bfloat16 is
                            for CUDA; float16 runs on CPU (slowly: many ops are cast to float32). packages/models README
+  --temperature T          sampling (run, generate): T > 0 samples, 0 (default) is greedy; --top-k K, --top-p P and
+                           --seed S (an integer in [0, 4294967295]) need T > 0. A negative value is refused by name
+                           (--seed -5 and --seed=-5 both read as -5)
+  --help, -h               the command's usage`;
+
+const NOTES = `--prompt - reads the prompt from stdin, --prompt-file PATH from a regular file (at most 16 MiB, UTF-8, taken as
+written). The whole command line is limited to 16 KiB (onnxruntime-node crashes on longer ones): a long prompt goes
+through --prompt-file or stdin. A prompt longer than the model's max_position_embeddings is refused (PROMPT_TOO_LONG).
+
+--out is refused (OUTPUT_WOULD_OVERWRITE_INPUT, OUTPUT_NOT_REGULAR_FILE) when it is, or is inside, anything the command
+reads (the model directory, the inputs, the images, the video, the adapter, the graph cache), a hard link to one of
+those files, a symbolic link, a directory or a special file (a device, a FIFO); it is written to a temporary file
+beside it, then renamed over it. --image and --video must be regular files.
 
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
@@ -72,6 +90,21 @@ IN holds the HF forward kwargs by their HF names (ERNIE: input_ids, attention_ma
 pixel_values_videos, video_grid_thw, moe_mm_token_type_ids; Granite: input_ids, attention_mask, pixel_values,
 image_sizes, position_ids). The model type comes from config.json (supported: ernie4_5_vl_moe, granite4_vision).
 `;
+
+const USAGE = `usage: vlmkit <command> [options]
+
+commands:
+${Object.values(COMMANDS)
+  .map((c) => `  ${c}\n`)
+  .join('')}
+${COMMON}
+
+${NOTES}`;
+
+/** `vlmkit <command> --help`: the command's entry (without the list's column padding), the common options, the notes. */
+function commandUsage(command: string): string {
+  return `usage: vlmkit ${COMMANDS[command]!.replace(/^(\S+) +/, '$1 ')}\n\n${COMMON}\n\n${NOTES}`;
+}
 
 const OPTIONS = {
   model: { type: 'string' },
@@ -96,13 +129,19 @@ const OPTIONS = {
   image: { type: 'string', multiple: true },
   video: { type: 'string' },
   prompt: { type: 'string' },
+  'prompt-file': { type: 'string' },
   json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 /** How `main` talks to the terminal: whether stdout is one (progress bars), and where bars go (stderr). */
 export interface MainIo {
   tty?: boolean | undefined;
   err?: Out | undefined;
+  /** Where `--prompt -` reads the prompt (default process.stdin). */
+  stdin?: NodeJS.ReadableStream | undefined;
+  /** Aborts when stdout's reader has gone (EPIPE): `run` stops generating and prints nothing more. */
+  outputClosed?: AbortSignal | undefined;
 }
 
 function need(v: string | undefined, flag: string): string {
@@ -110,14 +149,32 @@ function need(v: string | undefined, flag: string): string {
   return v;
 }
 
+/** A decimal number as written on a command line ('', '0x10', ' 5' and 'Infinity' are not). */
+const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
+
 function num(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n)) throw new UsageError(`--${flag} must be a number, got '${v}'`);
+  if (!DECIMAL.test(v)) throw new UsageError(`--${flag} must be a number, got '${v}'`);
+  return Number(v);
+}
+
+function int(v: string | undefined, flag: string): number | undefined {
+  const n = num(v, flag);
+  if (n !== undefined && !Number.isSafeInteger(n)) throw new UsageError(`--${flag} must be an integer, got '${v}'`);
   return n;
 }
 
-/** --temperature, --top-k, --top-p, --seed, --eos, --loop-chunk: the options given, as generate's. */
+/** --max-new-tokens: a count (generate's own check would come only after the model has loaded). */
+function maxNewTokens(v: string | undefined): number | undefined {
+  const n = int(v, 'max-new-tokens');
+  if (n !== undefined && n < 0) throw new UsageError(`--max-new-tokens must be an integer >= 0, got '${v}'`);
+  return n;
+}
+
+/** validateSampling's option names as the command line spells them (its messages begin with the name). */
+const SAMPLING_FLAGS: Record<string, string> = { temperature: '--temperature', topK: '--top-k', topP: '--top-p', seed: '--seed' };
+
+/** --temperature, --top-k, --top-p, --seed, --eos, --loop-chunk: the options given, as generate's, checked before any load. */
 function sampling(v: {
   temperature?: string;
   'top-k'?: string;
@@ -128,12 +185,11 @@ function sampling(v: {
   loop?: string;
 }): SamplingFlags {
   const opt = (k: string, x: number | undefined) => (x === undefined ? {} : { [k]: x });
-  const eos = v.eos?.map((e) => num(e, 'eos')!);
-  const chunk = num(v['loop-chunk'], 'loop-chunk');
-  if (chunk !== undefined && !(Number.isInteger(chunk) && chunk >= 1))
-    throw new UsageError(`--loop-chunk must be an integer >= 1, got '${v['loop-chunk']}'`);
+  const eos = v.eos?.map((e) => int(e, 'eos')!);
+  const chunk = int(v['loop-chunk'], 'loop-chunk');
+  if (chunk !== undefined && !(chunk >= 1)) throw new UsageError(`--loop-chunk must be an integer >= 1, got '${v['loop-chunk']}'`);
   if (chunk !== undefined && v.loop !== 'graph') throw new UsageError('--loop-chunk needs --loop graph');
-  return {
+  const flags: SamplingFlags = {
     ...(eos ? { eos } : {}),
     ...opt('loopChunk', chunk),
     ...opt('temperature', num(v.temperature, 'temperature')),
@@ -141,6 +197,23 @@ function sampling(v: {
     ...opt('topP', num(v['top-p'], 'top-p')),
     ...opt('seed', num(v.seed, 'seed')),
   };
+  try {
+    validateSampling(flags);
+  } catch (e) {
+    if (!(e instanceof ModelError)) throw e;
+    throw new UsageError(e.message.replace(/^(\w+)/, (name) => SAMPLING_FLAGS[name] ?? name));
+  }
+  // Greedy decoding takes the most likely token whatever top-k and top-p keep: given without a temperature they
+  // would change nothing without a word (HF warns that they are ignored when do_sample is off).
+  if (!(flags.temperature !== undefined && flags.temperature > 0)) {
+    for (const flag of ['top-k', 'top-p'] as const) {
+      if (v[flag] !== undefined)
+        throw new UsageError(
+          `--${flag} has no effect without --temperature > 0 (greedy decoding): add --temperature, or leave --${flag} out`,
+        );
+    }
+  }
+  return flags;
 }
 
 type SamplingFlags = Omit<ModelGenerateOptions, 'maxNewTokens' | 'onToken' | 'signal' | 'loop'>;
@@ -158,7 +231,26 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string)
   return v as T;
 }
 
-/** Runs the command line; returns the exit code (2 for usage errors). */
+/**
+ * A string option's value that begins with a dash (`--seed -5`, `--temperature -1`, `--prompt -`) is taken as
+ * its value, as `--seed=-5` is, rather than refused as "ambiguous" by parseArgs; a value beginning with `--` is
+ * still refused (a forgotten value followed by the next option), and the range checks then name the option.
+ */
+function dashValues(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const next = args[i + 1];
+    const option = OPTIONS[a.slice(2) as keyof typeof OPTIONS] as { type: string } | undefined;
+    if (a.startsWith('--') && option?.type === 'string' && next !== undefined && next.startsWith('-') && !next.startsWith('--')) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/** Runs the command line; returns the exit code (2 for usage errors, 130 when Ctrl-C ended it). */
 export async function main(
   argv: readonly string[],
   out: Out = (s) => process.stdout.write(s),
@@ -167,12 +259,25 @@ export async function main(
   const [command, ...rest] = argv;
   // Usage errors and problems go to stderr (io.err), never into the command's output.
   const err: Out = io.err ?? ((s) => process.stderr.write(s));
+  // Ctrl-C while `run` or `preprocess` reads its prompt or media or loads: the command ends at once (a read
+  // blocked on a FIFO or a terminal would otherwise hold it); while `run` streams, generation stops after
+  // the current token and the summary is printed. A second Ctrl-C is Node's default: the process ends.
+  const stop = new AbortController();
+  const onSigint = () => stop.abort();
+  const interruptible = command === 'run' || command === 'preprocess' || command === 'demo';
+  if (interruptible) process.once('SIGINT', onSigint);
   try {
-    if (command === undefined || command === 'help' || command === '--help') {
-      out(USAGE);
+    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+      const topic = rest[0];
+      out(topic !== undefined && COMMANDS[topic] !== undefined ? commandUsage(topic) : USAGE);
       return 0;
     }
-    const { values: v } = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false });
+    const { values: v } = parseArgs({ args: dashValues(rest), options: OPTIONS, strict: true, allowPositionals: false });
+    if (v.help) {
+      if (COMMANDS[command] === undefined) throw new UsageError(`unknown command '${command}'`);
+      out(commandUsage(command));
+      return 0;
+    }
     const device = oneOf(v.device, ['auto', 'cpu', 'cuda'] as const, 'device');
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
@@ -181,6 +286,7 @@ export async function main(
     const loop = v.loop === undefined ? undefined : oneOf(v.loop, DECODE_LOOPS, 'loop');
     const computeDtype = v.dtype === undefined ? undefined : oneOf(v.dtype, COMPUTE_DTYPES, 'dtype');
     const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, quantizeVision, ops, loop, computeDtype };
+    const prompt = () => Promise.race([readPrompt(v, io.stdin ?? process.stdin), untilAborted(stop.signal, 'while reading the prompt')]);
     switch (command) {
       case 'export':
         await exportCommand(
@@ -193,46 +299,38 @@ export async function main(
         return 0;
       case 'run':
       case 'demo': {
-        const prompt =
-          command === 'demo'
-            ? DEMO
-            : { model: need(v.model, 'model'), images: v.image ?? [], video: v.video, prompt: need(v.prompt, 'prompt') };
+        const generate = {
+          maxNewTokens: maxNewTokens(v['max-new-tokens']) ?? (command === 'demo' ? 24 : 128),
+          ...sampling(v),
+        };
+        const message =
+          command === 'demo' ? DEMO : { model: need(v.model, 'model'), images: v.image ?? [], video: v.video, prompt: await prompt() };
         if (command === 'demo') out(`${DEMO.model}: a tiny ERNIE-4.5-VL with random weights (the answer is noise)\n`);
-        const stop = new AbortController();
-        const onSigint = () => stop.abort();
-        process.once('SIGINT', onSigint);
-        try {
-          await runCommand(
-            {
-              ...common,
-              ...prompt,
-              generate: { maxNewTokens: num(v['max-new-tokens'], 'max-new-tokens') ?? (command === 'demo' ? 24 : 128), ...sampling(v) },
-              json: v.json,
-              tty: io.tty,
-              err: io.err,
-              signal: stop.signal,
-            },
-            out,
-          );
-        } finally {
-          process.off('SIGINT', onSigint);
-        }
-        return 0;
-      }
-      case 'preprocess':
-        await preprocessCommand(
+        await runCommand(
           {
-            model: need(v.model, 'model'),
-            images: v.image ?? [],
-            video: v.video,
-            prompt: need(v.prompt, 'prompt'),
-            out: need(v.out, 'out'),
+            ...common,
+            ...message,
+            generate,
+            json: v.json,
+            tty: io.tty,
+            err: io.err,
+            signal: stop.signal,
+            outputClosed: io.outputClosed,
           },
           out,
         );
         return 0;
+      }
+      case 'preprocess': {
+        const o = { model: need(v.model, 'model'), images: v.image ?? [], video: v.video, out: need(v.out, 'out') };
+        await Promise.race([
+          (async () => preprocessCommand({ ...o, prompt: await prompt(), signal: stop.signal }, out))(),
+          untilAborted(stop.signal, 'before the output was written'),
+        ]);
+        return 0;
+      }
       case 'generate': {
-        const maxNewTokens = num(need(v['max-new-tokens'], 'max-new-tokens'), 'max-new-tokens')!;
+        const maxNew = maxNewTokens(need(v['max-new-tokens'], 'max-new-tokens'))!;
         await generateCommand(
           {
             ...common,
@@ -240,7 +338,7 @@ export async function main(
             inputs: need(v.inputs, 'inputs'),
             out: v.out,
             generate: {
-              maxNewTokens,
+              maxNewTokens: maxNew,
               ...sampling(v),
             },
           },
@@ -261,6 +359,10 @@ export async function main(
         throw new UsageError(`unknown command '${command}'`);
     }
   } catch (e) {
+    if (e instanceof Interrupted) {
+      err(`vlmkit: ${e.message}\n`);
+      return INTERRUPTED;
+    }
     if (
       e instanceof UsageError ||
       (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
@@ -270,5 +372,10 @@ export async function main(
       return 2;
     }
     throw e;
+  } finally {
+    if (interruptible) process.off('SIGINT', onSigint);
   }
 }
+
+/** The exit code of a command that Ctrl-C ended: 128 + SIGINT, as a shell reports it. */
+export const INTERRUPTED = 130;

@@ -1,12 +1,13 @@
 // `vlmkit run` and `vlmkit preprocess`: one user message holding the images (or the video), then
 // the prompt, templated with the generation prompt, as HF's processor.apply_chat_template does it.
 import { constants } from 'node:fs';
-import { access, open } from 'node:fs/promises';
+import { access, open, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { type ChatSummary, type GenerateOptions, loadPretrained, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import { type ChatSummary, type GenerateOptions, loadPretrained, outputFile, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type ChatMessage, type ContentPart, Processor, type VideoFrames } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
 import { type CommonOptions, modelLoadOptions, type Out, UsageError } from './commands.js';
+import { Interrupted, untilAborted } from './interrupt.js';
 import { loadProgressBar } from './progress-bar.js';
 
 export interface PromptOptions {
@@ -27,7 +28,14 @@ export interface RunCommandOptions extends CommonOptions, PromptOptions {
   tty?: boolean | undefined;
   /** Where progress bars go (stderr), so stdout holds only the answer and its summary. */
   err?: Out | undefined;
+  /**
+   * Ctrl-C. Before the answer's first piece (reading media, loading, preprocessing, prefill) it ends the
+   * command at once with Interrupted; once the answer streams, generation stops after the current token and
+   * the summary is printed.
+   */
   signal?: AbortSignal | undefined;
+  /** stdout has gone (its reader closed the pipe): generation stops, nothing more is printed. */
+  outputClosed?: AbortSignal | undefined;
 }
 
 /**
@@ -65,12 +73,23 @@ async function safetensorsMetadata(path: string): Promise<Record<string, string>
   }
 }
 
-async function assertReadable(path: string): Promise<void> {
+/**
+ * A media file must be a readable regular file: a FIFO would block the read forever, a device (/dev/zero) would
+ * be read without end. Checked before the model loads.
+ */
+async function assertReadable(path: string, flag: string): Promise<void> {
   try {
     await access(path, constants.R_OK);
+    const s = await stat(path);
+    if (!s.isFile()) throw new Error('not a regular file (a FIFO, a device or a directory)');
   } catch (e) {
-    throw new UsageError(`cannot read ${path}: ${(e as Error).message}`);
+    throw new UsageError(`cannot read ${flag} ${path}: ${(e as Error).message}`);
   }
+}
+
+async function assertMedia(o: PromptOptions): Promise<void> {
+  for (const path of o.images) await assertReadable(path, '--image');
+  if (o.video !== undefined) await assertReadable(o.video, '--video');
 }
 
 /** One user message: the images, then the video, then the prompt's text. */
@@ -84,11 +103,19 @@ export async function userMessage(o: PromptOptions): Promise<ChatMessage[]> {
 }
 
 /** `vlmkit preprocess`: what HF's processor returns for the message, under HF's names, to a .safetensors file. */
-export async function preprocessCommand(o: { model: string; out: string } & PromptOptions, out: Out): Promise<void> {
+export async function preprocessCommand(
+  o: { model: string; out: string; signal?: AbortSignal | undefined } & PromptOptions,
+  out: Out,
+): Promise<void> {
+  // Before anything is read: an output that would replace the model's files or the media is refused.
+  const target = await outputFile(o.out, [o.model, ...o.images, o.video]);
+  await assertMedia(o);
   const processor = await Processor.fromPretrained(o.model);
   const inputs = await processor.processChat(await userMessage(o), { addGenerationPrompt: true });
   const tensors = Object.fromEntries(Object.entries(inputs)) as Record<string, HostTensor>;
-  await writeNamedTensors(o.out, tensors);
+  // Interrupted (Ctrl-C): the command has already ended; nothing is written after it.
+  if (o.signal?.aborted) return;
+  await writeNamedTensors(target, tensors);
   const shapes = Object.entries(tensors).map(([k, v]) => `${k} [${v.dims.join(', ')}]`);
   out(`${processor.kind}: wrote ${shapes.join(', ')} to ${o.out}\n`);
 }
@@ -107,30 +134,67 @@ function summaryLine(s: ChatSummary): string {
 export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSummary> {
   const json = (x: Record<string, unknown>) => out(`${JSON.stringify(x)}\n`);
   const bar = !o.json && o.tty && o.err ? loadProgressBar(o.err) : undefined;
+  const interrupted = untilAborted(o.signal);
   // Fail before the long model load: the media readable, the processor files there.
-  for (const path of [...o.images, ...(o.video === undefined ? [] : [o.video])]) await assertReadable(path);
-  const messages = await userMessage(o);
-  await Processor.fromPretrained(o.model);
+  const messages = await Promise.race([
+    (async () => {
+      await assertMedia(o);
+      const m = await userMessage(o);
+      await Processor.fromPretrained(o.model);
+      return m;
+    })(),
+    interrupted,
+  ]);
   let model: Awaited<ReturnType<typeof loadPretrained>>;
+  const loading = loadPretrained(o.model, {
+    ...modelLoadOptions(o),
+    onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
+  });
   try {
-    model = await loadPretrained(o.model, {
-      ...modelLoadOptions(o),
-      onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
-    });
+    model = await Promise.race([loading, interrupted]);
+  } catch (e) {
+    // Interrupted while loading: the load finishes in the background and its model is released then.
+    if (e instanceof Interrupted) void loading.then((m) => m.release()).catch(() => undefined);
+    throw e;
   } finally {
     bar?.stop();
   }
+  const signals = [o.signal, o.outputClosed].filter((s): s is AbortSignal => s !== undefined);
+  const stream = model.chat(messages, { ...o.generate, signal: signals.length > 0 ? AbortSignal.any(signals) : undefined });
+  const pieces = stream[Symbol.asyncIterator]();
+  let first: IteratorResult<string> | undefined;
   try {
-    const stream = model.chat(messages, { ...o.generate, signal: o.signal });
-    for await (const piece of stream) {
-      if (o.json) json({ type: 'text', text: piece });
-      else out(piece);
+    const next = pieces.next();
+    first = await Promise.race([next, interrupted]);
+  } catch (e) {
+    // Interrupted before the first piece (preprocessing, vision, prefill): the stream is ended and the model
+    // released once the step in progress returns.
+    if (e instanceof Interrupted) void settle(pieces, model);
+    else await model.release();
+    throw e;
+  }
+  try {
+    for (let r = first; !r.done; r = await pieces.next()) {
+      if (o.outputClosed?.aborted) continue;
+      if (o.json) json({ type: 'text', text: r.value });
+      else out(r.value);
     }
     const summary = await stream.summary();
+    if (o.outputClosed?.aborted) return summary;
     if (o.json) json({ type: 'summary', ...summary, deviceReason: model.deviceReason });
     else out(`\n${summaryLine(summary)}`);
     return summary;
   } finally {
     await model.release();
   }
+}
+
+/** Ends an abandoned answer stream (its generator's clean-up waits for the running step), then releases the model. */
+async function settle(pieces: AsyncIterator<string>, model: { release(): Promise<void> }): Promise<void> {
+  try {
+    await pieces.return?.();
+  } catch {
+    // the command has already failed; nothing more to report
+  }
+  await model.release().catch(() => undefined);
 }
