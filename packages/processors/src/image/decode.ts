@@ -113,9 +113,9 @@ async function decodePixels(input: string | Uint8Array, options: DecodeOptions):
   }
   try {
     // PIL opens 16-bit greyscale (no alpha) as mode I;16 and clips it to 255 in convert('RGB').
-    if (meta.space === 'cmyk') return await decodeCmyk(bytes);
-    if (meta.depth === 'ushort' && meta.channels === 1) return await decodeGrey16(bytes);
-    const { data, info } = await open(bytes).raw().toBuffer({ resolveWithObject: true });
+    if (meta.space === 'cmyk') return await decodeCmyk(bytes, maxPixels);
+    if (meta.depth === 'ushort' && meta.channels === 1) return await decodeGrey16(bytes, maxPixels);
+    const { data, info } = await open(bytes, maxPixels).raw().toBuffer({ resolveWithObject: true });
     return toRgb(data, info.width, info.height, info.channels);
   } catch (e) {
     if (e instanceof ProcessorError) throw e;
@@ -142,8 +142,10 @@ function unsupportedFormat(name: string, meta: Metadata): ProcessorError {
 }
 
 /** sharp with PIL's view of the file: no colour management, EXIF orientation applied (exif_transpose). */
-function open(bytes: Uint8Array): Sharp {
-  return sharp(bytes, { ignoreIcc: true, limitInputPixels: false }).autoOrient().timeout({ seconds: DECODE_TIMEOUT_SECONDS });
+function open(bytes: Uint8Array, maxPixels: number): Sharp {
+  // The header was checked against maxPixels already; libvips' own limit backs that up while decoding.
+  const limitInputPixels = Number.isSafeInteger(maxPixels) ? maxPixels : false;
+  return sharp(bytes, { ignoreIcc: true, limitInputPixels }).autoOrient().timeout({ seconds: DECODE_TIMEOUT_SECONDS });
 }
 
 /** Channels as sharp returns them (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) -> RGB, alpha dropped. */
@@ -165,8 +167,11 @@ function toRgb(data: Uint8Array, width: number, height: number, channels: number
 }
 
 /** Pillow Convert.c I16_RGB: each 16-bit grey value clipped to 255. */
-async function decodeGrey16(bytes: Uint8Array): Promise<RgbImage> {
-  const { data, info } = await open(bytes).toColourspace('grey16').raw({ depth: 'ushort' }).toBuffer({ resolveWithObject: true });
+async function decodeGrey16(bytes: Uint8Array, maxPixels: number): Promise<RgbImage> {
+  const { data, info } = await open(bytes, maxPixels)
+    .toColourspace('grey16')
+    .raw({ depth: 'ushort' })
+    .toBuffer({ resolveWithObject: true });
   const grey = new Uint16Array(data.buffer, data.byteOffset, data.length / 2);
   const n = info.width * info.height;
   const out = new Uint8Array(n * 3);
@@ -178,8 +183,12 @@ async function decodeGrey16(bytes: Uint8Array): Promise<RgbImage> {
 }
 
 /** The decoded CMYK samples (sharp keeps them when the pipeline stays in CMYK), then Pillow's cmyk2rgb. */
-async function decodeCmyk(bytes: Uint8Array): Promise<RgbImage> {
-  const { data, info } = await open(bytes).pipelineColourspace('cmyk').toColourspace('cmyk').raw().toBuffer({ resolveWithObject: true });
+async function decodeCmyk(bytes: Uint8Array, maxPixels: number): Promise<RgbImage> {
+  const { data, info } = await open(bytes, maxPixels)
+    .pipelineColourspace('cmyk')
+    .toColourspace('cmyk')
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   const n = info.width * info.height;
   const out = new Uint8Array(n * 3);
   const muldiv255 = (a: number, b: number) => {
