@@ -90,7 +90,8 @@ describe('formats HF reads differently are refused by name (finding 7)', () => {
  * after `ms`, so a regression fails the test instead of hanging the run.
  */
 async function refusedWithin(ms: number, fifo: string, p: Promise<unknown>): Promise<unknown> {
-  const writer = spawn('timeout', ['30', 'sh', '-c', `sleep ${ms / 1000}; : > "$0"`, fifo], { stdio: 'ignore' });
+  const writer = spawn('sh', ['-c', `sleep ${ms / 1000}; : > "$0"`, fifo], { stdio: 'ignore' });
+  writer.on('error', () => {});
   const t0 = performance.now();
   try {
     const err = await p.catch((e: unknown) => e);
@@ -101,7 +102,7 @@ async function refusedWithin(ms: number, fifo: string, p: Promise<unknown>): Pro
   }
 }
 
-describe('only regular files of bounded size are read (finding 10)', () => {
+describe.skipIf(process.platform === 'win32')('only regular files of bounded size are read (finding 10)', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'vlmkit-special-'));
