@@ -1,3 +1,5 @@
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import {
   type DecodeLoop,
   defaultCacheDir,
@@ -54,6 +56,19 @@ export function modelLoadOptions(o: CommonOptions) {
   };
 }
 
+/**
+ * A file the command reads (`--inputs`, `--image`, `--video`) must be a readable regular file: a FIFO would block
+ * the read forever, a device (/dev/zero) would be read without end.
+ */
+export async function assertRegularFile(path: string, flag: string): Promise<void> {
+  try {
+    await access(path, constants.R_OK);
+    if (!(await stat(path)).isFile()) throw new Error('not a regular file (a FIFO, a device or a directory)');
+  } catch (e) {
+    throw new UsageError(`cannot read ${flag} ${path}: ${(e as Error).message}`);
+  }
+}
+
 /** What a command that loads a model reads besides its inputs: the checkpoint, the adapter, the graph cache. */
 export function modelReads(o: CommonOptions): ReadPaths {
   return [o.model, o.adapter, o.cacheDir ?? defaultCacheDir()];
@@ -69,6 +84,7 @@ export async function forwardCommand(o: CommonOptions & { inputs: string; out: s
   const target = await outputFile(o.out, [...modelReads(o), o.inputs]);
   const model = await loadPretrained(o.model, modelLoadOptions(o));
   try {
+    await assertRegularFile(o.inputs, '--inputs');
     const inputs = await readNamedTensors(o.inputs);
     const t0 = performance.now();
     const result = await model.forwardNamed(inputs);
@@ -91,6 +107,7 @@ export async function generateCommand(o: GenerateCommandOptions, out: Out): Prom
   const target = o.out === undefined ? undefined : await outputFile(o.out, [...modelReads(o), o.inputs]);
   const model = await loadPretrained(o.model, modelLoadOptions(o));
   try {
+    await assertRegularFile(o.inputs, '--inputs');
     const inputs = await readNamedTensors(o.inputs);
     out(`device: ${model.device} (${model.deviceReason})\n`);
     out(`load ${ms(model.timings.loadMs)}, build ${ms(model.timings.buildMs)}, sessions ${ms(model.timings.sessionMs)}\n`);

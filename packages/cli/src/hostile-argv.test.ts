@@ -210,6 +210,19 @@ describe('Ctrl-C while run waits (finding 10: the first Ctrl-C was ignored)', ()
     expect(process.listenerCount('SIGINT')).toBe(0);
   });
 
+  it('forward and generate refuse --inputs that is a FIFO instead of blocking on it', async () => {
+    const fifo = join(work, 'inputs-fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const argv of [
+      ['forward', '--model', ERNIE, '--inputs', fifo, '--out', join(work, 'o.safetensors'), ...cache],
+      ['generate', '--model', ERNIE, '--inputs', fifo, '--max-new-tokens', '2', ...cache],
+    ]) {
+      const r = await runBin(argv, { timeoutMs: 30_000 });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^vlmkit: cannot read --inputs .*inputs-fifo: not a regular file/);
+    }
+  });
+
   it('run refuses an --image that is a FIFO at once instead of blocking on it', async () => {
     const fifo = join(work, 'image-fifo');
     execFileSync('mkfifo', [fifo]);

@@ -1,12 +1,11 @@
 // `vlmkit run` and `vlmkit preprocess`: one user message holding the images (or the video), then
 // the prompt, templated with the generation prompt, as HF's processor.apply_chat_template does it.
-import { constants } from 'node:fs';
-import { access, open, stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type ChatSummary, type GenerateOptions, loadPretrained, outputFile, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
 import { type ChatMessage, type ContentPart, Processor, type VideoFrames } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
-import { type CommonOptions, modelLoadOptions, type Out, UsageError } from './commands.js';
+import { assertRegularFile, type CommonOptions, modelLoadOptions, type Out, UsageError } from './commands.js';
 import { Interrupted, untilAborted } from './interrupt.js';
 import { loadProgressBar } from './progress-bar.js';
 
@@ -73,23 +72,9 @@ async function safetensorsMetadata(path: string): Promise<Record<string, string>
   }
 }
 
-/**
- * A media file must be a readable regular file: a FIFO would block the read forever, a device (/dev/zero) would
- * be read without end. Checked before the model loads.
- */
-async function assertReadable(path: string, flag: string): Promise<void> {
-  try {
-    await access(path, constants.R_OK);
-    const s = await stat(path);
-    if (!s.isFile()) throw new Error('not a regular file (a FIFO, a device or a directory)');
-  } catch (e) {
-    throw new UsageError(`cannot read ${flag} ${path}: ${(e as Error).message}`);
-  }
-}
-
 async function assertMedia(o: PromptOptions): Promise<void> {
-  for (const path of o.images) await assertReadable(path, '--image');
-  if (o.video !== undefined) await assertReadable(o.video, '--video');
+  for (const path of o.images) await assertRegularFile(path, '--image');
+  if (o.video !== undefined) await assertRegularFile(o.video, '--video');
 }
 
 /** One user message: the images, then the video, then the prompt's text. */
