@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, cp, link, lstat, mkdtemp, open, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, cp, link, lstat, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { loadModelProto } from '@vlmkit/onnx-graph';
@@ -282,6 +282,13 @@ describe('graph cache', () => {
       await writeFile(entry, text);
       expect(await cache.get(graph, 'ernie-vision', dir)).toMatchObject({ cached: false });
     }
+    // A directory in place of the graph cannot be removed (it may hold someone's files): refused by name.
+    await rm(first.modelPath);
+    await mkdir(first.modelPath);
+    await expect(cache.get(graph, 'ernie-vision', dir)).rejects.toMatchObject({
+      code: 'BAD_CACHE_DIR',
+      message: expect.stringContaining(`${first.modelPath} cannot be removed (a directory)`),
+    });
     await close();
   });
 

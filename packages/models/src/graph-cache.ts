@@ -18,7 +18,7 @@
 // data (sessionOptions.externalData) would avoid the copy on disk, but it copies those bytes into anonymous
 // memory at every session creation, where the data file is memory-mapped page cache (docs/graph-cache.md).
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -69,7 +69,7 @@ function sameStamp(a: Stamp | undefined, b: Stamp): boolean {
  * a FIFO put in its place is never followed, read or served).
  */
 async function cacheFileStamp(path: string): Promise<Stamp | string> {
-  let s: Awaited<ReturnType<typeof lstat>>;
+  let s: Stats;
   try {
     s = await lstat(path);
   } catch {
@@ -355,7 +355,15 @@ export class GraphCache {
 
   private async remove(base: string): Promise<void> {
     // The entry first: without it the rest is an unfinished build, never served.
-    for (const suffix of ['.json', '.onnx', '.onnx.data']) await rm(join(this.root, `${base}${suffix}`), { force: true });
+    for (const suffix of ['.json', '.onnx', '.onnx.data']) {
+      const path = join(this.root, `${base}${suffix}`);
+      if (!(await removeFile(path))) {
+        throw new ModelError(
+          'BAD_CACHE_DIR',
+          `graph cache file ${path} cannot be removed (${await lstat(path).then(fileKind, () => 'gone')}); remove it, or pass another --cache-dir DIR (cacheDir).`,
+        );
+      }
+    }
   }
 
   /**
@@ -502,7 +510,7 @@ function alive(pid: number): boolean {
 async function makeDirectory(dir: string, refuse: (why: string) => ModelError): Promise<void> {
   const missing: string[] = [];
   for (let p = dir; ; p = dirname(p)) {
-    let s: Awaited<ReturnType<typeof stat>>;
+    let s: Stats;
     try {
       s = await stat(p);
     } catch (e) {
@@ -534,16 +542,11 @@ async function makeDirectory(dir: string, refuse: (why: string) => ModelError): 
   }
 }
 
-function fileKind(s: {
-  isFile(): boolean;
-  isFIFO(): boolean;
-  isSocket(): boolean;
-  isCharacterDevice(): boolean;
-  isBlockDevice(): boolean;
-}): string {
+function fileKind(s: Stats): string {
   if (s.isFile()) return 'a file';
+  if (s.isDirectory()) return 'a directory';
+  if (s.isSymbolicLink()) return 'a symbolic link';
   if (s.isFIFO()) return 'a FIFO';
   if (s.isSocket()) return 'a socket';
-  if (s.isCharacterDevice() || s.isBlockDevice()) return 'a device';
-  return 'not a directory';
+  return 'a device';
 }
