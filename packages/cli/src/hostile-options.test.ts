@@ -104,6 +104,12 @@ describe('unclear messages (issue 16): --help and negative numbers', () => {
     }
   });
 
+  it('an argument that is no option (a prompt without --prompt) is a usage error, exit 2 (was exit 1 with a parser code)', async () => {
+    expect(await usageError([...run(), 'extra words'])).toBe(
+      "vlmkit: Unexpected argument 'extra words'. This command does not take positional arguments",
+    );
+  });
+
   it('a prompt that begins with a dash is the prompt', async () => {
     const out = join(await mkdtemp(join(tmpdir(), 'vlmkit-dash-')), 'inputs.safetensors');
     const r = await cli(['preprocess', '--model', ERNIE, '--image', IMAGE, '--prompt', '-5 degrees?', '--out', out]);

@@ -163,6 +163,13 @@ describe('finding 1: --out never replaces a file the command reads', () => {
     const out = await mkdtemp(join(work, 'export-'));
     await symlink(join(ernie, 'model.safetensors'), join(out, 'decoder.onnx.data'));
     expect((await refused(['export', '--model', ernie, '--out', out])).code).toBe('OUTPUT_NOT_REGULAR_FILE');
+    const file = join(out, 'a-file');
+    await writeFile(file, 'x');
+    const notDir = await refused(['export', '--model', ernie, '--out', file]);
+    expect([notDir.code, notDir.message]).toEqual([
+      'OUTPUT_NOT_DIRECTORY',
+      expect.stringMatching(/is a regular file: export writes a directory/),
+    ]);
     // The adapter directory is read too.
     expect((await refused(['export', '--model', granite, '--adapter', lora, '--out', join(lora, 'onnx')])).code).toBe(
       'OUTPUT_WOULD_OVERWRITE_INPUT',

@@ -366,7 +366,8 @@ export async function main(
     if (
       e instanceof UsageError ||
       (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
-      (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
     ) {
       err(`vlmkit: ${(e as Error).message}\n\n${USAGE}`);
       return 2;

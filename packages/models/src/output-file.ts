@@ -90,6 +90,7 @@ async function collectReads(reads: ReadPaths): Promise<ReadSet> {
 }
 
 function kind(s: Stats): string {
+  if (s.isFile()) return 'a regular file';
   if (s.isDirectory()) return 'a directory';
   if (s.isFIFO()) return 'a FIFO';
   if (s.isCharacterDevice()) return 'a character device';
