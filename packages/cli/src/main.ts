@@ -79,7 +79,7 @@ through --prompt-file or stdin. A prompt longer than the model's max_position_em
 --out is refused (OUTPUT_WOULD_OVERWRITE_INPUT, OUTPUT_NOT_REGULAR_FILE) when it is, or is inside, anything the command
 reads (the model directory, the inputs, the images, the video, the adapter, the graph cache), a hard link to one of
 those files, a symbolic link, a directory or a special file (a device, a FIFO); it is written to a temporary file
-beside it, then renamed over it. --image and --video must be regular files.
+beside it, then renamed over it. --image, --video and --inputs must be regular files.
 
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
