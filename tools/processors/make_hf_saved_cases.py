@@ -253,6 +253,56 @@ def cases() -> list[dict]:
         media="none",
         prompt="Hello! What is  shown in this picture?",
     )
+    for m in ("ernie", "granite"):
+        for key in ("resample", "do_normalize"):
+            add(
+                f"{m}-{key}-null",
+                m,
+                m,
+                [{"op": "merge", "file": "preprocessor_config.json", "json": {key: None}}],
+                f"{key} null is None for HF (not the default): it fails or skips the step",
+                refuse("INVALID_PROCESSOR_CONFIG", "preprocessor_config.json", key, "is null"),
+            )
+        add(
+            f"{m}-padding-side-bogus",
+            m,
+            m,
+            [{"op": "merge", "file": "tokenizer_config.json", "json": {"padding_side": "middle"}}],
+            "padding_side other than left / right: HF's tokenizer refuses it",
+            refuse("TOKENIZER_ERROR", "tokenizer_config.json", "padding_side", "middle"),
+        )
+        add(
+            f"{m}-no-image-processor-type",
+            m,
+            m,
+            [{"op": "merge", "file": "preprocessor_config.json", "json": {"image_processor_type": None}}],
+            "no image_processor_type and no config.json: HF's AutoImageProcessor refuses",
+            refuse("INVALID_PROCESSOR_CONFIG", "preprocessor_config.json", "image_processor_type"),
+        )
+    add(
+        "ernie-image-processor-type-other",
+        "ernie",
+        "ernie",
+        [{"op": "merge", "file": "preprocessor_config.json", "json": {"image_processor_type": "LlavaNextImageProcessor"}}],
+        "another family's image processor class: HF builds it and fails",
+        refuse("INVALID_PROCESSOR_CONFIG", "preprocessor_config.json", "image_processor_type", "LlavaNextImageProcessor"),
+    )
+    add(
+        "granite-image-processor-type-pil",
+        "granite",
+        "granite",
+        [{"op": "merge", "file": "preprocessor_config.json", "json": {"image_processor_type": "LlavaNextImageProcessorPil"}}],
+        "the Pil spelling of the class: the same image processor",
+    )
+    add(
+        "ernie-video-max-frames-1",
+        "ernie",
+        "ernie",
+        [{"op": "merge", "file": "video_preprocessor_config.json", "json": {"max_frames": 1}}],
+        "max_frames 1: one sampled frame makes HF's video processor fail",
+        refuse("INVALID_PROCESSOR_CONFIG", "video_preprocessor_config.json", "max_frames"),
+        media="video",
+    )
     add(
         "granite-no-patch-size",
         "granite",

@@ -1,3 +1,5 @@
+import type { ConfigObject } from '@vlmkit/config';
+
 /** What went wrong, as a stable code callers can branch on. */
 export type ProcessorErrorCode =
   /** The bytes are not an image that can be decoded (or the path cannot be read or is not a regular file). */
@@ -46,3 +48,16 @@ export interface SettingsSource {
 
 /** The most pixels one image (or video frame) may be processed at, whatever a config asks: 4096 x 4096. */
 export const MAX_PROCESSED_PIXELS = 4096 * 4096;
+
+/**
+ * HF sets every key of a processor settings object on the instance, so `null` there is None, not
+ * the class default: a step switched off, or an error on the first image. vlmkit's readers take
+ * null for absent, so the keys they read are refused when null.
+ */
+export function refuseNullSettings(c: ConfigObject, keys: readonly string[]): void {
+  for (const key of keys) {
+    if (c.json[key] === null) {
+      c.fail('INVALID_CONFIG', key, 'is null, which HF takes as None, not the default (a step skipped, or an error); set it or drop it.');
+    }
+  }
+}

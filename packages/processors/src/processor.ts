@@ -153,6 +153,7 @@ export class Processor {
       );
     }
     const kind = processorKind(dir, processorConfig, preprocessor ?? {}, image.json, modelConfig ?? {});
+    checkImageProcessorType(dir, kind, image, modelConfig);
     const source = await chatTemplateSource(dir, processorConfig);
     const template = source === undefined ? undefined : new ChatTemplate(source, tokenizer.specialTokens);
     let family: Family;
@@ -473,6 +474,41 @@ async function isRegularFile(path: string): Promise<boolean> {
     return (await stat(path)).isFile();
   } catch {
     return false;
+  }
+}
+
+/** The image_processor_type values HF 5.17 resolves to each family's image processor (any backend). */
+const IMAGE_PROCESSOR_TYPES: Record<ProcessorKind, RegExp> = {
+  ernie4_5_vl_moe: /^Ernie4_5_VL_?MoeImageProcessor(Pil|Fast)?$/,
+  granite4_vision: /^LlavaNextImageProcessor(Pil|Fast)?$/,
+};
+
+/**
+ * AutoImageProcessor builds the class `image_processor_type` names, else the one config.json's
+ * model_type maps to, else refuses. Another family's class would process the images its own way.
+ */
+function checkImageProcessorType(
+  dir: string,
+  kind: ProcessorKind,
+  image: Settings,
+  modelConfig: Record<string, unknown> | undefined,
+): void {
+  const type = image.json.image_processor_type;
+  const field = settingsField(image.source, 'image_processor_type');
+  if (type === undefined || type === null) {
+    if (modelConfig?.model_type === kind) return;
+    throw new ProcessorError(
+      'INVALID_PROCESSOR_CONFIG',
+      `${dir}: ${field} is missing and there is no config.json model_type to choose the image processor by; ` +
+        "HF's AutoImageProcessor refuses such a folder. Add the image_processor_type of the model's repository.",
+    );
+  }
+  if (typeof type !== 'string' || !IMAGE_PROCESSOR_TYPES[kind].test(type)) {
+    throw new ProcessorError(
+      'INVALID_PROCESSOR_CONFIG',
+      `${dir}: ${field} is ${JSON.stringify(type)}, not the ${kind} image processor (${IMAGE_PROCESSOR_TYPES[kind].source}); ` +
+        'HF would build that class instead, which vlmkit does not reproduce.',
+    );
   }
 }
 

@@ -1,5 +1,5 @@
 import { type ConfigObject, fields } from '@vlmkit/config';
-import { MAX_PROCESSED_PIXELS, ProcessorError, type SettingsSource } from '../errors.js';
+import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from './decode.js';
 import {
   crop,
@@ -63,6 +63,21 @@ export function anyresImageProcessorConfig(
   source: SettingsSource = { file: 'preprocessor_config.json' },
 ): AnyresImageProcessorConfig {
   const c = fields(json, `LlavaNext ${source.file}`, source.key);
+  refuseNullSettings(c, [
+    'image_grid_pinpoints',
+    'size',
+    'crop_size',
+    'do_resize',
+    'do_center_crop',
+    'do_pad',
+    'resample',
+    'do_rescale',
+    'rescale_factor',
+    'do_normalize',
+    'image_mean',
+    'image_std',
+    'do_convert_rgb',
+  ]);
   const crop = readSize(c, 'crop_size') ?? { height: 224, width: 224 };
   if (!('height' in crop)) return c.fail('INVALID_CONFIG', 'crop_size', 'must have height and width.');
   const imageGridPinpoints = c.intPairs('image_grid_pinpoints', {

@@ -1,5 +1,5 @@
 import { fields } from '@vlmkit/config';
-import { MAX_PROCESSED_PIXELS, ProcessorError, type SettingsSource } from '../errors.js';
+import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from './decode.js';
 import {
   OPENAI_CLIP_MEAN,
@@ -29,6 +29,22 @@ export interface ErnieImageProcessorConfig {
 
 const FROM = 'HF Ernie4_5_VLMoeImageProcessor';
 
+/** The keys this reader reads (and `do_convert_rgb`, which vlmkit always applies). */
+const ERNIE_KEYS = [
+  'patch_size',
+  'merge_size',
+  'temporal_patch_size',
+  'size',
+  'do_resize',
+  'resample',
+  'do_rescale',
+  'rescale_factor',
+  'do_normalize',
+  'image_mean',
+  'image_std',
+  'do_convert_rgb',
+] as const;
+
 /**
  * Reads ERNIE-4.5-VL image processor settings: preprocessor_config.json, or the `image_processor`
  * object HF's save_pretrained nests in processor_config.json (`source` names which, for errors).
@@ -41,6 +57,7 @@ export function ernieImageProcessorConfig(
   source: SettingsSource = { file: 'preprocessor_config.json' },
 ): ErnieImageProcessorConfig {
   const c = fields(json, `ERNIE ${source.file}`, source.key);
+  refuseNullSettings(c, ERNIE_KEYS);
   const size = c.optionalObj('size');
   if (size !== undefined && (!size.has('shortest_edge') || !size.has('longest_edge'))) {
     // Ernie4_5_VLMoeImageProcessor.resize raises for any other size dict ({height, width}, ...).

@@ -144,6 +144,16 @@ export class Tokenizer {
           `reproduce; it reads tokenizer.json as ${TOKENIZER_JSON_AS_IS.join(' / ')} do (set "tokenizer_class": "TokenizersBackend" if that is the tokenizer meant).`,
       );
     }
+    for (const key of ['padding_side', 'truncation_side']) {
+      const side = config.raw[key];
+      // PreTrainedTokenizerBase.__init__ raises for anything else (null included: it is not the default there).
+      if (key in config.raw && side !== 'left' && side !== 'right') {
+        throw new ProcessorError(
+          'TOKENIZER_ERROR',
+          `tokenizer_config.json ${key} must be "left" or "right" (HF refuses ${JSON.stringify(side)}).`,
+        );
+      }
+    }
     if (config.raw.split_special_tokens === true) {
       throw new ProcessorError('TOKENIZER_ERROR', 'tokenizer_config.json sets split_special_tokens, which this tokenizer does not support');
     }

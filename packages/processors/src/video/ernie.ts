@@ -1,5 +1,5 @@
 import { fields } from '@vlmkit/config';
-import { MAX_PROCESSED_PIXELS, ProcessorError, type SettingsSource } from '../errors.js';
+import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from '../image/decode.js';
 import { ernieSmartResize } from '../image/ernie.js';
 import { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization, readNormalization, readResample } from '../image/pixels.js';
@@ -55,6 +55,23 @@ export function ernieVideoProcessorConfig(
   source: SettingsSource = { file: 'video_preprocessor_config.json' },
 ): ErnieVideoProcessorConfig {
   const c = fields(json, `ERNIE ${source.file}`, source.key);
+  refuseNullSettings(c, [
+    'patch_size',
+    'merge_size',
+    'temporal_patch_size',
+    'size',
+    'min_frames',
+    'max_frames',
+    'do_sample_frames',
+    'do_resize',
+    'resample',
+    'do_rescale',
+    'rescale_factor',
+    'do_normalize',
+    'image_mean',
+    'image_std',
+    'do_convert_rgb',
+  ]);
   if (c.bool('draw_on_frames', { default: true, from: FROM })) {
     c.fail(
       'UNSUPPORTED_CONFIG',
@@ -75,8 +92,9 @@ export function ernieVideoProcessorConfig(
   const pixels = { max: MAX_PROCESSED_PIXELS };
   const minPixels = size ? size.int('shortest_edge', pixels) : 299 * 28 * 28;
   const maxPixels = size ? size.int('longest_edge', pixels) : 1196 * 28 * 28;
-  const maxFrames = c.int('max_frames', { default: 180, from: FROM });
-  const frames = Math.max(maxFrames, c.optionalInt('num_frames') ?? 0);
+  // One sampled frame makes HF's video processor fail (a 3-d tensor where it permutes 4 dims).
+  const maxFrames = c.int('max_frames', { default: 180, from: FROM, min: 2 });
+  const frames = Math.max(maxFrames, c.optionalInt('num_frames', { min: 2 }) ?? 0);
   if (frames * Math.max(minPixels, maxPixels) > MAX_VIDEO_PIXELS) {
     c.fail(
       'INVALID_CONFIG',
@@ -92,7 +110,7 @@ export function ernieVideoProcessorConfig(
     maxPixels,
     minFrames: c.int('min_frames', { default: 16, from: FROM }),
     maxFrames,
-    numFrames: c.optionalInt('num_frames'),
+    numFrames: c.optionalInt('num_frames', { min: 2 }),
     fps: c.optionalPositive('fps'),
     doSampleFrames: c.bool('do_sample_frames', { default: true, from: FROM }),
     doResize: c.bool('do_resize', { default: true, from: FROM }),
