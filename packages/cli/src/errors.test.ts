@@ -73,7 +73,7 @@ describe('errors past usage carry a code and name what was wrong', () => {
     ).catch((x: unknown) => x)) as ModelError;
     expect(e.code).toBe('BAD_CACHE_DIR');
     expect(e.message).toBe(
-      `graph cache directory ${file} cannot be used: it (or a parent) is a file, not a directory. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
+      `graph cache directory ${file} cannot be used: it is a file, not a directory. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
     );
     expect(await readFile(file, 'utf8')).toBe('x');
   });
