@@ -123,8 +123,10 @@ def cases() -> list[dict]:
     """(name, model, base, ops, what it shows, vlmkit's refusal where HF raises)."""
     out = []
 
-    def add(name, model, base, ops, why, vlmkit=None, media="image", prompt=None):
-        out.append(dict(name=name, model=model, base=base, ops=ops, why=why, vlmkit=vlmkit, media=media, prompt=prompt))
+    def add(name, model, base, ops, why, vlmkit=None, media="image", prompt=None, image=IMAGE):
+        out.append(
+            dict(name=name, model=model, base=base, ops=ops, why=why, vlmkit=vlmkit, media=media, prompt=prompt, image=image)
+        )
 
     for m in ("ernie", "granite"):
         saved = f"hf-saved/{m}"
@@ -303,6 +305,37 @@ def cases() -> list[dict]:
         refuse("INVALID_PROCESSOR_CONFIG", "video_preprocessor_config.json", "max_frames"),
         media="video",
     )
+    for name, crop in (("granite-crop-128", {"height": 128, "width": 128}), ("granite-crop-missing", None)):
+        ops = [{"op": "merge", "file": "preprocessor_config.json", "json": {"crop_size": crop}}]
+        if crop is None:  # absent, not null: the class default 224 x 224
+            ops = [{"op": "write", "file": "preprocessor_config.json", "json": {k: v for k, v in flat("granite").items() if k != "crop_size"}}]
+        add(
+            name,
+            "granite",
+            "granite",
+            ops,
+            "a tile (crop_size) higher than the pinpoint an image gets: HF divides by zero counting its tokens"
+            if crop is None
+            else "crop_size 128: the photo's pinpoint is 128 high, so HF processes it",
+            refuse("INVALID_PROCESSOR_CONFIG", "image_grid_pinpoints", "crop_size") if crop is None else None,
+        )
+    add(
+        "granite-crop-128-wide-image",
+        "granite",
+        "granite",
+        [{"op": "merge", "file": "preprocessor_config.json", "json": {"crop_size": {"height": 128, "width": 128}}}],
+        "crop_size 128 and a 900x40 image: HF processes it (its pinpoint is not lower than the tile)",
+        image="images/wide.png",
+    )
+    add(
+        "granite-crop-128-tiny-image",
+        "granite",
+        "granite",
+        [{"op": "merge", "file": "preprocessor_config.json", "json": {"crop_size": {"height": 128, "width": 128}}}],
+        "crop_size 128 and a 7x5 image, tiled into the 64-high pinpoint: HF divides by zero counting its tokens",
+        refuse("INVALID_PROCESSOR_CONFIG", "image_grid_pinpoints", "[64, 128]", "crop_size"),
+        image="images/tiny.png",
+    )
     add(
         "granite-no-patch-size",
         "granite",
@@ -469,7 +502,7 @@ def run_case(case: dict) -> dict:
             stage = "call"
             kwargs = {}
             if case["media"] == "image":
-                kwargs["images"] = [load_image(str(FIX / IMAGE))]
+                kwargs["images"] = [load_image(str(FIX / case["image"]))]
             elif case["media"] == "video":
                 frames, meta = video_input()
                 kwargs["videos"] = [frames]

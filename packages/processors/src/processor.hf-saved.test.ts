@@ -39,6 +39,8 @@ interface HfSavedCase {
   why: string;
   media: 'image' | 'video' | 'none';
   prompt: string | null;
+  /** The image, relative to test-fixtures/processors. */
+  image: string;
   vlmkit: { code: string; mentions: string[] } | null;
   hf:
     | { error: { stage: string; type: string; message: string } }
@@ -84,7 +86,7 @@ async function run(c: HfSavedCase, dir: string): Promise<{ prompt: string; out: 
     });
   const out = await processor.process({
     text: prompt,
-    images: c.media === 'image' ? [fixturePath(index.image)] : [],
+    images: c.media === 'image' ? [fixturePath(c.image)] : [],
     videos: c.media === 'video' ? [fixtureVideo()] : [],
   });
   return { prompt, out };

@@ -236,6 +236,7 @@ export class Processor {
             "(it fails with a TypeError); add the vision tower's patch_size (config.json vision_config.patch_size).",
         );
       }
+      refuseTilesLargerThanPinpoint(f.dir, images, f.image);
       const px = processAnyresImages(images, f.image);
       out.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
       out.image_sizes = int64(
@@ -316,6 +317,26 @@ export class Processor {
   /** Ids to text (HF `processor.decode`, i.e. the tokenizer's). */
   decode(ids: readonly number[] | ArrayLike<number | bigint>, options: TokenizerDecodeOptions = {}): Promise<string> {
     return this.tokenizer.decode(ids, options);
+  }
+}
+
+/**
+ * Granite4VisionProcessor._get_number_of_features divides by `(best pinpoint height // tile
+ * height) * patches`: a pinpoint lower than the tile (crop_size) makes HF raise ZeroDivisionError
+ * for every image that selects it. Checked before any pixel is processed.
+ */
+function refuseTilesLargerThanPinpoint(dir: string, images: readonly RgbImage[], config: AnyresImageProcessorConfig): void {
+  const tile = config.cropSize[0];
+  for (const image of images) {
+    const best = selectBestResolution([image.height, image.width], config.imageGridPinpoints);
+    if (best[0] < tile) {
+      throw new ProcessorError(
+        'INVALID_PROCESSOR_CONFIG',
+        `${dir}: a ${image.width}x${image.height} image is tiled into the image_grid_pinpoints entry [${best[0]}, ${best[1]}], ` +
+          `lower than the crop_size tile (${tile}); HF's Granite4VisionProcessor fails on it (ZeroDivisionError). ` +
+          'Make every pinpoint a multiple of crop_size.',
+      );
+    }
   }
 }
 
