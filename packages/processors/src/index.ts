@@ -30,7 +30,15 @@ export {
   type ProcessorTensor,
   type VideoInput,
 } from './processor.js';
-export { type ApplyChatTemplateOptions, type ChatMessage, ChatTemplate, type ContentPart } from './text/chat-template.js';
+export {
+  type ApplyChatTemplateOptions,
+  type ChatMessage,
+  ChatTemplate,
+  type ChatTemplateOptions,
+  type ContentPart,
+  DEFAULT_TEMPLATE_LIMITS,
+  type TemplateLimits,
+} from './text/chat-template.js';
 export { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './text/detokenizer.js';
 export {
   ernieImageTokenCount,
