@@ -282,9 +282,17 @@ describe('graph cache', () => {
       await writeFile(entry, text);
       expect(await cache.get(graph, 'ernie-vision', dir)).toMatchObject({ cached: false });
     }
-    // A directory in place of the graph cannot be removed (it may hold someone's files): refused by name.
+    // Empty directories in place of every cache file (the digest memo included) are removed and the files rebuilt.
+    for (const path of [first.modelPath, `${first.modelPath}.data`, entry, memo]) {
+      await rm(path);
+      await mkdir(path);
+    }
+    expect(await cache.get(graph, 'ernie-vision', dir)).toMatchObject({ cached: false });
+    for (const path of [first.modelPath, `${first.modelPath}.data`, entry, memo]) expect((await lstat(path)).isFile()).toBe(true);
+    // A directory holding something is never removed (it may be someone's): refused by name.
     await rm(first.modelPath);
     await mkdir(first.modelPath);
+    await writeFile(join(first.modelPath, 'notes.txt'), 'mine');
     await expect(cache.get(graph, 'ernie-vision', dir)).rejects.toMatchObject({
       code: 'BAD_CACHE_DIR',
       message: expect.stringContaining(`${first.modelPath} cannot be removed (a directory)`),

@@ -19,7 +19,7 @@
 // memory at every session creation, where the data file is memory-mapped page cache (docs/graph-cache.md).
 import { createHash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
@@ -115,8 +115,32 @@ async function openRegular(path: string): Promise<FileHandle> {
 
 async function writeAtomic(path: string, text: string): Promise<void> {
   const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  await writeFile(tmp, text, { flag: 'wx' });
-  await rename(tmp, path);
+  try {
+    await writeFile(tmp, text, { flag: 'wx' });
+    await renameOver(tmp, path);
+  } finally {
+    await rm(tmp, { force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * Renames `tmp` to `path`, replacing a file, symlink or FIFO there at once; an empty directory there (something
+ * put in place of a cache file) is removed first. Anything else there is refused by name (BAD_CACHE_DIR).
+ */
+async function renameOver(tmp: string, path: string): Promise<void> {
+  try {
+    await rename(tmp, path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+    if (!(await removeFile(path))) {
+      throw new ModelError(
+        'BAD_CACHE_DIR',
+        `graph cache file ${path} cannot be replaced (${await lstat(path).then(fileKind, () => 'gone')} that is not empty); remove it, or pass another --cache-dir DIR (cacheDir).`,
+      );
+    }
+    await rename(tmp, path);
+  }
 }
 
 /** The JSON in `path`; undefined when it is missing, not a regular file, too large for an entry, or not JSON. */
@@ -227,7 +251,10 @@ export class GraphCache {
     if (memo && memo.path === real && sameStamp(memo, stamp) && typeof memo.sha256 === 'string') return memo.sha256;
     const sha256 = await sha256File(real);
     // A file written while it was hashed has a new stamp: remember nothing then.
-    if (sameStamp(stamp, await stampOf(real))) await writeAtomic(memoPath, JSON.stringify({ path: real, ...stamp, sha256 }));
+    // A memo that cannot be written only costs hashing again next time.
+    if (sameStamp(stamp, await stampOf(real))) {
+      await writeAtomic(memoPath, JSON.stringify({ path: real, ...stamp, sha256 })).catch(() => undefined);
+    }
     return sha256;
   }
 
@@ -333,10 +360,10 @@ export class GraphCache {
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
         const record = { size: (await stat(tmpData)).size, sha256: await sha256File(tmpData) };
-        await rename(tmpData, join(this.root, dataFile));
+        await renameOver(tmpData, join(this.root, dataFile));
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
       }
-      await rename(tmpModel, modelPath);
+      await renameOver(tmpModel, modelPath);
       const entry: Entry = {
         format: FORMAT,
         ...e,
@@ -483,10 +510,14 @@ function entryBytes(e: Entry): number {
   return e.onnx.size + (e.data?.size ?? 0);
 }
 
-/** Unlinks one name (never a directory); false when it could not be removed. */
+/**
+ * Removes one name: a file, symlink or FIFO (unlinked, never followed), or an empty directory; false when it
+ * could not be removed (a directory holding something is left alone).
+ */
 async function removeFile(path: string): Promise<boolean> {
   try {
-    await rm(path, { force: true });
+    if ((await lstat(path).catch(() => undefined))?.isDirectory()) await rmdir(path);
+    else await rm(path, { force: true });
     return true;
   } catch {
     return false;
