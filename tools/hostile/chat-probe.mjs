@@ -1,5 +1,6 @@
 // The library's chat API as a child process of the hostile suite: Processor.fromPretrained(model)
-// then processChat(messages), as HF's processor.apply_chat_template(messages, tokenize=True,
+// then processChat(messages, { addGenerationPrompt: true }), as HF's
+// processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
 // return_dict=True). Writes the outputs as JSON ({ name: { dtype, dims, data } }) to OUT.
 //
 //   node tools/hostile/chat-probe.mjs REPO_ROOT MODEL_DIR MESSAGES.json OUT.json
@@ -17,7 +18,7 @@ const messages = JSON.parse(await readFile(messagesPath, 'utf8'));
 
 try {
   const processor = await Processor.fromPretrained(model);
-  const outputs = await processor.processChat(messages);
+  const outputs = await processor.processChat(messages, { addGenerationPrompt: true });
   const json = {};
   for (const [name, t] of Object.entries(outputs)) {
     if (t === undefined) continue;

@@ -23,7 +23,7 @@ const HOSTILE = join(FIX, 'hostile');
 const CLASSES = ['images', 'videos', 'processor-files', 'templates', 'prompts', 'options', 'outputs', 'cache', 'special-files'];
 const OUTCOMES = ['ok', 'clean error', 'refused by name', 'unexpected error', 'crash', 'hang', 'silent difference', 'data loss'];
 
-const { values: args } = parseArgs({
+const { values: args, positionals } = parseArgs({
   options: {
     only: { type: 'string' },
     grep: { type: 'string' },
@@ -33,7 +33,9 @@ const { values: args } = parseArgs({
     out: { type: 'string', default: join(HERE, 'out') },
     'memory-gb': { type: 'string', default: '6' },
     keep: { type: 'boolean', default: false },
+    table: { type: 'boolean', default: false },
   },
+  allowPositionals: true,
 });
 const CLI = resolve(args.cli);
 const CLI_ROOT = resolve(dirname(CLI), '../../..'); // the checkout the CLI belongs to (for chat-probe)
@@ -520,7 +522,21 @@ function table(rows) {
   return lines.join('\n');
 }
 
+/** `--table A.jsonl B.jsonl ...`: the summary table of earlier runs, a later file's row replacing an earlier one's. */
+async function tableOnly(files) {
+  const byId = new Map();
+  for (const f of files) {
+    for (const line of (await readFile(f, 'utf8')).split('\n')) {
+      if (line.trim() === '') continue;
+      const row = JSON.parse(line);
+      byId.set(row.id, row);
+    }
+  }
+  process.stdout.write(`${table([...byId.values()])}\n`);
+}
+
 async function main() {
+  if (args.table) return tableOnly(positionals);
   const tmp = await mkdtemp(join(tmpdir(), 'vlmkit-hostile-'));
   await mkdir(args.out, { recursive: true });
   const started = new Date();
