@@ -87,6 +87,15 @@ CASES = [
     # How values print (Python's str).
     case("values printed", "{{ true }} {{ none }} {{ 1.5 }} {{ 2.0 }} {{ [1, 'a', none, true] }} {{ {'a': false} }}"),
     case("string + number", "{{ 'a' + 1 }}"),
+    case("for over a string", "{% for c in 'abc' %}{{ c }}-{% endfor %}"),
+    case("python equality", "{{ 1 == 1.0 }} {{ true == 1 }} {{ '1' == 1 }} {{ [1] == [1] }} {{ {'a': 1} == {'a': 1} }} {{ none == false }}"),
+    case("floats printed", "{{ 10.0 ** 20 }} {{ 1 / 3 }} {{ 0.1 ** 5 }} {{ 7 / 7 }}"),
+    case("strings in a list printed", "{{ [\"it's\", 'q\"', 'a\\\\b', 'tab\\t'] }}"),
+    case("integer past 2^53", "{{ 2 ** 60 }}"),
+    case("messages | tojson", "{{ messages | tojson }}"),
+    case("list repeated", "{{ [1, 'a'] * 2 }}"),
+    case("namespace printed", "{% set ns = namespace(a=1) %}{{ ns }}"),
+    case("method of undefined", "{{ foo.upper() }}"),
     case("raise_exception with a message", "{% if messages[0].role != 'user' %}{{ raise_exception('user first') }}{% endif %}ok"),
     # Messages the real templates are given.
     case("ernie template", ERNIE, add_generation_prompt=True),

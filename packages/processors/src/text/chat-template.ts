@@ -236,6 +236,9 @@ function checkMessages(messages: readonly ChatMessage[]): void {
   });
 }
 
+/** Deeper values would overflow the stack of the library's value conversion. */
+const MAX_VALUE_DEPTH = 1000;
+
 /**
  * The values as the template sees them: plain data copied as is; bytes and other class instances
  * (a decoded image in an image part) as a short stand-in, which the template only ever tests for
@@ -244,6 +247,9 @@ function checkMessages(messages: readonly ChatMessage[]): void {
 function templateValues(value: unknown, path: string, parents: object[]): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (parents.includes(value)) throw new ProcessorError('INVALID_INPUT', `${path || 'a template variable'} refers to itself (a cycle)`);
+  if (parents.length > MAX_VALUE_DEPTH) {
+    throw new ProcessorError('INVALID_INPUT', `${path.slice(0, 200)}... nests more than ${MAX_VALUE_DEPTH} objects or lists deep`);
+  }
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return `<${value.constructor.name}>`;
   const inner = [...parents, value];
   if (Array.isArray(value)) return value.map((v, i) => templateValues(v, `${path}[${i}]`, inner));

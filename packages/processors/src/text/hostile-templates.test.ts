@@ -47,6 +47,8 @@ const THROWS: Record<string, [ProcessorErrorCode, RegExp]> = {
   'undefined | tojson': ['TOKENIZER_ERROR', /Undefined is not JSON serializable/],
   'undefined called': ['TOKENIZER_ERROR', /'foo' is undefined/],
   'string + number': ['TOKENIZER_ERROR', /can only concatenate str \(not "int"\) to str/],
+  'integer past 2^53': ['TOKENIZER_ERROR', /an integer past 2\^53 \(about 1152921504606847000\) cannot be printed exactly/],
+  'method of undefined': ['TOKENIZER_ERROR', /'foo' is undefined/],
   'raise_exception with a message': ['TOKENIZER_ERROR', /raised an error: user first/],
   'granite template, role a number': ['INVALID_INPUT', /message 0: role must be a string; got number/],
   'ernie template, role a number': ['INVALID_INPUT', /message 0: role must be a string; got number/],
@@ -168,6 +170,14 @@ describe('template values', () => {
       ]),
     ).toBe('image:True;text:False;');
     expect(Date.now() - start).toBeLessThan(5_000);
+  });
+
+  it('a message nested past the value depth limit is refused by name', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 100_000; i++) deep = { d: deep };
+    expect(() => new ChatTemplate('{{ messages[0].extra | tojson }}').apply([{ role: 'user', content: 'hi', extra: deep }])).toThrow(
+      /messages\[0\]\.extra\.d\.d.*nests more than 1000 objects or lists deep/,
+    );
   });
 
   it('a message that refers to itself is refused by name', () => {

@@ -416,6 +416,10 @@ function pyRepr(v: Value): string {
     case 'StringValue':
       return pyStringRepr(v.value as string);
     case 'IntegerValue':
+      // Python's ints are exact at any size; a JavaScript number past 2^53 is not.
+      if (!Number.isSafeInteger(v.value)) {
+        throw new TemplateRenderError(`an integer past 2^53 (about ${v.value}) cannot be printed exactly as Python prints it`);
+      }
       return String(v.value);
     case 'FloatValue':
       return pyFloatRepr(v.value as number);
