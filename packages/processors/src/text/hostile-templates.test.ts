@@ -132,6 +132,11 @@ describe('template limits', () => {
     expect(small.apply([], { limits: { maxOutputLength: 100 } })).toBe('x'.repeat(100));
   });
 
+  it('a loop over a string longer than the item limit fails before splitting it', () => {
+    const t = new ChatTemplate("{% for c in 'abcdefghijklmnop' %}{{ c }}{% endfor %}", {}, { limits: { maxIterations: 10 } });
+    expect(() => t.apply([])).toThrow(/a list of 16 items, over the item limit \(limits\.maxIterations: 10\)/);
+  });
+
   it('the time limit stops a render that stays within the other limits', () => {
     const slow = new ChatTemplate(
       "{% set big = 'a' * 1000000 %}{% for i in range(100000) %}{% if 'ab' in big %}x{% endif %}{% endfor %}",

@@ -251,7 +251,11 @@ export function renderTemplate(template: Template, variables: Record<string, unk
     let items = self.evaluate((select ? select.lhs : node.iterable) as Node, e);
     // jinja2 iterates an undefined value as empty and a string by characters.
     if (isUndefined(items)) items = new ArrayValue([]);
-    else if (items.type === 'StringValue') items = new ArrayValue(Array.from(items.value as string, (c) => new StringValue(c)));
+    else if (items.type === 'StringValue') {
+      const text = items.value as string;
+      if (text.length > limits.maxIterations) throw limitError('items', text.length, limits);
+      items = new ArrayValue(Array.from(text, (c) => new StringValue(c)));
+    }
     const iterable = select ? { ...select, lhs: evaluated(items) } : evaluated(items);
     loops.push({ body: node.body as Node[], length: 0 });
     try {
