@@ -185,6 +185,13 @@ describe('processor settings vlmkit refuses by name before touching an image', (
     expect(e.message).toContain('preprocessor_config.json is missing (or not a regular file)');
   }, 20_000);
 
+  it("a strategy HF treats as config.json's (anything but 'default' keeps every feature) is no contradiction", async () => {
+    const ops: Op[] = [{ op: 'merge', file: 'processor_config.json', json: { vision_feature_select_strategy: 'bogus' } }];
+    const processor = await Processor.fromPretrained(await folder('granite-strategy-bogus', 'granite', ops, true));
+    const out = await processor.process({ text: '<image>', images: [fixturePath(index.image)] });
+    expect(out.image_sizes?.dims).toEqual([1, 2]);
+  });
+
   it('Granite takes patch_size from processor_config.json only, as HF: none there refuses images even beside config.json', async () => {
     const dir = await folder(
       'granite-patch-size-from-config',
@@ -225,6 +232,11 @@ describe('processor settings vlmkit refuses by name before touching an image', (
         },
       },
       'preprocessor_config.json image_grid_pinpoints is',
+    ],
+    [
+      'granite',
+      { op: 'merge', file: 'processor_config.json', json: { vision_feature_select_strategy: 'default' } },
+      "vision_feature_select_strategy is \"'default' (one feature dropped)\" but config.json vision_feature_select_strategy is \"not 'default'",
     ],
     [
       'ernie',

@@ -655,9 +655,9 @@ function graniteFamily(
         ['processor_config.json patch_size', count.patchSize, 'vision_config.patch_size', vision?.patch_size],
         [
           'processor_config.json vision_feature_select_strategy',
-          count.visionFeatureSelectStrategy,
+          featureSelection(count.visionFeatureSelectStrategy),
           'vision_feature_select_strategy',
-          strategy,
+          strategy === undefined ? undefined : featureSelection(strategy),
         ],
         [
           'processor_config.json downsample_rate',
@@ -680,6 +680,11 @@ function graniteFamily(
 function objectField(json: Record<string, unknown> | undefined, key: string): Record<string, unknown> | undefined {
   const v = json?.[key];
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/** What a vision_feature_select_strategy does to the token count: only 'default' drops a feature (HF). */
+function featureSelection(strategy: unknown): string {
+  return strategy === 'default' ? "'default' (one feature dropped)" : "not 'default' (every feature kept)";
 }
 
 /** `file field` or, nested, `processor_config.json image_processor.field`. */
