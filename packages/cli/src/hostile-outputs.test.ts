@@ -121,6 +121,14 @@ describe('finding 1: --out never replaces a file the command reads', () => {
     expect((await readFile(image)).equals(imageBytes)).toBe(true);
   });
 
+  it('finding 1: preprocess refuses --out onto its own --prompt-file', async () => {
+    const file = join(await mkdtemp(join(work, 'prompt-')), 'prompt.txt');
+    await writeFile(file, 'Describe this image.');
+    const argv = ['preprocess', '--model', ernie, '--image', IMAGE, '--prompt-file', file, '--out', file];
+    expect((await refused(argv)).code).toBe('OUTPUT_WOULD_OVERWRITE_INPUT');
+    expect(await readFile(file, 'utf8')).toBe('Describe this image.');
+  });
+
   it('finding 1: a hard link to a model file is the same file (device and inode), refused by name', async () => {
     const alias = join(work, 'alias.safetensors');
     await link(join(ernie, 'model.safetensors'), alias);

@@ -322,7 +322,13 @@ export async function main(
         return 0;
       }
       case 'preprocess': {
-        const o = { model: need(v.model, 'model'), images: v.image ?? [], video: v.video, out: need(v.out, 'out') };
+        const o = {
+          model: need(v.model, 'model'),
+          images: v.image ?? [],
+          video: v.video,
+          out: need(v.out, 'out'),
+          promptFile: v['prompt-file'],
+        };
         await Promise.race([
           (async () => preprocessCommand({ ...o, prompt: await prompt(), signal: stop.signal }, out))(),
           untilAborted(stop.signal, 'before the output was written'),

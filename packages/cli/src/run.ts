@@ -89,11 +89,11 @@ export async function userMessage(o: PromptOptions): Promise<ChatMessage[]> {
 
 /** `vlmkit preprocess`: what HF's processor returns for the message, under HF's names, to a .safetensors file. */
 export async function preprocessCommand(
-  o: { model: string; out: string; signal?: AbortSignal | undefined } & PromptOptions,
+  o: { model: string; out: string; signal?: AbortSignal | undefined; promptFile?: string | undefined } & PromptOptions,
   out: Out,
 ): Promise<void> {
-  // Before anything is read: an output that would replace the model's files or the media is refused.
-  const target = await outputFile(o.out, [o.model, ...o.images, o.video]);
+  // Before anything is read: an output that would replace the model's files, the media or the prompt file is refused.
+  const target = await outputFile(o.out, [o.model, ...o.images, o.video, o.promptFile]);
   await assertMedia(o);
   const processor = await Processor.fromPretrained(o.model);
   const inputs = await processor.processChat(await userMessage(o), { addGenerationPrompt: true });
