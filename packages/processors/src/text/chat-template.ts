@@ -6,7 +6,6 @@ import {
   renderTemplate,
   type TemplateLimits,
   TemplateRaisedError,
-  TemplateRenderError,
 } from './template-runtime.js';
 
 export { DEFAULT_TEMPLATE_LIMITS, type TemplateLimits } from './template-runtime.js';
@@ -121,8 +120,7 @@ export class ChatTemplate {
       if (e instanceof TemplateRaisedError) {
         throw new ProcessorError('TOKENIZER_ERROR', `the chat template raised an error: ${e.message}`, { cause: e });
       }
-      const detail = e instanceof TemplateRenderError ? e.message : `${(e as Error).message}`;
-      throw new ProcessorError('TOKENIZER_ERROR', `the chat template failed: ${detail}`, { cause: e });
+      throw new ProcessorError('TOKENIZER_ERROR', `the chat template failed: ${(e as Error).message}`, { cause: e });
     }
     return finalText === undefined ? rendered : cutAtFinalMessage(rendered, finalText);
   }

@@ -34,7 +34,7 @@ const CLOCK_EVERY = 16;
  * An error the template itself causes, with jinja2's wording where it has one (`'foo' is undefined`).
  * ChatTemplate turns it into a ProcessorError.
  */
-export class TemplateRenderError extends Error {}
+class TemplateRenderError extends Error {}
 
 /** `raise_exception(message)` from the template (HF raises jinja2's TemplateError with the message). */
 export class TemplateRaisedError extends Error {}
