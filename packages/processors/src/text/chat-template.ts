@@ -1,12 +1,6 @@
 import { Template } from '@huggingface/jinja';
 import { ProcessorError } from '../errors.js';
-import {
-  DEFAULT_TEMPLATE_LIMITS,
-  limitError,
-  renderTemplate,
-  type TemplateLimits,
-  TemplateRaisedError,
-} from './template-runtime.js';
+import { DEFAULT_TEMPLATE_LIMITS, limitError, renderTemplate, type TemplateLimits, TemplateRaisedError } from './template-runtime.js';
 
 export { DEFAULT_TEMPLATE_LIMITS, type TemplateLimits } from './template-runtime.js';
 
