@@ -37,6 +37,80 @@ CHAT = [
 ]
 LOOP_MESSAGES = "{% for m in messages %}"
 
+# A tool-calling template in the style of Qwen2.5's (tojson, loop.index0 lookbehind, `is defined`,
+# a loop variable reassigned with set, string concatenation).
+TOOLS_TEMPLATE = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\\n\\n# Tools\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- message.content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+TOOL_CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "units": ["C", 1.5, True, None]}}}]},
+    {"role": "tool", "content": '{"temp": 20}'},
+    {"role": "tool", "content": "sunny"},
+    {"role": "user", "content": "Thanks, é ✓"},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather <now> & \"here\" é",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
+
 
 def case(name, template, messages=CHAT, **options):
     return {"name": name, "template": template, "messages": messages, "options": options}
@@ -117,6 +191,8 @@ CASES = [
     case("ernie template, text part with a number", ERNIE, user([{"type": "text", "text": 5}])),
     case("ernie template, part a string", ERNIE, user(["hi"])),
     case("ernie template, message a string", ERNIE, ["hi"]),
+    case("tool-calling template", TOOLS_TEMPLATE, TOOL_CHAT, tools=TOOLS, add_generation_prompt=True),
+    case("tool-calling template, no tools", TOOLS_TEMPLATE, TOOL_CHAT),
     # Resource limits.
     case("range(1e9)", "{% for i in range(1000000000) %}{% endfor %}x"),
     case("range(100001)", "{% for i in range(100001) %}{% endfor %}x"),

@@ -12,7 +12,7 @@ interface Case {
   name: string;
   template: string | Nested;
   messages: ChatMessage[];
-  options: { add_generation_prompt?: boolean };
+  options: { add_generation_prompt?: boolean; tools?: Record<string, unknown>[] };
   hf: { rendered: string } | { renderedLength: number } | { error: string; message: string } | { hangs: true };
 }
 
@@ -84,7 +84,8 @@ const THROWS: Record<string, [ProcessorErrorCode, RegExp]> = {
 
 function apply(c: Case, extra: ApplyChatTemplateOptions = {}): string {
   const template = new ChatTemplate(source(c.template), specialTokens);
-  return template.apply(c.messages, { addGenerationPrompt: c.options.add_generation_prompt ?? false, ...extra });
+  const { add_generation_prompt = false, tools } = c.options;
+  return template.apply(c.messages, { addGenerationPrompt: add_generation_prompt, ...(tools && { tools }), ...extra });
 }
 
 describe('chat templates and messages vs HF 5.17 (test-fixtures/processors/templates)', () => {
