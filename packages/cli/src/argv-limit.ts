@@ -1,6 +1,6 @@
-// onnxruntime-node crashes (SIGSEGV, no message) while it initializes when the command line is long: about
-// 29 KB of arguments in all on Linux, whichever argument holds them. bin.ts checks the command line with this
-// module before anything imports onnxruntime-node, so it must import nothing that does.
+// onnxruntime-node crashes (SIGSEGV, no message) while it initializes when the command line is long, whichever
+// argument holds it (the measured threshold is in the README); the limit here leaves a wide margin. bin.ts checks
+// the command line with this module before anything imports onnxruntime-node, so it must import nothing that does.
 
 /** The longest command line taken, in bytes (each argument's UTF-8 bytes and its NUL, as the kernel counts). */
 export const MAX_ARGV_BYTES = 16 * 1024;
