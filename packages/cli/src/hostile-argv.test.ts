@@ -2,6 +2,7 @@
 // (finding 8), prompts from a file or stdin and their bounds, a prompt longer than the model's window, a reader
 // that closes stdout early (finding 12), and Ctrl-C while the command waits (the FIFO / stdin case of finding 10).
 import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { mkdtemp, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -174,6 +175,30 @@ describe('finding 12: a reader that closes stdout early', () => {
     expect(r.stderr).not.toMatch(/EPIPE|Error/);
     expect(r.stderr).not.toMatch(STACK_LINE);
     expect(r.ms).toBeLessThan(20_000);
+  });
+});
+
+describe('stdout that cannot be written', () => {
+  it('run with stdout on a full device (/dev/full: ENOSPC) stops with exit 1 and the reason, no stack trace', async (ctx) => {
+    // Writes to /dev/full fail with ENOSPC and change nothing: the device is only opened as the child's stdout.
+    let fd: number;
+    try {
+      if (!statSync('/dev/full').isCharacterDevice()) return ctx.skip();
+      fd = openSync('/dev/full', 'w');
+    } catch {
+      return ctx.skip();
+    }
+    try {
+      const r = await runBin(['run', '--model', ERNIE, '--prompt', 'hi', '--max-new-tokens', '50', ...cache], {
+        stdoutFd: fd,
+        timeoutMs: 60_000,
+      });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^vlmkit: cannot write to stdout: ENOSPC/m);
+      expect(r.stderr).not.toMatch(STACK_LINE);
+    } finally {
+      closeSync(fd);
+    }
   });
 });
 

@@ -26,6 +26,8 @@ export interface RunBinOptions {
   /** Killed (SIGKILL) after this long: a hang fails the test instead of holding the suite. */
   timeoutMs?: number | undefined;
   env?: NodeJS.ProcessEnv | undefined;
+  /** A file descriptor to give the child as its stdout instead of a pipe. */
+  stdoutFd?: number | undefined;
   /** Sees each stdout chunk with the child, e.g. to close the pipe or send a signal. */
   onStdout?: ((chunk: Buffer, child: ReturnType<typeof spawn>) => void) | undefined;
 }
@@ -33,20 +35,20 @@ export interface RunBinOptions {
 /** Runs `node dist/bin.js ...args`. */
 export function runBin(args: readonly string[], o: RunBinOptions = {}): Promise<Ran> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [BIN, ...args], { env: o.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env: o.env ?? process.env, stdio: ['pipe', o.stdoutFd ?? 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c: Buffer) => {
+  child.stdout?.on('data', (c: Buffer) => {
     stdout += c.toString();
     o.onStdout?.(c, child);
   });
   // The test may close stdout early (a reader that leaves); the parent's end then reports EPIPE-like errors.
-  child.stdout.on('error', () => undefined);
-  child.stdin.on('error', () => undefined);
-  child.stderr.on('data', (c: Buffer) => {
+  child.stdout?.on('error', () => undefined);
+  child.stdin?.on('error', () => undefined);
+  child.stderr?.on('data', (c: Buffer) => {
     stderr += c.toString();
   });
-  if (o.input !== undefined) child.stdin.end(o.input);
+  if (o.input !== undefined) child.stdin?.end(o.input);
   const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000);
   return new Promise((resolve, reject) => {
     child.on('error', reject);
