@@ -1,7 +1,7 @@
 // A checkpoint directory's config.json, read once the same way by the registry, both models' loaders and export:
 // an unreadable file or bad JSON is CONFIG_NOT_FOUND, anything but a JSON object BAD_CONFIG, naming the file.
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { readRegularTextFile } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
 export interface ConfigFile {
@@ -13,7 +13,7 @@ export async function readConfigFile(dir: string): Promise<ConfigFile> {
   const path = join(resolve(dir), 'config.json');
   let json: unknown;
   try {
-    json = JSON.parse(await readFile(path, 'utf8'));
+    json = JSON.parse(await readRegularTextFile(path));
   } catch (e) {
     throw new ModelError(
       'CONFIG_NOT_FOUND',

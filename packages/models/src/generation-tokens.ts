@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ConfigObject, fields } from '@vlmkit/config';
+import { readRegularTextFile } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
 /** The ids generation stops on and pads finished rows with. */
@@ -46,9 +46,9 @@ export async function readGenerationConfig(dir: string): Promise<unknown> {
   const path = join(dir, 'generation_config.json');
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readRegularTextFile(path);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((e as { code?: string }).code === 'FILE_NOT_FOUND') return undefined;
     throw new ModelError('BAD_CONFIG', `cannot read ${path}: ${(e as Error).message}`);
   }
   try {

@@ -10,7 +10,7 @@
  * appear in two shards. Tensors a shard holds beyond those the weight_map
  * lists are kept, as transformers loads whole shard files.
  */
-import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Tensor, TensorInfo } from './dtype.js';
 import { fail, SafetensorsError, show } from './errors.js';
@@ -18,6 +18,7 @@ import { SafetensorsFile } from './file.js';
 import { toFloat32 } from './half.js';
 import { type JsonDefect, MAX_JSON_DEPTH, scanJson, showPath } from './json-guard.js';
 import { describeNearest } from './nearest.js';
+import { readRegularTextFile } from './regular-file.js';
 
 const DEFAULT_INDEX = 'model.safetensors.index.json';
 const FLOAT_DTYPES = new Set(['F64', 'F32', 'F16', 'BF16']);
@@ -178,7 +179,7 @@ async function readWeightMap(indexFile: string): Promise<Record<string, string>>
         file: indexFile,
       });
     }
-    const text = await readFile(indexFile, 'utf8');
+    const text = await readRegularTextFile(indexFile, MAX_INDEX_SIZE);
     defect = scanJson(text);
     if (defect?.kind === 'too-deep') {
       fail(

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'NOT_A_FILE',
   'IO_ERROR',
   'FILE_TOO_SMALL',
+  'FILE_TOO_LARGE',
   // the header
   'HEADER_TOO_LARGE',
   'HEADER_PAST_EOF',

@@ -4,12 +4,13 @@
  * file handle into a buffer of exactly the tensor's byte length. A fresh
  * buffer is always aligned, so tensors at odd offsets need no special case.
  */
-import { type FileHandle, open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DTYPE_SIZE, HOST_IS_LITTLE_ENDIAN, swapBytesInPlace, type Tensor, type TensorInfo, viewAs } from './dtype.js';
 import { fail } from './errors.js';
 import { checkHeaderLength, parseHeader } from './header.js';
 import { describeNearest } from './nearest.js';
+import { openRegularFile } from './regular-file.js';
 
 /** fs reads are capped at 2 GiB - 1 per call; bigger tensors are read in chunks. */
 const MAX_READ = 1 << 30;
@@ -29,10 +30,9 @@ export class SafetensorsFile {
 
   static async open(path: string): Promise<SafetensorsFile> {
     const file = resolve(path);
-    const handle = await openHandle(file);
+    const handle = await openRegularFile(file);
     try {
       const stat = await handle.stat();
-      if (!stat.isFile()) fail('NOT_A_FILE', 'expected a .safetensors file, found a directory or special file.', { file });
       const size = stat.size;
       const prefix = await readExactly(handle, file, 0, Math.min(8, size));
       const headerLength = checkHeaderLength(file, prefix, size);
@@ -92,17 +92,6 @@ export class SafetensorsFile {
     const handle = this.#handle;
     this.#handle = null;
     await handle?.close();
-  }
-}
-
-async function openHandle(file: string): Promise<FileHandle> {
-  try {
-    return await open(file, 'r');
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return fail('FILE_NOT_FOUND', 'expected a .safetensors file here, found nothing.', { file, cause });
-    if (code === 'EISDIR') return fail('NOT_A_FILE', 'expected a .safetensors file, found a directory.', { file, cause });
-    return fail('IO_ERROR', `cannot open the file: ${(cause as Error).message}.`, { file, cause });
   }
 }
 

@@ -3,6 +3,7 @@
  * transformers via tools/) opens and every tensor reads. A directory with a
  * *.safetensors.index.json is one checkpoint; other .safetensors files are
  * opened one by one (fixture dirs also hold inputs/expected-output files).
+ * test-fixtures/hostile/ holds deliberately broken files (tools/hostile): not checkpoints.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -19,6 +20,7 @@ function findCheckpoints(dir: string): string[] {
   const found: string[] = [];
   for (const e of entries) {
     const path = join(dir, e);
+    if (path === join(root, 'hostile')) continue;
     if (statSync(path).isDirectory()) found.push(...findCheckpoints(path));
     else if (e.endsWith('.safetensors')) found.push(path);
   }

@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nearestNames } from '@vlmkit/onnx-graph';
-import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, SafetensorsFile, type Tensor } from '@vlmkit/safetensors';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, readRegularTextFile, SafetensorsFile, type Tensor } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import type { TensorOverlay } from './mapping.js';
 
@@ -154,7 +153,7 @@ export async function readLoraAdapter(
   const configPath = join(dir, 'adapter_config.json');
   let json: unknown;
   try {
-    json = JSON.parse(await readFile(configPath, 'utf8'));
+    json = JSON.parse(await readRegularTextFile(configPath));
   } catch (e) {
     throw new MappingError('CONFIG_INVALID', `cannot read the LoRA adapter config ${configPath}: ${(e as Error).message}`, {
       file: configPath,
