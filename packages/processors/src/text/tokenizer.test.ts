@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessorError } from '../errors.js';
 import { byteLevelTokenizerJson, sentencePieceTokenizerJson } from './test-utils/tiny-tokenizers.js';
@@ -112,5 +115,33 @@ describe('Tokenizer', () => {
 
   it('rejects a tokenizer.json that does not load, with a ProcessorError', () => {
     expect(() => Tokenizer.fromJSON('{"model": 1}')).toThrow(ProcessorError);
+  });
+
+  it('refuses an added_tokens.json whose tokens tokenizer.json lacks (HF 5.17 would add them)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-added-tokens-'));
+    try {
+      await writeFile(join(dir, 'tokenizer.json'), byteLevelTokenizerJson());
+      await writeFile(join(dir, 'added_tokens.json'), JSON.stringify({ '<extra>': 1000 }));
+      const err = await Tokenizer.fromPretrained(dir).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ProcessorError);
+      expect((err as ProcessorError).code).toBe('TOKENIZER_ERROR');
+      expect((err as Error).message).toMatch(/added_tokens\.json adds "<extra>"/);
+      // With added_tokens_decoder in tokenizer_config.json, HF does not read the file.
+      await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ added_tokens_decoder: {} }));
+      await expect(Tokenizer.fromPretrained(dir)).resolves.toBeInstanceOf(Tokenizer);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("reads config.json's model_type to choose the tokenizer class, as AutoTokenizer", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-model-type-'));
+    try {
+      await writeFile(join(dir, 'tokenizer.json'), byteLevelTokenizerJson());
+      await writeFile(join(dir, 'config.json'), JSON.stringify({ model_type: 'bert' }));
+      await expect(Tokenizer.fromPretrained(dir)).rejects.toThrow(/config\.json model_type "bert"/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -4,9 +4,7 @@ import { join } from 'node:path';
 import { Tokenizer as RustTokenizer } from 'tokenizers';
 import { ProcessorError, type ProcessorErrorCode } from '../errors.js';
 import { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './detokenizer.js';
-
-/** The tokenizer_config.json `tokenizer_class` values for which HF 5.17 runs tokenizer.json as it is (TokenizersBackend). */
-const TOKENIZER_JSON_AS_IS: readonly string[] = ['TokenizersBackend', 'PreTrainedTokenizerFast'];
+import { rebuildTokenizerJson, rebuiltAddedTokens, resolveTokenizerClass } from './tokenizer-classes.js';
 
 /** HF's named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES). */
 const NAMED_SPECIAL_TOKENS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'] as const;
@@ -82,6 +80,38 @@ export function parseTokenizerConfig(raw: Record<string, unknown>): TokenizerCon
   return cfg;
 }
 
+/**
+ * The special tokens in the order HF 5.17 adds the missing ones (TokenizersBackend.__init__): the named
+ * ones in SPECIAL_TOKENS_ATTRIBUTES order, the model-specific ones, then the extra list.
+ */
+function specialTokensInOrder(config: TokenizerConfig): string[] {
+  const named = NAMED_SPECIAL_TOKENS.map((k) => config.specialTokens[k]).filter((t): t is string => t !== undefined);
+  const modelSpecific = Object.entries(config.specialTokens)
+    .filter(([k]) => !(NAMED_SPECIAL_TOKENS as readonly string[]).includes(k))
+    .map(([, t]) => t);
+  return [...new Set([...named, ...modelSpecific, ...config.extraSpecialTokens])];
+}
+
+/**
+ * The special tokens that tokenizer_config.json (or special_tokens_map.json) gives as serialized
+ * AddedTokens (`{ content, lstrip, ... }`): content -> those fields. HF adds them with these options.
+ */
+function specialTokenOptions(raw: Record<string, unknown>): Map<string, Record<string, unknown>> {
+  const out = new Map<string, Record<string, unknown>>();
+  const visit = (v: unknown) => {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { content?: unknown }).content === 'string') {
+      out.set((v as { content: string }).content, v as Record<string, unknown>);
+    }
+  };
+  for (const [key, value] of Object.entries(raw)) {
+    if (key === 'extra_special_tokens' || key === 'additional_special_tokens') {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value !== null && typeof value === 'object') Object.values(value).forEach(visit);
+    } else if (key.endsWith('_token')) visit(value);
+  }
+  return out;
+}
+
 export interface TokenizerEncodeOptions {
   /** Add the special tokens the tokenizer's post-processor adds (BOS, ...). Default true, as HF's `tokenizer(text)`. */
   addSpecialTokens?: boolean;
@@ -115,34 +145,60 @@ export class Tokenizer {
     // HF TokenizersBackend.__init__: special tokens of the config that are not added tokens yet become
     // special added tokens (kept whole when encoding, dropped by skipSpecialTokens), also when the
     // model's vocabulary has them as ordinary tokens (they keep that id).
-    const missing = [...Object.values(config.specialTokens), ...config.extraSpecialTokens].filter((t) => !addedTokens.has(t));
+    const missing = specialTokensInOrder(config).filter((t) => !addedTokens.has(t));
+    const options = specialTokenOptions(config.raw);
+    for (const t of missing) {
+      const o = options.get(t);
+      if (o !== undefined && (o.lstrip === true || o.rstrip === true || o.single_word === true || o.normalized === true)) {
+        throw new ProcessorError(
+          'TOKENIZER_ERROR',
+          `tokenizer_config.json / special_tokens_map.json give special token ${JSON.stringify(t)} with lstrip, rstrip, ` +
+            'single_word or normalized set, and it is not an added token of tokenizer.json: HF 5.17 adds it with those ' +
+            "options, which vlmkit does not reproduce; add it to tokenizer.json's added_tokens.",
+        );
+      }
+    }
     if (missing.length > 0) backend.addSpecialTokens([...new Set(missing)]);
     // HF _decode: clean_up_tokenization_spaces is ignored for BPE models (it would corrupt them).
     this.#cleanUp = config.cleanUpTokenizationSpaces && modelType !== 'BPE';
   }
 
-  /** From the text of tokenizer.json and the parsed tokenizer_config.json (`{}` when there is none). */
-  static fromJSON(tokenizerJson: string, tokenizerConfig: Record<string, unknown> = {}): Tokenizer {
-    let modelType: string | undefined;
-    let backend: RustTokenizer;
-    const addedTokens = new Set<string>();
+  /**
+   * From the text of tokenizer.json, the parsed tokenizer_config.json (`{}` when there is none) and the
+   * model's config.json (`{}` when there is none: it can choose the tokenizer class, see
+   * resolveTokenizerClass). A tokenizer class that HF rebuilds from tokenizer.json is rebuilt the same
+   * way (rebuildTokenizerJson); one vlmkit cannot rebuild is refused by name.
+   */
+  static fromJSON(
+    tokenizerJson: string,
+    tokenizerConfig: Record<string, unknown> = {},
+    modelConfig: Record<string, unknown> = {},
+  ): Tokenizer {
+    let parsed: Record<string, unknown>;
     try {
-      const parsed = JSON.parse(tokenizerJson) as { model?: { type?: unknown }; added_tokens?: { content?: unknown }[] };
-      modelType = typeof parsed.model?.type === 'string' ? parsed.model.type : undefined;
-      for (const t of parsed.added_tokens ?? []) if (typeof t.content === 'string') addedTokens.add(t.content);
-      backend = RustTokenizer.fromString(tokenizerJson);
+      parsed = JSON.parse(tokenizerJson) as Record<string, unknown>;
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
     } catch (e) {
       throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
     }
-    const config = parseTokenizerConfig(tokenizerConfig);
-    const cls = config.raw.tokenizer_class;
-    if (cls !== undefined && cls !== null && !TOKENIZER_JSON_AS_IS.includes(cls as string)) {
-      throw new ProcessorError(
-        'TOKENIZER_ERROR',
-        `tokenizer_config.json sets tokenizer_class ${JSON.stringify(cls)}: HF 5.17 then rebuilds the tokenizer with that ` +
-          "class's own normalizer and pre-tokenizer instead of using tokenizer.json as it is, which vlmkit does not " +
-          `reproduce; it reads tokenizer.json as ${TOKENIZER_JSON_AS_IS.join(' / ')} do (set "tokenizer_class": "TokenizersBackend" if that is the tokenizer meant).`,
-      );
+    const cls = resolveTokenizerClass(tokenizerConfig, modelConfig);
+    const { json, rebuilt } = rebuildTokenizerJson(parsed, cls, tokenizerConfig);
+    let raw = tokenizerConfig;
+    if (rebuilt !== null) {
+      // The class's keyword defaults stand for the special tokens tokenizer_config.json does not name.
+      raw = { ...Object.fromEntries(Object.entries(rebuilt.defaults).filter(([k]) => !(k in tokenizerConfig))), ...tokenizerConfig };
+    }
+    const config = parseTokenizerConfig(raw);
+    if (rebuilt !== null)
+      json.added_tokens = rebuiltAddedTokens(parsed, raw, specialTokensInOrder(config), specialTokenOptions(raw), rebuilt);
+    const modelType = (json.model as { type?: unknown } | undefined)?.type;
+    const addedTokens = new Set<string>();
+    let backend: RustTokenizer;
+    try {
+      for (const t of (json.added_tokens ?? []) as { content?: unknown }[]) if (typeof t.content === 'string') addedTokens.add(t.content);
+      backend = RustTokenizer.fromString(rebuilt === null ? tokenizerJson : JSON.stringify(json));
+    } catch (e) {
+      throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
     }
     for (const key of ['padding_side', 'truncation_side']) {
       const side = config.raw[key];
@@ -157,17 +213,28 @@ export class Tokenizer {
     if (config.raw.split_special_tokens === true) {
       throw new ProcessorError('TOKENIZER_ERROR', 'tokenizer_config.json sets split_special_tokens, which this tokenizer does not support');
     }
-    return new Tokenizer(backend, config, modelType, addedTokens);
+    return new Tokenizer(backend, config, typeof modelType === 'string' ? modelType : undefined, addedTokens);
   }
 
-  /** Reads `dir/tokenizer.json` and `dir/tokenizer_config.json` (optional), as HF's AutoTokenizer.from_pretrained. */
+  /**
+   * Reads `dir/tokenizer.json`, `dir/tokenizer_config.json` and `dir/config.json` (both optional), as
+   * HF's AutoTokenizer.from_pretrained.
+   */
   static async fromPretrained(dir: string): Promise<Tokenizer> {
     const jsonPath = join(dir, 'tokenizer.json');
     const text = await readProcessorFile(jsonPath, 'TOKENIZER_ERROR', MAX_TOKENIZER_JSON_BYTES);
     if (text === undefined) {
       throw new ProcessorError('TOKENIZER_ERROR', `${jsonPath} is missing or not a regular file: a model directory needs a tokenizer.json`);
     }
-    return Tokenizer.fromJSON(text, await readJsonIfPresent(join(dir, 'tokenizer_config.json')));
+    let tokenizerConfig = await readJsonIfPresent(join(dir, 'tokenizer_config.json'));
+    // HF's legacy files count only when tokenizer_config.json has no added_tokens_decoder.
+    if (!('added_tokens_decoder' in tokenizerConfig)) {
+      const map = await readJsonObject(join(dir, 'special_tokens_map.json'));
+      if (map !== undefined) tokenizerConfig = withSpecialTokensMap(tokenizerConfig, map);
+      const added = await readJsonObject(join(dir, 'added_tokens.json'));
+      if (added !== undefined) checkAddedTokensJson(added, text, join(dir, 'added_tokens.json'));
+    }
+    return Tokenizer.fromJSON(text, tokenizerConfig, await readJsonIfPresent(join(dir, 'config.json')));
   }
 
   /** HF `special_tokens_map`: bos_token, eos_token, ..., image_token, ... -> their text. */
@@ -221,6 +288,56 @@ export class Tokenizer {
   /** A streaming detokenizer over this tokenizer: push generated ids, get text pieces that are whole characters. */
   detokenizer(options: IncrementalDetokenizerOptions = {}): IncrementalDetokenizer {
     return new IncrementalDetokenizer((ids) => this.decode(ids, options));
+  }
+}
+
+/**
+ * tokenizer_config.json with special_tokens_map.json's entries over it, as HF 5.17's
+ * PreTrainedTokenizerBase._from_pretrained reads that legacy file: a named token replaces the config's,
+ * an `extra_special_tokens` list is appended to, `additional_special_tokens` counts only where the
+ * config has no extra tokens (PreTrainedTokenizerBase.__init__).
+ */
+function withSpecialTokensMap(config: Record<string, unknown>, map: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...config };
+  if ('additional_special_tokens' in out && !('extra_special_tokens' in out)) {
+    out.extra_special_tokens = out.additional_special_tokens;
+    delete out.additional_special_tokens;
+  }
+  for (const [key, value] of Object.entries(map)) {
+    if (key === 'extra_special_tokens' && Array.isArray(value)) {
+      const existing = Array.isArray(out.extra_special_tokens) ? [...out.extra_special_tokens] : [];
+      for (const t of value) if (!existing.some((e) => tokenText(e) === tokenText(t))) existing.push(t);
+      out.extra_special_tokens = existing;
+    } else if (key === 'additional_special_tokens') {
+      if (!('extra_special_tokens' in out)) out.extra_special_tokens = value;
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+/**
+ * HF 5.17 adds added_tokens.json's tokens (legacy, read when tokenizer_config.json has no
+ * added_tokens_decoder) to the tokenizer; vlmkit follows it only where they are tokenizer.json's added
+ * tokens already, with the same ids, and refuses the file otherwise.
+ */
+function checkAddedTokensJson(added: Record<string, unknown>, tokenizerJson: string, path: string): void {
+  let parsed: { added_tokens?: { id?: unknown; content?: unknown }[] };
+  try {
+    parsed = JSON.parse(tokenizerJson);
+  } catch {
+    return; // Tokenizer.fromJSON says what is wrong with tokenizer.json.
+  }
+  const ids = new Map((parsed.added_tokens ?? []).map((t) => [t.content, t.id]));
+  for (const [content, id] of Object.entries(added)) {
+    if (ids.get(content) !== id) {
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `${path} adds ${JSON.stringify(content)} as id ${JSON.stringify(id)}, which is not an added token of tokenizer.json ` +
+          'with that id; HF 5.17 would add it, vlmkit does not: add it to tokenizer.json or delete added_tokens.json.',
+      );
+    }
   }
 }
 
