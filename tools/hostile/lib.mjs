@@ -91,9 +91,15 @@ export async function describe(path) {
   if (s.isCharacterDevice()) return `char device ${s.rdev}`;
   if (s.isBlockDevice()) return `block device ${s.rdev}`;
   if (s.isSocket()) return 'socket';
-  // Sparse GB-sized inputs are hashed by size only (reading them would take the run's time).
+  // Kernel files (/proc/self/mem cannot be read at 0) by type only; sparse GB-sized inputs by size
+  // only (reading them would take the run's time).
+  if (/^\/(proc|sys|dev)\//.test(path)) return 'kernel file';
   if (s.size > 256 * 1024 * 1024) return `file ${s.size} bytes (not hashed)`;
-  return `file ${s.size} ${await sha256(path)}`;
+  try {
+    return `file ${s.size} ${await sha256(path)}`;
+  } catch (e) {
+    return `file ${s.size} unreadable (${e.code})`;
+  }
 }
 
 /** Every path under `dir` (not following links), described. */

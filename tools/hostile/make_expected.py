@@ -843,6 +843,7 @@ HF_VIDEO_INTERNAL = {
     "mkv-12.mkv": "HF's PyAV loader divides by the stream's frame count, which Matroska leaves 0",
     "webm-vp9.webm": "HF's PyAV loader divides by the stream's frame count, which WebM leaves 0",
     "frames-1.safetensors": "HF fails inside its temporal patching on a 1-frame video (permute of a 0-d tensor)",
+    "png-as-video.png": "FFmpeg opens a PNG as a 1-frame video; HF's PyAV loader then divides by the frame count, 0",
 }
 
 

@@ -4,7 +4,7 @@
 // with a timeout; each classified as ok, clean error, refused by name, unexpected error (a request
 // that must work failed), crash, hang, silent difference or data loss. docs/hostile.md explains.
 //
-//   node tools/hostile/run.mjs [--only CLASS[,CLASS]] [--grep TEXT] [--cli PATH/bin.js] [--jobs N]
+//   node tools/hostile/run.mjs [--only CLASS[,CLASS]] [--grep REGEX] [--cli PATH/bin.js] [--jobs N]
 //                              [--timeout S] [--out DIR]
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -21,7 +21,8 @@ const REPO = resolve(HERE, '../..');
 const FIX = join(REPO, 'test-fixtures');
 const HOSTILE = join(FIX, 'hostile');
 const CLASSES = ['images', 'videos', 'processor-files', 'templates', 'prompts', 'options', 'outputs', 'cache', 'special-files'];
-const OUTCOMES = ['ok', 'clean error', 'refused by name', 'unexpected error', 'crash', 'hang', 'silent difference', 'data loss'];
+// 'runner error': the suite itself failed on the case (a bug here, not in the CLI).
+const OUTCOMES = ['ok', 'clean error', 'refused by name', 'unexpected error', 'crash', 'hang', 'silent difference', 'data loss', 'runner error'];
 
 const { values: args, positionals } = parseArgs({
   options: {
@@ -542,7 +543,7 @@ async function main() {
   const started = new Date();
   let cases = [...(await hfCases()), ...jsCases()];
   if (only) cases = cases.filter((k) => only.has(k.cls));
-  if (args.grep) cases = cases.filter((k) => k.id.includes(args.grep));
+  if (args.grep) cases = cases.filter((k) => new RegExp(args.grep).test(k.id));
   const ids = new Set();
   for (const k of cases) {
     if (ids.has(k.id)) throw new Error(`duplicate case id ${k.id}`);
@@ -563,7 +564,7 @@ async function main() {
       try {
         r = await runCase(k, n, ctx);
       } catch (e) {
-        r = { outcome: 'crash', notes: [`runner: ${e.stack}`] };
+        r = { outcome: 'runner error', notes: [e.stack] };
       }
       const row = {
         id: k.id,
