@@ -42,6 +42,7 @@ TEXTS = [
     " Hello  world",
     "Héllo wörld, ça va? 日本語 テキスト 🙂",
     "<|special_a|>Hello<|special_b|> world <|special_a|>",
+    "a <|special_a|>  b <|special_b|> c",
     "<s>Hi</s><unk><|endoftext|><|IMAGE_PLACEHOLDER|><image><|start_of_text|> x <pad> y",
     "line one\nline two\n\n  indented\r\n",
     "",
@@ -83,7 +84,9 @@ def metaspace_bpe() -> Tokenizer:
     return tok
 
 
-def built(name: str, tok: Tokenizer, named: bool = True, special_tokens_map: dict | None = None) -> Path:
+def built(
+    name: str, tok: Tokenizer, named: bool = True, special_tokens_map: dict | None = None, decoder: bool = False
+) -> Path:
     """A folder with `tok`'s tokenizer.json; without `named`, the classes' own special-token defaults apply."""
     folder = OUT / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -95,6 +98,16 @@ def built(name: str, tok: Tokenizer, named: bool = True, special_tokens_map: dic
             "eos_token": "</s>",
             "unk_token": "<unk>",
             "extra_special_tokens": ["<|special_a|>", "<|special_b|>"],
+        }
+    if decoder:
+        # As transformers 4.x saved it (Granite 3.x checkpoints): tokenizer.json's added tokens, by id,
+        # here with <|special_b|> made a plain token and <|special_a|> given rstrip.
+        added = json.loads(tok.to_str())["added_tokens"]
+        config["added_tokens_decoder"] = {
+            str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+            | ({"special": False, "normalized": True} if t["content"] == "<|special_b|>" else {})
+            | ({"rstrip": True} if t["content"] == "<|special_a|>" else {})
+            for t in added
         }
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
     if special_tokens_map is not None:
@@ -160,6 +173,7 @@ def main() -> None:
         "byte-level": built("byte-level", byte_level_bpe(False)),
         "byte-level-prefix": built("byte-level-prefix", byte_level_bpe(True)),
         "metaspace": built("metaspace", metaspace_bpe()),
+        "byte-level-decoder": built("byte-level-decoder", byte_level_bpe(False), decoder=True),
         "byte-level-bare": built("byte-level-bare", byte_level_bpe(False), named=False),
         # The legacy special_tokens_map.json overrides tokenizer_config.json's special tokens.
         "byte-level-map": built(

@@ -290,4 +290,39 @@ export function rebuiltAddedTokens(
   return out;
 }
 
+/**
+ * tokenizer.json kept as it is (TokenizersBackend) with tokenizer_config.json's `added_tokens_decoder`
+ * applied as HF 5.17 applies it: TokenizersBackend.__init__ adds those tokens again, and `tokenizers`
+ * gives a token it has already the new options (same id, still special if it was). Returns whether anything changed; a token
+ * tokenizer.json does not have (HF would add it at a new id) is refused by name.
+ */
+export function applyAddedTokensDecoder(json: Record<string, unknown>, raw: Record<string, unknown>): boolean {
+  const decoder = raw.added_tokens_decoder;
+  if (decoder === null || typeof decoder !== 'object' || Array.isArray(decoder)) return false;
+  const present = new Map(((json.added_tokens ?? []) as Record<string, unknown>[]).map((t) => [t.content, t]));
+  let changed = false;
+  for (const [id, entry] of Object.entries(decoder)) {
+    const token = entry !== null && typeof entry === 'object' ? addedToken(entry as Record<string, unknown>) : undefined;
+    if (token === undefined) continue;
+    const before = present.get(token.content);
+    if (before === undefined) {
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `tokenizer_config.json added_tokens_decoder has ${JSON.stringify(token.content)} (id ${id}), which is not an added ` +
+          "token of tokenizer.json: HF 5.17 would add it, vlmkit does not; add it to tokenizer.json's added_tokens.",
+      );
+    }
+    // `tokenizers` keeps a token it added as special in its special set (skipped by decode) whatever
+    // the options given later say.
+    token.special ||= before.special === true;
+    for (const [k, v] of Object.entries(token)) {
+      if (before[k] !== v) {
+        before[k] = v;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
 export type { RebuiltClass };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Tokenizer as RustTokenizer } from 'tokenizers';
 import { ProcessorError, type ProcessorErrorCode } from '../errors.js';
 import { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './detokenizer.js';
-import { rebuildTokenizerJson, rebuiltAddedTokens, resolveTokenizerClass } from './tokenizer-classes.js';
+import { applyAddedTokensDecoder, rebuildTokenizerJson, rebuiltAddedTokens, resolveTokenizerClass } from './tokenizer-classes.js';
 
 /** HF's named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES). */
 const NAMED_SPECIAL_TOKENS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'] as const;
@@ -189,14 +189,19 @@ export class Tokenizer {
       raw = { ...Object.fromEntries(Object.entries(rebuilt.defaults).filter(([k]) => !(k in tokenizerConfig))), ...tokenizerConfig };
     }
     const config = parseTokenizerConfig(raw);
-    if (rebuilt !== null)
+    let source = tokenizerJson;
+    if (rebuilt !== null) {
       json.added_tokens = rebuiltAddedTokens(parsed, raw, specialTokensInOrder(config), specialTokenOptions(raw), rebuilt);
+      source = JSON.stringify(json);
+    } else if (applyAddedTokensDecoder(json, raw)) {
+      source = JSON.stringify(json);
+    }
     const modelType = (json.model as { type?: unknown } | undefined)?.type;
     const addedTokens = new Set<string>();
     let backend: RustTokenizer;
     try {
       for (const t of (json.added_tokens ?? []) as { content?: unknown }[]) if (typeof t.content === 'string') addedTokens.add(t.content);
-      backend = RustTokenizer.fromString(rebuilt === null ? tokenizerJson : JSON.stringify(json));
+      backend = RustTokenizer.fromString(source);
     } catch (e) {
       throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
     }
