@@ -115,13 +115,13 @@ def built(
     return folder
 
 
-def run(folder: Path, cls: str) -> list[dict]:
+def run(folder: Path, cls: str, overrides: dict) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         for f in folder.iterdir():
             if f.name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
                 shutil.copy(f, tmp)
         config = json.loads((Path(tmp) / "tokenizer_config.json").read_text())
-        config["tokenizer_class"] = cls
+        config |= overrides | {"tokenizer_class": cls}
         (Path(tmp) / "tokenizer_config.json").write_text(json.dumps(config))
         tok = AutoTokenizer.from_pretrained(tmp)
         assert type(tok).__name__ == cls.removesuffix("Fast") or cls == "PreTrainedTokenizerFast", type(tok)
@@ -186,11 +186,18 @@ def main() -> None:
             },
         ),
     }
+    # tokenizer_config.json keys the classes read: (folder, keys) on top of the folder's own.
+    variants = [(name, {}) for name in folders] + [
+        ("byte-level", {"add_prefix_space": True}),
+        ("metaspace", {"add_prefix_space": False}),
+        ("metaspace", {"legacy": True}),
+    ]
     cases = []
-    for name, folder in folders.items():
+    for name, overrides in variants:
+        folder = folders[name]
         # The *Fast aliases are the same classes: one folder is enough to show it.
         for cls in SUPPORTED + REFUSED if name == "granite" else [c for c in SUPPORTED + REFUSED if not c.endswith("Fast")]:
-            case = {"folder": str(folder.relative_to(FIX)), "tokenizer_class": cls}
+            case = {"folder": str(folder.relative_to(FIX)), "config": overrides, "tokenizer_class": cls}
             if cls in REFUSED:
                 case["vlmkit"] = {"code": "TOKENIZER_ERROR", "mentions": ["tokenizer_class", cls]}
             elif name == "byte-level-map" and cls in ("TokenizersBackend", "PreTrainedTokenizerFast"):
@@ -198,7 +205,7 @@ def main() -> None:
                 # missing special tokens without options, so it refuses that.
                 case["vlmkit"] = {"code": "TOKENIZER_ERROR", "mentions": ["<pad>", "lstrip"]}
             if cls not in REFUSED:
-                case["hf"] = run(folder, cls)
+                case["hf"] = run(folder, cls, overrides)
             cases.append(case)
     lines = ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases)
     (OUT / "cases.json").write_text(f"[\n{lines}\n]\n")

@@ -15,6 +15,8 @@ import { resolveTokenizerClass } from './tokenizer-classes.js';
 
 interface ClassCase {
   folder: string;
+  /** tokenizer_config.json keys set on top of the folder's. */
+  config: Record<string, unknown>;
   tokenizer_class: string;
   hf?: { text: string; ids: number[]; decode: string; decodeSkipSpecial: string }[];
   vlmkit?: { code: string; mentions: string[] };
@@ -33,13 +35,13 @@ async function folderAs(c: ClassCase, n: number): Promise<string> {
     if (['tokenizer.json', 'special_tokens_map.json'].includes(f)) await copyFile(join(src, f), join(dst, f));
   }
   const config = readJson<Record<string, unknown>>(c.folder, 'tokenizer_config.json');
-  await writeFile(join(dst, 'tokenizer_config.json'), JSON.stringify({ ...config, tokenizer_class: c.tokenizer_class }));
+  await writeFile(join(dst, 'tokenizer_config.json'), JSON.stringify({ ...config, ...c.config, tokenizer_class: c.tokenizer_class }));
   return dst;
 }
 
 describe('tokenizer_class as HF 5.17 builds it', () => {
   cases.forEach((c, n) => {
-    it(`${c.folder} as ${c.tokenizer_class}`, async () => {
+    it(`${c.folder} ${JSON.stringify(c.config)} as ${c.tokenizer_class}`, async () => {
       const dir = await folderAs(c, n);
       if (c.vlmkit !== undefined) {
         const err = await Tokenizer.fromPretrained(dir).catch((e: unknown) => e);

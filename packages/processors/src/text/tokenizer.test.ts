@@ -134,6 +134,10 @@ describe('Tokenizer', () => {
     }
   });
 
+  it('refuses fix_mistral_regex, with which HF may swap the pre-tokenizer', () => {
+    expect(() => Tokenizer.fromJSON(byteLevelTokenizerJson(), { fix_mistral_regex: true })).toThrow(/fix_mistral_regex/);
+  });
+
   it("reads config.json's model_type to choose the tokenizer class, as AutoTokenizer", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-model-type-'));
     try {

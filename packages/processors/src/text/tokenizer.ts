@@ -215,6 +215,14 @@ export class Tokenizer {
         );
       }
     }
+    if (config.raw.fix_mistral_regex === true) {
+      // HF then may replace the pre-tokenizer's split pattern (TokenizersBackend._patch_mistral_regex).
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        'tokenizer_config.json sets fix_mistral_regex, with which HF 5.17 may replace the pre-tokenizer; vlmkit does not: ' +
+          'put the fixed pattern in tokenizer.json and drop the key.',
+      );
+    }
     if (config.raw.split_special_tokens === true) {
       throw new ProcessorError('TOKENIZER_ERROR', 'tokenizer_config.json sets split_special_tokens, which this tokenizer does not support');
     }
