@@ -986,6 +986,12 @@ def main() -> None:
                             hf={"raises": raised(e), "stage": "read prompt file (strict UTF-8)"})
                 cases.append(case)
                 continue
+            if name == "bom-utf8":
+                # HF takes a string, not a file: whether a file's leading BOM belongs to the prompt is the
+                # CLI's call (HF's verdict is on the text with the BOM kept).
+                hf(f"prompt/{model}/file-{name}", "prompts", model, [], prompt=text, prompt_file=name, expect="any",
+                   note="a UTF-8 BOM at the start of a prompt file: kept or dropped")
+                continue
             hf(f"prompt/{model}/file-{name}", "prompts", model, [], prompt=text, prompt_file=name)
         for name, text in RUNTIME_PROMPTS.items():
             hf(f"prompt/{model}/file-{name}", "prompts", model, [], prompt=text, prompt_file=name)
