@@ -6,7 +6,7 @@
 // run in the case's folder. `c` holds the case's folder (c.dir), its model copy (c.model), the
 // shared inputs (c.ctx) and helpers to make special files there.
 import { execFileSync } from 'node:child_process';
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { serializeSafetensors } from './lib.mjs';
 
@@ -890,7 +890,12 @@ function cacheCases() {
         expect,
         setup: async (c) => {
           const d = await dir(c);
-          return { argv: runArgv(c, c.model, d), watch: [d] };
+          // What a cache folder holds is disposable; a file or special file given as one is not.
+          const isDir = await lstat(d).then(
+            (st) => st.isDirectory(),
+            () => false,
+          );
+          return { argv: runArgv(c, c.model, d), watch: isDir ? [] : [d] };
         },
         cleanup: name.startsWith('/dev/shm') ? (c) => join('/dev/shm', `vlmkit-hostile-${c.n}`) : undefined,
       });

@@ -22,7 +22,17 @@ const FIX = join(REPO, 'test-fixtures');
 const HOSTILE = join(FIX, 'hostile');
 const CLASSES = ['images', 'videos', 'processor-files', 'templates', 'prompts', 'options', 'outputs', 'cache', 'special-files'];
 // 'runner error': the suite itself failed on the case (a bug here, not in the CLI).
-const OUTCOMES = ['ok', 'clean error', 'refused by name', 'unexpected error', 'crash', 'hang', 'silent difference', 'data loss', 'runner error'];
+const OUTCOMES = [
+  'ok',
+  'clean error',
+  'refused by name',
+  'unexpected error',
+  'crash',
+  'hang',
+  'silent difference',
+  'data loss',
+  'runner error',
+];
 
 const { values: args, positionals } = parseArgs({
   options: {
@@ -452,13 +462,15 @@ async function runCase(k, n, ctx) {
         wallMs: ra.wallMs + rb.wallMs,
       };
     }
+    // A cache built then damaged: the model copy is compared from before the build, so damage that
+    // reaches the checkpoint through the cache counts as the loss it is.
+    const prebuilt = k.prebuild ? await watchSnapshot(c, []) : undefined;
     if (k.prebuild) {
-      const s = k.setup(c);
-      await runChild(cliArgv(s.argv), opts());
+      await runChild(cliArgv(k.setup(c).argv), opts());
       await damageCache(join(c.dir, 'cache'), k.damage);
     }
     const s = await k.setup(c);
-    const before = await watchSnapshot(c, s.watch ?? []);
+    const before = prebuilt ?? (await watchSnapshot(c, s.watch ?? []));
     const env = { ...envBase };
     for (const [key, v] of Object.entries(s.env ?? {})) {
       if (v === undefined) delete env[key];
