@@ -923,6 +923,9 @@ def main() -> None:
                 hf(f"processor/{model}/{name}+text-only", "processor-files", model, [], prompt="Hello!", overlay=overlay)
 
     # templates
+    # Where HF fails inside its own machinery (Jinja compiles to Python, which allows ~100 nested
+    # blocks), either outcome; HF's verdict is still recorded.
+    hf_internal_templates = {"deep-nesting": "HF's Jinja compiles to Python, which stops at ~100 nested blocks"}
     for model in ("ernie", "granite"):
         for name, t in template_cases(model):
             # HF is not asked where it would not end (Python's bignum power, 10^10 loop steps) or
@@ -931,9 +934,13 @@ def main() -> None:
             hf(f"template/{model}/{name}", "templates", model, [DEFAULT_IMAGE], overlay={"chat_template.jinja": t},
                hf_skip=skip, **({"expect": "error" if name != "string-times-1e8" else "any",
                                  "note": "HF does not end or runs out of memory"} if skip else {}))
-            if name in ("undefined-variable-print", "tojson", "filters", "no-placeholder", "empty"):
-                hf(f"template/{model}/{name}+text-only", "templates", model, [], overlay={"chat_template.jinja": t},
-                   prompt="Hello!")
+            # Most of these templates emit no image placeholder, which vlmkit refuses with an image:
+            # text-only, their rendering is compared with HF's.
+            internal = {"expect": "any", "note": hf_internal_templates[name]} if name in hf_internal_templates else {}
+            hf(f"template/{model}/{name}+text-only", "templates", model, [], overlay={"chat_template.jinja": t},
+               prompt="Hello!", hf_skip=skip,
+               **({"expect": "error" if name != "string-times-1e8" else "any",
+                   "note": "HF does not end or runs out of memory"} if skip else internal))
 
     # messages through the library's chat API (tools/hostile/chat-probe.mjs)
     message_sets = {
