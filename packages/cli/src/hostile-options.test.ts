@@ -42,13 +42,21 @@ const generate = (...extra: string[]) => ['generate', '--model', ERNIE, '--input
 
 describe('finding 7: generation options that changed nothing, or something else, without a word', () => {
   it('finding 7: --max-new-tokens "" is refused by name (it generated 0 tokens with exit 0)', async () => {
-    expect(await usageError(run('--max-new-tokens', ''))).toBe("vlmkit: --max-new-tokens must be a number, got ''");
-    expect(await usageError(generate('--max-new-tokens', ''))).toBe('vlmkit: --max-new-tokens is required');
+    const empty = 'vlmkit: --max-new-tokens is empty: give it a value, or leave the option out';
+    expect(await usageError(run('--max-new-tokens', ''))).toBe(empty);
+    expect(await usageError(generate('--max-new-tokens', ''))).toBe(empty);
     for (const bad of [' 5', '0x10', '1.5', 'Infinity']) {
       expect(await usageError(run('--max-new-tokens', bad))).toMatch(
         new RegExp(`^vlmkit: --max-new-tokens must be an? (number|integer), got '${bad.replace('.', '\\.')}'`),
       );
     }
+  });
+
+  it('an empty value of any option is refused by name (--adapter "" ran without the adapter)', async () => {
+    for (const flag of ['--adapter', '--cache-dir', '--temperature', '--seed', '--eos', '--image']) {
+      expect(await usageError(run(flag, ''))).toBe(`vlmkit: ${flag} is empty: give it a value, or leave the option out`);
+    }
+    expect(await usageError(generate('--max-new-tokens', '4', '--adapter', ''))).toMatch(/^vlmkit: --adapter is empty/);
   });
 
   it('finding 7: a seed the sampler cannot hold exactly (2^32 + 1 sampled as 1) is refused by name, with the range', async () => {

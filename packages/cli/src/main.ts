@@ -278,6 +278,12 @@ export async function main(
       out(commandUsage(command));
       return 0;
     }
+    // An empty value ('--adapter ""', a variable that expanded to nothing) is never meant as "no option".
+    for (const [flag, value] of Object.entries(v)) {
+      if (value === '' || (Array.isArray(value) && value.includes(''))) {
+        throw new UsageError(`--${flag} is empty: give it a value, or leave the option out`);
+      }
+    }
     const device = oneOf(v.device, ['auto', 'cpu', 'cuda'] as const, 'device');
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');

@@ -1,4 +1,6 @@
-import { readdirSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessorError } from './errors.js';
 import { Processor, type ProcessorOutputs } from './processor.js';
@@ -109,5 +111,38 @@ describe('Processor', async () => {
   it('decodes ids as the tokenizer does', async () => {
     const out = await processor.process({ text: 'User: hi' });
     expect(await processor.decode(out.input_ids.data)).toBe('User: hi');
+  });
+});
+
+// Where HF 5.17's processor raises and vlmkit used to return inputs (the hostile suite, tools/hostile): an
+// empty chat_template.jinja is no template ("does not have a chat template"), no messages is HF's IndexError,
+// an audio part makes HF load audio these models cannot take.
+describe('processChat refuses what HF raises on', () => {
+  it('an empty chat_template.jinja is no chat template', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'vlmkit-empty-template-')), 'ernie');
+    try {
+      cpSync(fixturePath('ernie'), dir, { recursive: true });
+      writeFileSync(join(dir, 'chat_template.jinja'), '');
+      const p = await Processor.fromPretrained(dir);
+      await expect(p.processChat([{ role: 'user', content: 'Hello!' }])).rejects.toThrow(/has no chat template/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('no messages, and an audio part, are refused by name', async () => {
+    const p = await Processor.fromPretrained(fixturePath('ernie'));
+    await expect(p.processChat([])).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(p.processChat([])).rejects.toThrow(/at least one message/);
+    const audio: ChatMessage[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'audio', path: 'a.wav' },
+          { type: 'text', text: 'hi' },
+        ],
+      },
+    ];
+    await expect(p.processChat(audio)).rejects.toThrow(/message 0, content part 0: an audio part/);
   });
 });

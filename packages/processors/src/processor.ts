@@ -285,6 +285,21 @@ export class Processor {
    * not added again when the prompt already starts with the BOS token.
    */
   async processChat(messages: readonly ChatMessage[], options: ProcessChatOptions = {}): Promise<ProcessorOutputs> {
+    // HF's processor.apply_chat_template reads the first message (IndexError on none) and loads audio parts,
+    // which these models cannot take: both refused by name rather than rendered without them.
+    if (Array.isArray(messages) && messages.length === 0)
+      throw new ProcessorError('INVALID_INPUT', 'processChat needs at least one message; got none');
+    messages.forEach((m, i) => {
+      if (!Array.isArray(m?.content)) return;
+      m.content.forEach((part, j) => {
+        if (part?.type === 'audio') {
+          throw new ProcessorError(
+            'INVALID_INPUT',
+            `message ${i}, content part ${j}: an audio part; ${this.kind} takes text, images${this.kind === 'ernie4_5_vl_moe' ? ' and videos' : ''} only`,
+          );
+        }
+      });
+    });
     const text = this.applyChatTemplate(messages, options);
     const images: ImageInput[] = [];
     const videos: VideoInput[] = [];
@@ -416,6 +431,12 @@ function processorKind(
  * regular files count as absent. HF's processor never falls back to tokenizer_config.json's template.
  */
 async function chatTemplateSource(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
+  // HF reads an empty template as none at all: apply_chat_template then raises that there is no template.
+  const source = await chatTemplateFound(dir, processorConfig);
+  return source === '' ? undefined : source;
+}
+
+async function chatTemplateFound(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
   const inConfig = processorConfig.chat_template;
   if (inConfig !== undefined && inConfig !== null) return templateText(inConfig, 'processor_config.json chat_template');
   const json = await readJsonObject(join(dir, 'chat_template.json'), 'TOKENIZER_ERROR');

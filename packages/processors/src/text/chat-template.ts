@@ -76,6 +76,18 @@ export class ChatTemplate {
     options: ChatTemplateOptions = {},
   ) {
     this.limits = resolveLimits(DEFAULT_TEMPLATE_LIMITS, options.limits, 'ChatTemplate options.limits');
+    // The library's whitespace control ({%- -%}, trim_blocks) trims with JS's whitespace set, jinja2 with
+    // Python's: they differ on exactly these characters, so a template holding one could render otherwise.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: these control characters are the point
+    const odd = /[\ufeff\x1c-\x1f\x85]/.exec(source);
+    if (odd !== null) {
+      const cp = `U+${odd[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `the chat template holds ${cp}${cp === 'U+FEFF' ? ' (a byte-order mark)' : ''} at character ${odd.index}, which jinja2 and ` +
+          "vlmkit's template engine trim differently; remove it from the template (re-save the file as UTF-8 without a BOM).",
+      );
+    }
     try {
       this.#template = new Template(source);
     } catch (e) {

@@ -197,3 +197,28 @@ describe('template values', () => {
     expect(() => new ChatTemplate('{{ messages }}').apply([m])).toThrow(/messages\[0\]\.self refers to itself/);
   });
 });
+
+// What jinja2 gives in HF 5.17's sandbox (transformers.utils.chat_template_utils._compile_jinja_template(src)
+// .render(...), run once by hand): JavaScript's arithmetic and whitespace set differ on these.
+describe('Python semantics the engine does not have by itself', () => {
+  const render = (src: string, variables: Record<string, unknown> = {}) => new ChatTemplate(src).apply([], { variables });
+
+  it('division and modulo by zero raise as ZeroDivisionError does; % takes the divisor sign', () => {
+    expect(() => render('{{ 1 / 0 }}')).toThrow(/division by zero/);
+    expect(() => render('{{ 7 % 0 }}')).toThrow(/integer modulo by zero/);
+    expect(() => render('{{ 7 // 0 }}')).toThrow(/integer division or modulo by zero/);
+    expect(render('{{ -1 % 3 }}|{{ 5.5 % -2 }}|{{ 7 // 2 }}')).toBe('2|-0.5|3');
+  });
+
+  it('trim, strip, lstrip and rstrip use Python whitespace (U+FEFF kept, U+001F / U+0085 stripped) and chars', () => {
+    expect(render('[{{ x | trim }}]', { x: '\ufeff a \x1f' })).toBe('[\ufeff a]');
+    expect(render('[{{ x.strip() }}|{{ x.lstrip() }}|{{ x.rstrip() }}|{{ y.strip("xy") }}]', { x: '\x85 a \ufeff', y: 'xxhiyx' })).toBe(
+      '[a \ufeff|a \ufeff|\x85 a \ufeff|hi]',
+    );
+  });
+
+  it('a template holding a character the two engines trim differently (a BOM) is refused by name', () => {
+    expect(() => new ChatTemplate('\ufeff{{ 1 }}')).toThrow(/U\+FEFF \(a byte-order mark\) at character 0/);
+    expect(() => new ChatTemplate('a\x1f{%- if true %}b{% endif %}')).toThrow(/U\+001F at character 1/);
+  });
+});

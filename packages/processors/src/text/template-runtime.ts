@@ -36,6 +36,27 @@ const CLOCK_EVERY = 16;
  */
 class TemplateRenderError extends Error {}
 
+/** Python's str.isspace() characters: what str.strip() removes by default (JS's trim differs in U+FEFF, U+001C-U+001F, U+0085). */
+const PY_WHITESPACE = new Set(
+  '\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000',
+);
+
+function stripChars(arg: Value | undefined): Set<string> {
+  if (arg === undefined || arg.type === 'NullValue' || arg.type === 'UndefinedValue') return PY_WHITESPACE;
+  if (arg.type !== 'StringValue') throw new TemplateRenderError(`strip arg must be None or str, not ${pyType(arg)}`);
+  return new Set(Array.from(arg.value as string));
+}
+
+/** Python's str.strip / lstrip / rstrip over code points. */
+function pyStrip(text: string, chars: Set<string>, how: 'strip' | 'lstrip' | 'rstrip'): string {
+  const cps = Array.from(text);
+  let start = 0;
+  let end = cps.length;
+  if (how !== 'rstrip') while (start < end && chars.has(cps[start]!)) start++;
+  if (how !== 'lstrip') while (end > start && chars.has(cps[end - 1]!)) end--;
+  return cps.slice(start, end).join('');
+}
+
 /** `raise_exception(message)` from the template (HF raises jinja2's TemplateError with the message). */
 export class TemplateRaisedError extends Error {}
 
@@ -83,6 +104,7 @@ function valueClass(js: unknown): ValueClass {
 }
 const StringValue = valueClass('');
 const IntegerValue = valueClass(1);
+const FloatValue = valueClass(1.5);
 const BooleanValue = valueClass(true);
 const ArrayValue = valueClass([]);
 const UndefinedValue = valueClass(undefined);
@@ -208,7 +230,16 @@ export function renderTemplate(template: Template, variables: Record<string, unk
   };
 
   self.evaluateCallExpression = (node, e) => {
-    const callee = self.evaluate(node.callee as Node, e);
+    const target = node.callee as Node;
+    const method = target.type === 'MemberExpression' && !target.computed ? ((target.property as Node).value as string) : undefined;
+    if (method === 'strip' || method === 'lstrip' || method === 'rstrip') {
+      const object = self.evaluate(target.object as Node, e);
+      if (object.type === 'StringValue') {
+        const args = ((node.args as Node[] | undefined) ?? []).map((a) => self.evaluate(a, e));
+        return new StringValue(pyStrip(object.value as string, stripChars(args[0]), method));
+      }
+    }
+    const callee = self.evaluate(target, e);
     if (isUndefined(callee)) throw undefinedError(callee);
     return BASE.evaluateCallExpression.call(self, { ...node, callee: evaluated(callee) }, e);
   };
@@ -235,6 +266,20 @@ export function renderTemplate(template: Template, variables: Record<string, unk
     if (op === '*') {
       const repeated = repeat(left, right, limits) ?? repeat(right, left, limits);
       if (repeated !== undefined) return repeated;
+    }
+    if ((op === '/' || op === '//' || op === '%') && isNumeric(left) && isNumeric(right)) {
+      const a = Number(left.value);
+      const b = Number(right.value);
+      // Python raises ZeroDivisionError where JS gives Infinity / NaN, and its % takes the divisor's sign.
+      if (b === 0) {
+        throw new TemplateRenderError(
+          op === '/' ? 'division by zero' : op === '//' ? 'integer division or modulo by zero' : 'integer modulo by zero',
+        );
+      }
+      if (op === '%') {
+        const r = a - b * Math.floor(a / b);
+        return isInt(left) && isInt(right) ? new IntegerValue(r) : new FloatValue(r);
+      }
     }
     if (op === '+' && (left.type === 'StringValue') !== (right.type === 'StringValue')) {
       throw new TemplateRenderError(
@@ -268,6 +313,11 @@ export function renderTemplate(template: Template, variables: Record<string, unk
   self.applyFilter = (operand, filter, e) => {
     const name = filter.type === 'Identifier' ? filter.value : ((filter.callee as Node | undefined)?.value as string | undefined);
     if (name === 'string') return new StringValue(pyStr(operand));
+    // jinja2's trim is str.strip(chars): Python's whitespace, not JS's (U+FEFF kept, U+001C-U+001F and U+0085 stripped).
+    if (name === 'trim' && operand.type === 'StringValue') {
+      const args = filter.type === 'Identifier' ? [] : ((filter.args as Node[] | undefined) ?? []).map((a) => self.evaluate(a, e));
+      return new StringValue(pyStrip(operand.value as string, stripChars(args[0]), 'strip'));
+    }
     if (isUndefined(operand)) {
       switch (name) {
         case 'length':
