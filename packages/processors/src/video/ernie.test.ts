@@ -44,3 +44,14 @@ describe('processErnieVideos', () => {
     expect(out.pixelValuesVideos[0]).not.toBe(out.pixelValuesVideos[16 * 588]);
   });
 });
+
+describe('frames HF reads channels-first', () => {
+  it('frames 1 or 3 pixels high are refused by name (HF infers the channel axis from the shape)', () => {
+    for (const height of [1, 3]) {
+      const frame = { width: 8, height, data: new Uint8Array(8 * height * 3) };
+      expect(() => processErnieVideos([{ frames: [frame, frame], fps: 2, name: 'clip.safetensors' }], config)).toThrow(
+        new RegExp(`video clip.safetensors: 8x${height} frames; HF's video processor reads frames`),
+      );
+    }
+  });
+});

@@ -184,6 +184,15 @@ export function processErnieVideos(
     if (v.frames.some((f) => f.width !== width || f.height !== height)) {
       throw new ProcessorError('INVALID_INPUT', `${name}: frames differ in size`);
     }
+    // HF's video processor guesses the channel axis of [T, H, W, 3] frames from the shape
+    // (image_utils.infer_channel_dimension_format): a height of 1 or 3 reads as channels-first, another picture.
+    if (height === 1 || height === 3) {
+      throw new ProcessorError(
+        'INVALID_SIZE',
+        `${name}: ${width}x${height} frames; HF's video processor reads frames ${height} pixel${height === 1 ? '' : 's'} high as ` +
+          'channels-first (another picture), so vlmkit cannot match it: pad or resize the frames first.',
+      );
+    }
     let frames = config.doSampleFrames
       ? ernieSampleFrameIndices(v.frames.length, v.fps, config, sampling).map((i) => v.frames[i]!)
       : [...v.frames];
