@@ -232,10 +232,11 @@ describe('errors name the image or video at fault (unclear messages)', () => {
   });
   it('video frames with an aspect ratio over 200 are called video frames, not an image', async () => {
     const config = ernieVideoProcessorConfig(readJson('ernie', 'video_preprocessor_config.json'));
-    const frame = await decodeImage(strip);
+    // 2 pixels high: frames 1 or 3 high are refused before (HF reads them channels-first).
+    const frame = { width: 500, height: 2, data: new Uint8Array(500 * 2 * 3) };
     const err = thrown(() => processErnieVideos([{ name: 'clip.mp4', frames: [frame, frame], fps: 2 }], config));
     expect(err.code).toBe('INVALID_SIZE');
-    expect(err.message).toContain('video clip.mp4 frames: 250x1, an aspect ratio over 200');
+    expect(err.message).toContain('video clip.mp4 frames: 500x2, an aspect ratio over 200');
     expect(err.message).not.toMatch(/\bimage\b/);
   });
   it('a decoded video with no frames names its file', async () => {
