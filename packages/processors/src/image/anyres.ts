@@ -5,6 +5,7 @@ import {
   crop,
   OPENAI_CLIP_MEAN,
   OPENAI_CLIP_STD,
+  PIXEL_SETTING_KEYS,
   type PixelNormalization,
   readNormalization,
   readResample,
@@ -63,21 +64,7 @@ export function anyresImageProcessorConfig(
   source: SettingsSource = { file: 'preprocessor_config.json' },
 ): AnyresImageProcessorConfig {
   const c = fields(json, `LlavaNext ${source.file}`, source.key);
-  refuseNullSettings(c, [
-    'image_grid_pinpoints',
-    'size',
-    'crop_size',
-    'do_resize',
-    'do_center_crop',
-    'do_pad',
-    'resample',
-    'do_rescale',
-    'rescale_factor',
-    'do_normalize',
-    'image_mean',
-    'image_std',
-    'do_convert_rgb',
-  ]);
+  refuseNullSettings(c, ['image_grid_pinpoints', 'size', 'crop_size', 'do_resize', 'do_center_crop', 'do_pad', ...PIXEL_SETTING_KEYS]);
   const crop = readSize(c, 'crop_size') ?? { height: 224, width: 224 };
   if (!('height' in crop)) return c.fail('INVALID_CONFIG', 'crop_size', 'must have height and width.');
   const imageGridPinpoints = c.intPairs('image_grid_pinpoints', {

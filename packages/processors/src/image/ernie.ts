@@ -4,6 +4,7 @@ import type { RgbImage } from './decode.js';
 import {
   OPENAI_CLIP_MEAN,
   OPENAI_CLIP_STD,
+  PIXEL_SETTING_KEYS,
   type PixelNormalization,
   readNormalization,
   readResample,
@@ -30,20 +31,7 @@ export interface ErnieImageProcessorConfig {
 const FROM = 'HF Ernie4_5_VLMoeImageProcessor';
 
 /** The keys this reader reads (and `do_convert_rgb`, which vlmkit always applies). */
-const ERNIE_KEYS = [
-  'patch_size',
-  'merge_size',
-  'temporal_patch_size',
-  'size',
-  'do_resize',
-  'resample',
-  'do_rescale',
-  'rescale_factor',
-  'do_normalize',
-  'image_mean',
-  'image_std',
-  'do_convert_rgb',
-] as const;
+const ERNIE_KEYS = ['patch_size', 'merge_size', 'temporal_patch_size', 'size', 'do_resize', ...PIXEL_SETTING_KEYS] as const;
 
 /**
  * Reads ERNIE-4.5-VL image processor settings: preprocessor_config.json, or the `image_processor`

@@ -5,6 +5,20 @@ import { PIL_RESAMPLE_CODES, type ResampleFilter, type Uint8Image } from './resi
 export const OPENAI_CLIP_MEAN: readonly [number, number, number] = [0.48145466, 0.4578275, 0.40821073];
 export const OPENAI_CLIP_STD: readonly [number, number, number] = [0.26862954, 0.26130258, 0.27577711];
 
+/**
+ * The pixel settings every image and video processor here reads (readResample, readNormalization) and
+ * `do_convert_rgb`, which vlmkit always applies: one list for the readers' null checks.
+ */
+export const PIXEL_SETTING_KEYS = [
+  'resample',
+  'do_rescale',
+  'rescale_factor',
+  'do_normalize',
+  'image_mean',
+  'image_std',
+  'do_convert_rgb',
+] as const;
+
 /** The rescale and normalize steps of an HF image processor (`do_rescale`, `rescale_factor`, `do_normalize`, ...). */
 export interface PixelNormalization {
   readonly doRescale: boolean;

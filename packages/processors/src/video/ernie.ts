@@ -2,7 +2,14 @@ import { fields } from '@vlmkit/config';
 import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from '../image/decode.js';
 import { ernieSmartResize } from '../image/ernie.js';
-import { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization, readNormalization, readResample } from '../image/pixels.js';
+import {
+  OPENAI_CLIP_MEAN,
+  OPENAI_CLIP_STD,
+  PIXEL_SETTING_KEYS,
+  type PixelNormalization,
+  readNormalization,
+  readResample,
+} from '../image/pixels.js';
 import { torchResizeBicubicUint8 } from './torch-resize.js';
 
 /** A decoded video: its frames in order (8-bit RGB, all the same size) and, for fps sampling, its frame rate. */
@@ -64,13 +71,7 @@ export function ernieVideoProcessorConfig(
     'max_frames',
     'do_sample_frames',
     'do_resize',
-    'resample',
-    'do_rescale',
-    'rescale_factor',
-    'do_normalize',
-    'image_mean',
-    'image_std',
-    'do_convert_rgb',
+    ...PIXEL_SETTING_KEYS,
   ]);
   if (c.bool('draw_on_frames', { default: true, from: FROM })) {
     c.fail(
