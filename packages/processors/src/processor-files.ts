@@ -1,0 +1,177 @@
+// Which processor folder files HF 5.17 reads and which one wins (AutoProcessor, ProcessorMixin): the processor
+// class, the chat template's source, nested settings against their files, and settings errors named by file.
+import { readdir, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ConfigError } from '@vlmkit/config';
+import { ProcessorError, type SettingsSource } from './errors.js';
+import type { ProcessorKind } from './processor.js';
+import { readJsonObject, readProcessorFile } from './text/tokenizer.js';
+
+/**
+ * Which processor HF's AutoProcessor would build: processor_config.json's processor_class, else the
+ * image processor type in preprocessor_config.json, else config.json's model_type.
+ */
+export function processorKind(
+  dir: string,
+  processorConfig: Record<string, unknown>,
+  preprocessor: Record<string, unknown>,
+  imageSettings: Record<string, unknown>,
+  modelConfig: Record<string, unknown>,
+): ProcessorKind {
+  const cls = processorConfig.processor_class ?? preprocessor.processor_class;
+  if (cls === 'Ernie4_5_VLMoeProcessor') return 'ernie4_5_vl_moe';
+  if (cls === 'Granite4VisionProcessor') return 'granite4_vision';
+  const imageType = imageSettings.image_processor_type;
+  if (typeof imageType === 'string' && imageType.startsWith('Ernie4_5_VLMoe')) return 'ernie4_5_vl_moe';
+  if (modelConfig.model_type === 'ernie4_5_vl_moe' || modelConfig.model_type === 'granite4_vision') return modelConfig.model_type;
+  throw new ProcessorError(
+    'INVALID_PROCESSOR_CONFIG',
+    `${dir}: cannot tell which processor to use (processor_class ${JSON.stringify(cls)}, image_processor_type ` +
+      `${JSON.stringify(imageType)}, model_type ${JSON.stringify(modelConfig.model_type)}); supported: ` +
+      'Ernie4_5_VLMoeProcessor (ernie4_5_vl_moe), Granite4VisionProcessor (granite4_vision)',
+  );
+}
+
+/**
+ * The processor's chat template as HF ProcessorMixin.get_processor_dict finds it: processor_config.json
+ * `chat_template`, else chat_template.json (legacy), else chat_template.jinja; files that are not
+ * regular files count as absent. HF's processor never falls back to tokenizer_config.json's template.
+ */
+export async function chatTemplateSource(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
+  // HF reads an empty template as none at all: apply_chat_template then raises that there is no template.
+  const source = await chatTemplateFound(dir, processorConfig);
+  return source === '' ? undefined : source;
+}
+
+async function chatTemplateFound(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
+  const inConfig = processorConfig.chat_template;
+  if (inConfig !== undefined && inConfig !== null) return templateText(inConfig, 'processor_config.json chat_template');
+  const json = await readJsonObject(join(dir, 'chat_template.json'), 'TOKENIZER_ERROR');
+  if (json !== undefined) {
+    if (await hasNamedTemplates(dir)) {
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `${dir}: both chat_template.json and chat_templates/*.jinja exist, which HF refuses; replace chat_template.json with chat_template.jinja.`,
+      );
+    }
+    return templateText(json.chat_template, 'chat_template.json chat_template');
+  }
+  return readProcessorFile(join(dir, 'chat_template.jinja'), 'TOKENIZER_ERROR');
+}
+
+/** A template value: a string, or a dict of named templates (its "default"). */
+function templateText(t: unknown, where: string): string | undefined {
+  if (typeof t === 'string') return t;
+  if (t !== null && typeof t === 'object' && typeof (t as Record<string, unknown>).default === 'string') {
+    return (t as Record<string, string>).default;
+  }
+  throw new ProcessorError('TOKENIZER_ERROR', `${where} must be a template string (or named templates with a "default")`);
+}
+
+async function hasNamedTemplates(dir: string): Promise<boolean> {
+  try {
+    return (await readdir(join(dir, 'chat_templates'))).some((f) => f.endsWith('.jinja'));
+  } catch {
+    return false;
+  }
+}
+
+/** Settings as the JSON object read and where it came from (for errors). */
+export interface Settings {
+  readonly json: Record<string, unknown>;
+  readonly source: SettingsSource;
+}
+
+/**
+ * Which settings HF's image / video processor loads (get_image_processor_dict,
+ * get_video_processor_dict): the object save_pretrained nests in processor_config.json under `key`
+ * when present and not null, else the first file present. Nothing is merged.
+ */
+export function nestedOrFile(
+  processorConfig: Record<string, unknown>,
+  key: string,
+  files: readonly (readonly [string, Record<string, unknown> | undefined])[],
+): Settings | undefined {
+  const nested = processorConfig[key];
+  if (nested !== undefined && nested !== null) {
+    if (typeof nested !== 'object' || Array.isArray(nested)) {
+      throw new ProcessorError('INVALID_PROCESSOR_CONFIG', `processor_config.json: ${key} must be a JSON object (the ${key} settings).`);
+    }
+    return { json: nested as Record<string, unknown>, source: { file: 'processor_config.json', key } };
+  }
+  for (const [file, json] of files) if (json !== undefined) return { json, source: { file } };
+  return undefined;
+}
+
+/**
+ * HF's Ernie4_5_VLMoeVideoProcessor.get_video_processor_dict refuses to load a folder whose video
+ * settings say `"draw_on_frames": true` without the `font` file beside them.
+ */
+export async function checkDrawOnFramesFont(dir: string, video: Settings): Promise<void> {
+  if (video.json.draw_on_frames !== true) return;
+  const font = video.json.font;
+  if (typeof font === 'string' && (await isRegularFile(resolve(dir, font)))) return;
+  throw new ProcessorError(
+    'INVALID_PROCESSOR_CONFIG',
+    `${dir}: ${settingsField(video.source, 'draw_on_frames')} is true but its font ${JSON.stringify(font)} is not a file in the ` +
+      'folder, which HF refuses to load; set "draw_on_frames": false (vlmkit does not draw the timestamps either).',
+  );
+}
+
+async function isRegularFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The image_processor_type values HF 5.17 resolves to each family's image processor (any backend). */
+const IMAGE_PROCESSOR_TYPES: Record<ProcessorKind, RegExp> = {
+  ernie4_5_vl_moe: /^Ernie4_5_VL_?MoeImageProcessor(Pil|Fast)?$/,
+  granite4_vision: /^LlavaNextImageProcessor(Pil|Fast)?$/,
+};
+
+/**
+ * AutoImageProcessor builds the class `image_processor_type` names, else the one config.json's
+ * model_type maps to, else refuses. Another family's class would process the images its own way.
+ */
+export function checkImageProcessorType(
+  dir: string,
+  kind: ProcessorKind,
+  image: Settings,
+  modelConfig: Record<string, unknown> | undefined,
+): void {
+  const type = image.json.image_processor_type;
+  const field = settingsField(image.source, 'image_processor_type');
+  if (type === undefined || type === null) {
+    if (modelConfig?.model_type === kind) return;
+    throw new ProcessorError(
+      'INVALID_PROCESSOR_CONFIG',
+      `${dir}: ${field} is missing and there is no config.json model_type to choose the image processor by; ` +
+        "HF's AutoImageProcessor refuses such a folder. Add the image_processor_type of the model's repository.",
+    );
+  }
+  if (typeof type !== 'string' || !IMAGE_PROCESSOR_TYPES[kind].test(type)) {
+    throw new ProcessorError(
+      'INVALID_PROCESSOR_CONFIG',
+      `${dir}: ${field} is ${JSON.stringify(type)}, not the ${kind} image processor (${IMAGE_PROCESSOR_TYPES[kind].source}); ` +
+        'HF would build that class instead, which vlmkit does not reproduce.',
+    );
+  }
+}
+
+/** Runs a settings reader, its ConfigError (which names the file and field) as a ProcessorError. */
+export function readSettings<T>(dir: string, read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof ConfigError) throw new ProcessorError('INVALID_PROCESSOR_CONFIG', `${dir}: ${e.message}`, { cause: e });
+    throw e;
+  }
+}
+
+/** `file field` or, nested, `processor_config.json image_processor.field`. */
+export function settingsField(source: SettingsSource, field: string): string {
+  return source.key === undefined ? `${source.file} ${field}` : `${source.file} ${source.key}.${field}`;
+}
