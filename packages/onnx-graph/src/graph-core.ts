@@ -58,6 +58,8 @@ interface SharedState {
   readonly byRef: Map<TensorRef, Value>;
   readonly byInitName: Map<string, Value>;
   readonly smallConstants: Map<string, Value>;
+  /** Every value's dtype and shape by name, bodies' too: what rewrite passes read (`typeOf`). */
+  readonly types: Map<string, OutputSpec>;
   dims: number;
 }
 
@@ -117,6 +119,7 @@ export class GraphCore {
         byRef: new Map(),
         byInitName: new Map(),
         smallConstants: new Map(),
+        types: new Map(),
         dims: 0,
       };
     }
@@ -153,7 +156,7 @@ export class GraphCore {
   /** Declares a graph input. Symbolic dims are strings (`'batch'`). */
   input(name: string, dtype: DType, shape: Shape): Value {
     this.claim(name);
-    const v = new Value(this, name, dtype, [...shape]);
+    const v = this.track(new Value(this, name, dtype, [...shape]));
     this.inputList.push(v);
     return v;
   }
@@ -166,9 +169,9 @@ export class GraphCore {
     if (value.name !== name || this.outputList.includes(value) || this.inputList.includes(value) || value.owner !== this) {
       this.claim(name);
       this.nodeList.push({ opType: 'Identity', name: `${name}/Identity`, input: [value.name], output: [name], domain: '' });
-      out = new Value(this, name, value.dtype, shape ?? value.shape);
+      out = this.track(new Value(this, name, value.dtype, shape ?? value.shape));
     } else if (shape !== undefined) {
-      out = new Value(this, name, value.dtype, shape);
+      out = this.track(new Value(this, name, value.dtype, shape));
     }
     this.outputList.push(out);
     return out;
@@ -187,7 +190,7 @@ export class GraphCore {
     }
     this.claim(name);
     // Owned by the root: every body may read it.
-    const v = new Value(this.root, name, ref.dtype, [...ref.shape]);
+    const v = this.track(new Value(this.root, name, ref.dtype, [...ref.shape]));
     this.initializerList.push({ name, ref });
     byRef.set(ref, v);
     byInitName.set(name, v);
@@ -275,7 +278,38 @@ export class GraphCore {
       output: outNames,
       attribute,
     });
-    return outputs.map((o, i) => new Value(this, outNames[i]!, o.dtype, [...o.shape]));
+    return outputs.map((o, i) => this.track(new Value(this, outNames[i]!, o.dtype, [...o.shape])));
+  }
+
+  private track(v: Value): Value {
+    this.shared.types.set(v.name, { dtype: v.dtype, shape: v.shape });
+    return v;
+  }
+
+  /** The dtype and shape of the value named `name` anywhere in the model (undefined: not made by this builder). */
+  typeOf(name: string): OutputSpec | undefined {
+    return this.shared.types.get(name);
+  }
+
+  /**
+   * A new name in the model's name space, claimed (`base`, else `base_1`, ...), with its dtype and shape
+   * recorded: for nodes and values that rewrite passes add.
+   */
+  freshName(base: string, type?: OutputSpec): string {
+    const name = this.uniqueName(base);
+    this.claim(name);
+    if (type !== undefined) this.shared.types.set(name, type);
+    return name;
+  }
+
+  /** Declares that nodes of `domain` (e.g. com.microsoft) are in the model: the serializer imports its opset. */
+  useDomain(domain: string): void {
+    if (domain !== '') this.domains.add(domain);
+  }
+
+  /** The live node list of this graph (root or body being built): rewrite passes edit it in place. */
+  get nodes(): OnnxTypes.INodeProto[] {
+    return this.nodeList;
   }
 
   /** The name the next `opType` node in this scope will get. */
@@ -347,7 +381,7 @@ function toTypedArray(dtype: DType, n: number, values: readonly number[] | reado
   return out;
 }
 
-function toAttribute(name: string, a: Attr): OnnxTypes.IAttributeProto {
+export function toAttribute(name: string, a: Attr): OnnxTypes.IAttributeProto {
   const T = onnx.AttributeProto.AttributeType;
   if ('int' in a) return { name, type: T.INT, i: a.int };
   if ('float' in a) return { name, type: T.FLOAT, f: a.float };

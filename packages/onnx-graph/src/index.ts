@@ -35,6 +35,16 @@ export { OP_SETS, type OpSet, opSet } from './ops-contrib.js';
 export type { LoopBodyInputs, LoopBodyOutputs, LoopCarried, LoopOutputs } from './ops-control.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';
+export {
+  applyPasses,
+  attrNumber,
+  type GraphPass,
+  makeNode,
+  NodeIndex,
+  type PassBody,
+  replaceNodes,
+  rewriteEach,
+} from './passes/rewrite.js';
 export { onnx } from './proto.js';
 export {
   QUANTIZE_MODES,

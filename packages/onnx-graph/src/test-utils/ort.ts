@@ -1,6 +1,7 @@
 import ort from 'onnxruntime-node';
 import type { Graph } from '../graph.js';
 import { serializeModel } from '../model.js';
+import { applyPasses, type GraphPass } from '../passes/rewrite.js';
 
 export type Feed = { dtype: 'float32' | 'int64' | 'int32' | 'bool' | 'float16'; dims: number[]; data: ArrayLike<number> | BigInt64Array };
 
@@ -45,4 +46,24 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;
+}
+
+/**
+ * The equivalence check every pass test makes: `build` twice, once left as built and once rewritten by
+ * `passes`, both run on `feeds`; returns the rewrites made and each output's max |diff|.
+ */
+export async function passDiffs(
+  build: () => Graph,
+  passes: readonly GraphPass[],
+  feeds: Record<string, Feed>,
+): Promise<{ rewrites: Record<string, number>; diffs: Record<string, number> }> {
+  const before = await runGraph(build(), feeds);
+  const g = build();
+  const rewrites = applyPasses(g, passes);
+  const after = await runGraph(g, feeds);
+  const diffs: Record<string, number> = {};
+  for (const [name, t] of Object.entries(before)) {
+    diffs[name] = maxAbsDiff(Array.from(t.data as ArrayLike<number>, Number), Array.from(after[name]!.data as ArrayLike<number>, Number));
+  }
+  return { rewrites, diffs };
 }

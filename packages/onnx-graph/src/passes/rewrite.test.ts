@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { Graph } from '../graph.js';
+import { passDiffs, randn } from '../test-utils/ort.js';
+import { applyPasses, type GraphPass, makeNode, replaceNodes, rewriteEach } from './rewrite.js';
+
+/** Neg(Neg(x)) -> Identity(x): the smallest pattern with an inner value, to test the machinery. */
+const doubleNeg: GraphPass = {
+  name: 'double-neg',
+  run: (body) =>
+    rewriteEach(body, (node, index) => {
+      if (node.opType !== 'Neg') return false;
+      const inner = index.producer(node.input![0]!);
+      if (inner?.opType !== 'Neg' || !index.onlyReadBy(inner.output![0]!, node)) return false;
+      const id = makeNode('Identity', [inner.input![0]!], [node.output![0]!], { name: body.graph.freshName(`${node.name}/fused`) });
+      return replaceNodes(index, [inner, node], [id]);
+    }),
+};
+
+function twoNegs(alsoReturnInner: boolean): Graph {
+  const g = new Graph();
+  const x = g.input('x', 'float32', [2, 3]);
+  const a = g.neg(x);
+  const y = g.relu(g.neg(a));
+  g.output(y, 'y');
+  if (alsoReturnInner) g.output(a, 'a');
+  return g;
+}
+
+describe('rewrite passes', () => {
+  it('replaces a pattern and keeps the outputs', async () => {
+    const { rewrites, diffs } = await passDiffs(() => twoNegs(false), [doubleNeg], {
+      x: { dtype: 'float32', dims: [2, 3], data: randn(6, 1) },
+    });
+    expect(rewrites).toEqual({ 'double-neg': 1 });
+    expect(diffs.y).toBe(0);
+  });
+
+  it('leaves a pattern whose inner value is still needed', () => {
+    const g = twoNegs(true);
+    expect(applyPasses(g, [doubleNeg])).toEqual({ 'double-neg': 0 });
+    expect(g.nodes.filter((n) => n.opType === 'Neg')).toHaveLength(2);
+  });
+
+  it('rewrites inside Loop and If bodies', async () => {
+    const build = () => {
+      const g = new Graph();
+      const x = g.input('x', 'float32', [3]);
+      const flag = g.input('flag', 'bool', []);
+      const [y] = g.if(
+        flag,
+        (b) => [b.neg(b.neg(b.relu(x)))],
+        (b) => [b.relu(x)],
+      );
+      g.output(y!, 'y');
+      return g;
+    };
+    const { rewrites, diffs } = await passDiffs(build, [doubleNeg], {
+      x: { dtype: 'float32', dims: [3], data: [-1, 0.5, 2] },
+      flag: { dtype: 'bool', dims: [], data: [1] },
+    });
+    expect(rewrites).toEqual({ 'double-neg': 1 });
+    expect(diffs.y).toBe(0);
+  });
+
+  it('refuses an insertion that would read a value made later', () => {
+    const g = new Graph();
+    const x = g.input('x', 'float32', [2]);
+    const a = g.neg(x);
+    const b = g.relu(x);
+    g.output(g.add(a, b), 'y');
+    const body = { nodes: g.nodes, outputs: new Set(['y']), graph: g };
+    const [neg, relu] = [g.nodes[0]!, g.nodes[1]!];
+    // A node put where Neg was, reading Relu's output, would run before Relu.
+    const bad = makeNode('Identity', [relu.output![0]!], [neg.output![0]!], { name: g.freshName('bad') });
+    expect(rewriteEach(body, (node, index) => node === neg && replaceNodes(index, [neg], [bad]))).toBe(0);
+  });
+});

@@ -1,0 +1,182 @@
+import { type Attr, type GraphCore, toAttribute } from '../graph-core.js';
+import type { OnnxTypes } from '../proto.js';
+
+type Node = OnnxTypes.INodeProto;
+
+/**
+ * A rewrite over a built graph (onnxscript's rewriter): a pattern found in a body's nodes and replaced by
+ * nodes that compute the same values. Builders write the math; passes make it fast. A pass never changes what
+ * the graph's outputs hold beyond float rounding: each has a test running the graph before and after.
+ */
+export interface GraphPass {
+  /** Stable name: written into load reports and profile tables. */
+  readonly name: string;
+  /** Rewrites `body` in place; returns how many rewrites it made. */
+  run(body: PassBody): number;
+}
+
+/** One graph's nodes as a pass sees them: the root graph or a Loop / If body inside it. */
+export interface PassBody {
+  /** The nodes in execution order; edit only through `replaceNodes`. */
+  readonly nodes: Node[];
+  /** Names this body returns (its graph outputs): a rewrite must keep producing them. */
+  readonly outputs: ReadonlySet<string>;
+  /** The model being rewritten: value types, fresh names, initializers, domains. */
+  readonly graph: GraphCore;
+}
+
+/** Runs `passes` in order over the root graph and every body nested in it; returns the rewrites per pass. */
+export function applyPasses(g: GraphCore, passes: readonly GraphPass[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  const rootOutputs = new Set(g.snapshot().outputs.map((v) => v.name));
+  for (const pass of passes) {
+    let n = 0;
+    const visit = (nodes: Node[], outputs: ReadonlySet<string>) => {
+      n += pass.run({ nodes, outputs, graph: g });
+      for (const node of nodes) {
+        for (const a of node.attribute ?? []) {
+          if (a.g) visit((a.g.node ??= []), new Set((a.g.output ?? []).map((o) => o.name ?? '')));
+        }
+      }
+    };
+    visit(g.nodes, rootOutputs);
+    counts[pass.name] = (counts[pass.name] ?? 0) + n;
+  }
+  return counts;
+}
+
+/** Who makes and who reads each value of a body (reads inside a node's subgraphs count as the node's). */
+export class NodeIndex {
+  private readonly producers = new Map<string, number>();
+  private readonly readers = new Map<string, Node[]>();
+
+  constructor(readonly body: PassBody) {
+    body.nodes.forEach((node, i) => {
+      for (const o of node.output ?? []) if (o !== '') this.producers.set(o, i);
+      for (const name of namesRead(node)) {
+        const list = this.readers.get(name);
+        if (list === undefined) this.readers.set(name, [node]);
+        else if (!list.includes(node)) list.push(node);
+      }
+    });
+  }
+
+  /** The node making `name` in this body, or undefined (a graph input, an initializer, an outer value). */
+  producer(name: string): Node | undefined {
+    const i = this.producers.get(name);
+    return i === undefined ? undefined : this.body.nodes[i];
+  }
+
+  /** The position of `node` in the body. */
+  position(node: Node): number {
+    const i = this.producers.get(node.output?.[0] ?? '');
+    return i !== undefined && this.body.nodes[i] === node ? i : this.body.nodes.indexOf(node);
+  }
+
+  /** The nodes reading `name`. */
+  readersOf(name: string): readonly Node[] {
+    return this.readers.get(name) ?? [];
+  }
+
+  /** `name` is read by `node` alone and is not a body output: the node may absorb its producer. */
+  onlyReadBy(name: string, node: Node): boolean {
+    const r = this.readersOf(name);
+    return r.length === 1 && r[0] === node && !this.body.outputs.has(name);
+  }
+
+  /** `name` is read by anything or returned by the body. */
+  isUsed(name: string): boolean {
+    return this.readersOf(name).length > 0 || this.body.outputs.has(name);
+  }
+}
+
+/**
+ * Replaces the `remove` nodes by `insert` (in that order) at the position of the first removed node. Refused
+ * (false, nothing changed) when an inserted node would read a value not yet made at that position, or when a
+ * removed node's output that is still read or returned is not made again by an inserted node.
+ */
+export function replaceNodes(index: NodeIndex, remove: readonly Node[], insert: readonly Node[]): boolean {
+  const { body } = index;
+  const at = Math.min(...remove.map((n) => index.position(n)));
+  const removed = new Set(remove);
+  const made = new Set<string>();
+  for (const node of insert) {
+    for (const name of namesRead(node)) {
+      if (made.has(name)) continue;
+      const p = index.producer(name);
+      if (p !== undefined && (removed.has(p) || index.position(p) >= at)) return false;
+    }
+    for (const o of node.output ?? []) if (o !== '') made.add(o);
+  }
+  for (const node of remove) {
+    for (const o of node.output ?? []) {
+      if (o === '' || made.has(o)) continue;
+      const stillRead = index.readersOf(o).some((r) => !removed.has(r)) || body.outputs.has(o);
+      if (stillRead) return false;
+    }
+  }
+  const kept = body.nodes.filter((n) => !removed.has(n));
+  const before = body.nodes.slice(0, at).filter((n) => !removed.has(n)).length;
+  kept.splice(before, 0, ...insert);
+  body.nodes.splice(0, body.nodes.length, ...kept);
+  for (const node of insert) body.graph.useDomain(node.domain ?? '');
+  return true;
+}
+
+/**
+ * Runs `match` on each node in order; a match returns true after it rewrote the body (`replaceNodes`), and the
+ * index is rebuilt. Returns the number of rewrites.
+ */
+export function rewriteEach(body: PassBody, match: (node: Node, index: NodeIndex) => boolean): number {
+  let count = 0;
+  let index = new NodeIndex(body);
+  for (let i = 0; i < body.nodes.length; i++) {
+    const node = body.nodes[i]!;
+    if (match(node, index)) {
+      count++;
+      index = new NodeIndex(body);
+      i = -1;
+    }
+  }
+  return count;
+}
+
+/** A node for a pass to insert, its attributes written as the builder writes them. */
+export function makeNode(
+  opType: string,
+  inputs: readonly string[],
+  outputs: readonly string[],
+  opts: { name: string; domain?: string; attrs?: Record<string, Attr | undefined> },
+): Node {
+  const attribute: OnnxTypes.IAttributeProto[] = [];
+  for (const [key, a] of Object.entries(opts.attrs ?? {})) if (a !== undefined) attribute.push(toAttribute(key, a));
+  let last = inputs.length;
+  while (last > 0 && inputs[last - 1] === '') last--;
+  return { opType, name: opts.name, domain: opts.domain ?? '', input: inputs.slice(0, last), output: [...outputs], attribute };
+}
+
+/** The attribute `name` of `node` as a number (ints and floats), or `fallback`. */
+export function attrNumber(node: Node, name: string, fallback: number): number {
+  const a = node.attribute?.find((x) => x.name === name);
+  if (a === undefined) return fallback;
+  return a.f !== undefined && a.f !== null && a.type === 1 ? a.f : Number(a.i ?? fallback);
+}
+
+/** Names `node` reads: its inputs and the outer-scope names its subgraphs read. */
+function namesRead(node: Node): Set<string> {
+  const names = new Set<string>();
+  for (const i of node.input ?? []) if (i !== '') names.add(i);
+  for (const a of node.attribute ?? []) if (a.g) for (const name of outerReads(a.g)) names.add(name);
+  return names;
+}
+
+/** Names a subgraph reads but does not make itself (outer-scope values). */
+function outerReads(g: OnnxTypes.IGraphProto): Set<string> {
+  const own = new Set<string>([...(g.input ?? []).map((v) => v.name ?? ''), ...(g.initializer ?? []).map((t) => t.name ?? '')]);
+  const reads = new Set<string>();
+  for (const node of g.node ?? []) {
+    for (const name of namesRead(node)) if (!own.has(name)) reads.add(name);
+    for (const o of node.output ?? []) own.add(o);
+  }
+  return reads;
+}
