@@ -35,7 +35,9 @@ export function applyPasses(g: GraphCore, passes: readonly GraphPass[]): Record<
       n += pass.run({ nodes, outputs, graph: g });
       for (const node of nodes) {
         for (const a of node.attribute ?? []) {
-          if (a.g) visit((a.g.node ??= []), new Set((a.g.output ?? []).map((o) => o.name ?? '')));
+          if (!a.g) continue;
+          a.g.node ??= [];
+          visit(a.g.node, new Set((a.g.output ?? []).map((o) => o.name ?? '')));
         }
       }
     };
