@@ -1,4 +1,5 @@
 export { ProcessorError, type ProcessorErrorCode } from './errors.js';
+export { ERNIE_PROCESSOR, GRANITE_PROCESSOR, PROCESSOR_FAMILIES } from './families/index.js';
 export {
   type AnyresImageInputs,
   type AnyresImageProcessorConfig,
@@ -20,16 +21,18 @@ export {
 } from './image/ernie.js';
 export { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization } from './image/pixels.js';
 export { PIL_RESAMPLE_CODES, type ResampleFilter, resize, type Uint8Image } from './image/resize.js';
+export { type ImageInput, type ProcessChatOptions, Processor, type ProcessorCallInputs } from './processor.js';
 export {
-  type ImageInput,
-  type ProcessChatOptions,
-  Processor,
-  type ProcessorCallInputs,
-  type ProcessorKind,
+  checkImageProcessorType,
+  chooseProcessorFamily,
+  type MediaInputs,
+  type ProcessorFamily,
+  type ProcessorFolder,
   type ProcessorOutputs,
+  type ProcessorRules,
   type ProcessorTensor,
   type VideoInput,
-} from './processor.js';
+} from './processor-family.js';
 export {
   type ApplyChatTemplateOptions,
   type ChatMessage,

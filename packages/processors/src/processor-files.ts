@@ -1,36 +1,10 @@
-// Which processor folder files HF 5.17 reads and which one wins (AutoProcessor, ProcessorMixin): the processor
-// class, the chat template's source, nested settings against their files, and settings errors named by file.
+// Which processor folder files HF 5.17 reads and which one wins (AutoProcessor, ProcessorMixin): the chat
+// template's source, nested settings against their files, and settings errors named by file.
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError } from '@vlmkit/config';
 import { ProcessorError, type SettingsSource } from './errors.js';
-import type { ProcessorKind } from './processor.js';
 import { readJsonObject, readProcessorFile } from './text/tokenizer.js';
-
-/**
- * Which processor HF's AutoProcessor would build: processor_config.json's processor_class, else the
- * image processor type in preprocessor_config.json, else config.json's model_type.
- */
-export function processorKind(
-  dir: string,
-  processorConfig: Record<string, unknown>,
-  preprocessor: Record<string, unknown>,
-  imageSettings: Record<string, unknown>,
-  modelConfig: Record<string, unknown>,
-): ProcessorKind {
-  const cls = processorConfig.processor_class ?? preprocessor.processor_class;
-  if (cls === 'Ernie4_5_VLMoeProcessor') return 'ernie4_5_vl_moe';
-  if (cls === 'Granite4VisionProcessor') return 'granite4_vision';
-  const imageType = imageSettings.image_processor_type;
-  if (typeof imageType === 'string' && imageType.startsWith('Ernie4_5_VLMoe')) return 'ernie4_5_vl_moe';
-  if (modelConfig.model_type === 'ernie4_5_vl_moe' || modelConfig.model_type === 'granite4_vision') return modelConfig.model_type;
-  throw new ProcessorError(
-    'INVALID_PROCESSOR_CONFIG',
-    `${dir}: cannot tell which processor to use (processor_class ${JSON.stringify(cls)}, image_processor_type ` +
-      `${JSON.stringify(imageType)}, model_type ${JSON.stringify(modelConfig.model_type)}); supported: ` +
-      'Ernie4_5_VLMoeProcessor (ernie4_5_vl_moe), Granite4VisionProcessor (granite4_vision)',
-  );
-}
 
 /**
  * The processor's chat template as HF ProcessorMixin.get_processor_dict finds it: processor_config.json
@@ -123,41 +97,6 @@ async function isRegularFile(path: string): Promise<boolean> {
     return (await stat(path)).isFile();
   } catch {
     return false;
-  }
-}
-
-/** The image_processor_type values HF 5.17 resolves to each family's image processor (any backend). */
-const IMAGE_PROCESSOR_TYPES: Record<ProcessorKind, RegExp> = {
-  ernie4_5_vl_moe: /^Ernie4_5_VL_?MoeImageProcessor(Pil|Fast)?$/,
-  granite4_vision: /^LlavaNextImageProcessor(Pil|Fast)?$/,
-};
-
-/**
- * AutoImageProcessor builds the class `image_processor_type` names, else the one config.json's
- * model_type maps to, else refuses. Another family's class would process the images its own way.
- */
-export function checkImageProcessorType(
-  dir: string,
-  kind: ProcessorKind,
-  image: Settings,
-  modelConfig: Record<string, unknown> | undefined,
-): void {
-  const type = image.json.image_processor_type;
-  const field = settingsField(image.source, 'image_processor_type');
-  if (type === undefined || type === null) {
-    if (modelConfig?.model_type === kind) return;
-    throw new ProcessorError(
-      'INVALID_PROCESSOR_CONFIG',
-      `${dir}: ${field} is missing and there is no config.json model_type to choose the image processor by; ` +
-        "HF's AutoImageProcessor refuses such a folder. Add the image_processor_type of the model's repository.",
-    );
-  }
-  if (typeof type !== 'string' || !IMAGE_PROCESSOR_TYPES[kind].test(type)) {
-    throw new ProcessorError(
-      'INVALID_PROCESSOR_CONFIG',
-      `${dir}: ${field} is ${JSON.stringify(type)}, not the ${kind} image processor (${IMAGE_PROCESSOR_TYPES[kind].source}); ` +
-        'HF would build that class instead, which vlmkit does not reproduce.',
-    );
   }
 }
 

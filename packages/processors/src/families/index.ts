@@ -1,0 +1,8 @@
+// The processors this package knows; `Processor.fromPretrained(dir)` chooses among them by the folder's files.
+import type { ProcessorFamily } from '../processor-family.js';
+import { ERNIE_PROCESSOR } from './ernie.js';
+import { GRANITE_PROCESSOR } from './granite.js';
+
+export const PROCESSOR_FAMILIES: readonly ProcessorFamily[] = [ERNIE_PROCESSOR, GRANITE_PROCESSOR];
+
+export { ERNIE_PROCESSOR, GRANITE_PROCESSOR };
