@@ -29,7 +29,12 @@ const TOY: ProcessorFamily = {
   video: false,
   open: async () => ({
     media: async (images) => ({
-      tensors: { image_sizes: int64(images.flatMap((i) => [i.height, i.width]), [images.length, 2]) },
+      tensors: {
+        image_sizes: int64(
+          images.flatMap((i) => [i.height, i.width]),
+          [images.length, 2],
+        ),
+      },
       expansions: [{ modality: 'image', token: '<image>', counts: images.map(() => 1) }],
     }),
     tokenTensors: () => ({}),
