@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 // The README's example, with its comments turned into assertions.
-import { ConfigError, fields } from './index.js';
+import { ConfigError, fields, Grid, GridError } from './index.js';
 
 it('README example runs and gives the documented values', () => {
   const json = { text_config: { hidden_size: 2560, moe_k: 0, rms_norm_eps: null } };
@@ -20,4 +20,12 @@ it('README example runs and gives the documented values', () => {
   expect(err?.code).toBe('INVALID_CONFIG');
   expect(err?.field).toBe('text_config.moe_k');
   expect(err?.message).toBe('ERNIE text config: text_config.moe_k must be a positive integer, found 0.');
+});
+
+it('README Grid example gives the documented values', () => {
+  const video = Grid.of([4, 16, 16], 'video_grid_thw[0]', { spatial: 2, temporal: 2 });
+  expect([video.patches, video.tokens, video.merged]).toEqual([1024, 128, [2, 8, 8]]);
+  expect(() => Grid.of([1, 3, 4], 'image_grid_thw[1]', { spatial: 2 })).toThrow(
+    new GridError('image_grid_thw[1]', 'image_grid_thw[1] is [1, 3, 4]: expected h and w multiples of spatial_merge_size (2)'),
+  );
 });

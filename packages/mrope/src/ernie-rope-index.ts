@@ -63,11 +63,9 @@ export function ernieRopeIndex(input: RopeIndexInput, config: ErnieRopeIndexConf
       grid: (m, i) => {
         const g = (m === 1 ? images : videos)[i]!;
         const name = `${m === 1 ? 'image' : 'video'} ${i}`;
-        checkGrid(g, name, m === 1 ? 1 : tm, sm);
-        const t = m === 1 ? g[0] : g[0] / tm;
-        const h = g[1] / sm;
-        const w = g[2] / sm;
-        return { t, h, w, tIndex: (k) => k, label: `${name} (grid_thw [${g.join(', ')}] -> ${t}*${h}*${w} = ${t * h * w} tokens)` };
+        const grid = checkGrid(g, `${m === 1 ? 'imageGridThw' : 'videoGridThw'}[${i}]`, { spatial: sm, temporal: m === 1 ? 1 : tm });
+        const [t, h, w] = grid.merged;
+        return { t, h, w, tIndex: (k) => k, label: `${name} (grid_thw [${g.join(', ')}] -> ${t}*${h}*${w} = ${grid.tokens} tokens)` };
       },
     },
     options,

@@ -151,9 +151,11 @@ describe('input validation', () => {
     expect(catchErr(() => ernieRopeIndex({ inputIds: [P], imageGridThw: [[1, 2, 2]] }, { imageTokenId: P })).code).toBe(
       'AMBIGUOUS_PATCH_TOKEN',
     );
-    expect(catchErr(() => ernieRopeIndex({ inputIds: [VS, P, VE], videoGridThw: [[3, 2, 2]] }, ERNIE_45_VL_TOKENS)).code).toBe(
+    const odd = catchErr(() => ernieRopeIndex({ inputIds: [VS, P, VE], videoGridThw: [[3, 2, 2]] }, ERNIE_45_VL_TOKENS));
+    expect([odd.code, odd.message]).toEqual([
       'INVALID_GRID',
-    );
+      'videoGridThw[0] is [3, 2, 2]: expected t a multiple of temporal_merge_size (2), h and w of spatial_merge_size (2)',
+    ]);
     expect(catchErr(() => ernieRopeIndex({ inputIds: [[T, T], [T]] }, ERNIE_45_VL_TOKENS)).code).toBe('SHAPE_MISMATCH');
   });
 

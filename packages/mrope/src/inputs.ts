@@ -1,10 +1,10 @@
+import { Grid, type GridMerge, type GridThw } from '@vlmkit/config';
 import { MropeError } from './errors.js';
+
+export type { GridThw };
 
 /** Token ids or a mask for one sequence, as tokenizers and ORT hand them over. */
 export type IntArray = readonly number[] | Int32Array | BigInt64Array;
-
-/** One image's or video's patch grid before merging: [t, h, w] (HF `image_grid_thw` rows). */
-export type GridThw = readonly [number, number, number];
 
 /** Output integer dtype: int64 matches HF/ORT `position_ids`, int32 is smaller. */
 export type IdDtype = 'int32' | 'int64';
@@ -59,16 +59,9 @@ export function idsToNumbers(x: IntArray): number[] {
   return Array.from(x, Number);
 }
 
-export function checkGrid(grid: GridThw, what: string, temporalMerge: number, spatialMerge: number): void {
-  const [t, h, w] = grid;
-  const ok = [t, h, w].every((v) => Number.isInteger(v) && v > 0);
-  if (!ok || t % temporalMerge !== 0 || h % spatialMerge !== 0 || w % spatialMerge !== 0) {
-    throw new MropeError(
-      'INVALID_GRID',
-      `${what}: grid_thw [${t}, ${h}, ${w}] must be positive integers with t divisible by ${temporalMerge} ` +
-        `and h, w divisible by the spatial merge size ${spatialMerge}.`,
-    );
-  }
+/** `grid` checked against `merge` by the one grid rule (@vlmkit/config `Grid`), refused as MropeError INVALID_GRID. */
+export function checkGrid(grid: GridThw, name: string, merge: GridMerge): Grid {
+  return Grid.of(grid, name, merge, (message) => new MropeError('INVALID_GRID', message));
 }
 
 /** Plain numbers from an id tensor of either width (for logging, tests, JSON). */

@@ -30,12 +30,13 @@ interface QwenItems {
   videos: readonly GridThw[];
   /** Video i's frame k -> its t index (default: k). */
   tIndexOf?: (videoIndex: number) => (k: number) => number;
-  /** Video i's name in error messages (default `video ${i}`). */
+  /** Video i's name in error messages (default `video ${i}`) and the input it comes from (default `videoGridThw[${i}]`). */
   videoName?: (i: number) => string;
+  videoInput?: (i: number) => string;
 }
 
 function qwenSpec(model: string, config: QwenRopeIndexConfig, items: QwenItems): RopeIndexSpec {
-  const { images, videos, tIndexOf = () => (k) => k, videoName = (i) => `video ${i}` } = items;
+  const { images, videos, tIndexOf = () => (k) => k, videoName = (i) => `video ${i}`, videoInput = (i) => `videoGridThw[${i}]` } = items;
   const sm = config.spatialMergeSize ?? 2;
   const ids = { image: config.imageTokenId, video: config.videoTokenId };
   return {
@@ -45,15 +46,15 @@ function qwenSpec(model: string, config: QwenRopeIndexConfig, items: QwenItems):
     grid: (m, i): LlmGrid => {
       const g = (m === 1 ? images : videos)[i]!;
       const name = m === 1 ? `image ${i}` : videoName(i);
-      checkGrid(g, name, 1, sm);
       // Qwen's grid t is already temporally merged (frames / temporal_patch_size).
-      const [t, h, w] = [g[0], g[1] / sm, g[2] / sm];
+      const grid = checkGrid(g, m === 1 ? `imageGridThw[${i}]` : videoInput(i), { spatial: sm });
+      const [t, h, w] = grid.merged;
       return {
         t,
         h,
         w,
         tIndex: m === 1 ? (k) => k : tIndexOf(i),
-        label: `${name} (grid_thw [${g.join(', ')}] -> ${t}*${h}*${w} = ${t * h * w} tokens)`,
+        label: `${name} (grid_thw [${g.join(', ')}] -> ${t}*${h}*${w} = ${grid.tokens} tokens)`,
       };
     },
   };
@@ -125,16 +126,19 @@ export function qwen25VlRopeIndex(
 export function qwen3VlRopeIndex(input: RopeIndexInput, config: QwenRopeIndexConfig, options: RopeIndexOptions = {}): MropePositions {
   const frames: GridThw[] = [];
   const names: string[] = [];
+  const inputs: string[] = [];
   for (const [v, g] of (input.videoGridThw ?? []).entries()) {
     for (let f = 0; f < g[0]; f++) {
       frames.push([1, g[1], g[2]]);
       names.push(`video ${v} frame ${f}`);
+      inputs.push(`videoGridThw[${v}] (frame ${f})`);
     }
   }
   const spec = qwenSpec('Qwen3-VL', config, {
     images: input.imageGridThw ?? [],
     videos: frames,
     videoName: (i) => names[i] ?? `video frame ${i}`,
+    videoInput: (i) => inputs[i] ?? `videoGridThw frame ${i}`,
   });
   return computeRopeIndex(input, spec, options);
 }

@@ -19,8 +19,7 @@ export function visionRotaryPositionIds(gridThw: readonly GridThw[], spatialMerg
   const m = spatialMergeSize;
   let n = 0;
   for (const [i, g] of gridThw.entries()) {
-    checkGrid(g, `grid ${i}`, 1, m);
-    n += g[0] * g[1] * g[2];
+    n += checkGrid(g, `gridThw[${i}]`, { spatial: m }).patches;
   }
   const out = new Int32Array(n * 2);
   let k = 0;

@@ -69,8 +69,8 @@ describe('resamplerInputs', () => {
   });
 
   it.each([
-    [[3, 2, 2], /even frame count/],
-    [[1, 3, 2], /multiples of the spatial merge size 2/],
+    [[3, 2, 2], /t a multiple of temporal_merge_size \(2\).*duplicate the last frame/],
+    [[1, 3, 2], /h and w multiples of spatial_merge_size \(2\)/],
     [[1, 2, 0], /positive integers/],
     [[1, 2], /three positive integers/],
     [[1.5, 2, 2], /positive integers/],

@@ -1,8 +1,8 @@
+import { Grid, type GridThw } from '@vlmkit/config';
 import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 
-/** One image or video's patch grid as the processor gives it: [t frames, h patch rows, w patch columns]. An image has t = 1. */
-export type GridThw = readonly [t: number, h: number, w: number];
+export type { GridThw };
 
 /** Host-side inputs of the resampler graph for one batch of images and videos. */
 export interface ResamplerIndexInputs {
@@ -32,16 +32,16 @@ export interface ResamplerIndexInputs {
  * frame's tokens pass through.
  */
 export function resamplerInputs(gridThw: readonly GridThw[], config: ErnieResamplerConfig): ResamplerIndexInputs {
-  const { spatialMergeSize: s, useTemporalConv } = validateResamplerConfig(config);
+  const { spatialMergeSize: s, temporalMergeSize, useTemporalConv } = validateResamplerConfig(config);
   const first: number[] = [];
   const second: number[] = [];
   const tokensPerItem: number[] = [];
   let numPatches = 0;
   let offset = 0; // merged-token offset of the item (HF batch_offsets)
-  gridThw.forEach((grid, i) => {
-    const [t, h, w] = checkGrid(grid, i, s, useTemporalConv);
-    const perFrame = (h * w) / (s * s); // HF grid_hw_after_conv
-    numPatches += t * h * w;
+  gridThw.forEach((thw, i) => {
+    const grid = itemGrid(thw, i, s, useTemporalConv ? temporalMergeSize : 1);
+    const { t, tokensPerFrame: perFrame } = grid; // HF grid_hw_after_conv
+    numPatches += grid.patches;
     if (useTemporalConv) {
       const pairs: [number, number][] = t === 1 ? [[0, 0]] : Array.from({ length: t / 2 }, (_, k) => [2 * k, 2 * k + 1]);
       for (const [even, odd] of pairs) {
@@ -50,10 +50,8 @@ export function resamplerInputs(gridThw: readonly GridThw[], config: ErnieResamp
           second.push(offset + odd * perFrame + j);
         }
       }
-      tokensPerItem.push(pairs.length * perFrame);
-    } else {
-      tokensPerItem.push(t * perFrame);
     }
+    tokensPerItem.push(grid.tokens);
     offset += t * perFrame;
   });
   return {
@@ -65,22 +63,15 @@ export function resamplerInputs(gridThw: readonly GridThw[], config: ErnieResamp
   };
 }
 
-function checkGrid(grid: GridThw, i: number, s: number, temporal: boolean): GridThw {
-  if (!Array.isArray(grid) || grid.length !== 3 || !grid.every((x) => Number.isInteger(x) && x > 0)) {
-    throw new ResamplerError('INVALID_GRID', `grid_thw[${i}] must be three positive integers [t, h, w], got ${JSON.stringify(grid)}`);
-  }
-  const [t, h, w] = grid;
-  if (h % s !== 0 || w % s !== 0) {
-    throw new ResamplerError(
-      'INVALID_GRID',
-      `grid_thw[${i}] = [${t}, ${h}, ${w}]: h and w must be multiples of the spatial merge size ${s}`,
-    );
-  }
-  if (temporal && t > 1 && t % 2 !== 0) {
-    throw new ResamplerError(
-      'INVALID_GRID',
-      `grid_thw[${i}] = [${t}, ${h}, ${w}]: a video needs an even frame count (frames are merged in pairs); duplicate the last frame as ERNIE's video processor does`,
-    );
-  }
-  return grid;
+/**
+ * The item's grid by the one grid rule (@vlmkit/config `Grid`). A single frame is an image: the
+ * references pair it with itself, so it is not merged in time; a video's frames merge in pairs.
+ */
+function itemGrid(thw: GridThw, i: number, s: number, temporal: number): Grid {
+  const fail = (message: string) => new ResamplerError('INVALID_GRID', message);
+  const frame = Grid.of(thw, `grid_thw[${i}]`, { spatial: s }, fail);
+  if (temporal === 1 || frame.t === 1) return frame;
+  return Grid.of(thw, `grid_thw[${i}]`, { spatial: s, temporal }, (message) =>
+    fail(`${message} (a video's frames are merged in pairs: duplicate the last frame as ERNIE's video processor does)`),
+  );
 }

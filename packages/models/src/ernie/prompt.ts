@@ -1,4 +1,5 @@
-import { ernieRopeIndex, type GridThw } from '@vlmkit/mrope';
+import { Grid, type GridThw } from '@vlmkit/config';
+import { ernieRopeIndex } from '@vlmkit/mrope';
 import { promptBatch } from '../decode-state.js';
 import { ModelError } from '../errors.js';
 import type { Ernie45VLConfig } from './config.js';
@@ -35,11 +36,21 @@ export interface ErniePromptInputs {
   moeTokenType?: BigInt64Array | undefined;
 }
 
-/** Placeholders each grid expands to: images t*h*w/m^2, videos (t/temporal)*h*w/m^2 (vLLM and HF agree). */
+/**
+ * The grids checked by the one grid rule (@vlmkit/config `Grid`): h and w multiples of spatial_merge_size, a
+ * video's t of temporal_merge_size (the processor makes them so). Any other would give a fractional
+ * placeholder count, blamed on the prompt.
+ */
+function promptGrids(grids: readonly GridThw[], config: Ernie45VLConfig, video: boolean): Grid[] {
+  const name = video ? 'video_grid_thw' : 'image_grid_thw';
+  const merge = { spatial: config.resampler.spatialMergeSize, temporal: video ? config.resampler.temporalMergeSize : 1 };
+  const fail = (message: string) => new ModelError('BAD_INPUT', `${message}, as the processor makes them`);
+  return grids.map((g, i) => Grid.of(g, `${name}[${i}]`, merge, fail));
+}
+
+/** Placeholders the grids expand to: images t*h*w/m^2, videos (t/temporal)*h*w/m^2 (vLLM and HF agree). */
 export function placeholderCount(grids: readonly GridThw[], config: Ernie45VLConfig, video: boolean): number {
-  const m = config.resampler.spatialMergeSize;
-  const tm = config.resampler.temporalMergeSize;
-  return grids.reduce((n, [t, h, w]) => n + ((video ? t / tm : t) * h * w) / (m * m), 0);
+  return promptGrids(grids, config, video).reduce((n, g) => n + g.tokens, 0);
 }
 
 /**
@@ -66,20 +77,13 @@ export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig
       (isVideo ? videoPositions : imagePositions).push(i);
     }
   }
-  checkGrids('image_grid_thw', p.imageGrids, config.resampler.spatialMergeSize, 1);
-  checkGrids('video_grid_thw', p.videoGrids, config.resampler.spatialMergeSize, config.resampler.temporalMergeSize);
-  checkCount('image', t.image, imagePositions.length, placeholderCount(p.imageGrids, config, false), p.imageGrids);
-  checkCount('video', t.video, videoPositions.length, placeholderCount(p.videoGrids, config, true), p.videoGrids);
+  const images = promptGrids(p.imageGrids, config, false);
+  const videos = promptGrids(p.videoGrids, config, true);
+  checkCount('image', t.image, imagePositions.length, images);
+  checkCount('video', t.video, videoPositions.length, videos);
   if (p.mmTokenType) checkTokenTypes(p.mmTokenType, imagePositions, videoPositions, S);
-  checkUnmasked('image', imagePositions, mask, S, (g) => (g[0] * g[1] * g[2]) / config.resampler.spatialMergeSize ** 2, p.imageGrids);
-  checkUnmasked(
-    'video',
-    videoPositions,
-    mask,
-    S,
-    (g) => ((g[0] / config.resampler.temporalMergeSize) * g[1] * g[2]) / config.resampler.spatialMergeSize ** 2,
-    p.videoGrids,
-  );
+  checkUnmasked('image', imagePositions, mask, S, images);
+  checkUnmasked('video', videoPositions, mask, S, videos);
 
   const moe = p.moeTokenType ?? BigInt64Array.from(visionExpertMask(ids, t), (v) => BigInt(v));
   const rows = Array.from({ length: B }, (_, b) => p.inputIds.subarray(b * S, (b + 1) * S));
@@ -110,9 +114,10 @@ export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig
   };
 }
 
-function checkCount(kind: string, tokenId: number, found: number, expected: number, grids: readonly GridThw[]): void {
+function checkCount(kind: string, tokenId: number, found: number, grids: readonly Grid[]): void {
+  const expected = grids.reduce((n, g) => n + g.tokens, 0);
   if (found === expected) return;
-  const g = grids.map((x) => `[${x.join(', ')}]`).join(', ') || 'none';
+  const g = grids.map((x) => `[${x.thw.join(', ')}]`).join(', ') || 'none';
   throw new ModelError(
     'PLACEHOLDER_MISMATCH',
     `${kind} features and ${kind} tokens do not match: the prompt has ${found} ${kind} placeholder tokens (id ${tokenId}) but ${kind}_grid_thw (${g}) gives ${expected} features. Build the prompt with one placeholder per merged patch, as the processor does.`,
@@ -141,40 +146,17 @@ function checkTokenTypes(types: BigInt64Array, images: readonly number[], videos
  * masked image would take the next image's grid (and the error, if any, would name a later image in another
  * row); the features are still scattered into the masked places. Refused here, naming the image and its row.
  */
-function checkUnmasked(
-  kind: string,
-  positions: readonly number[],
-  mask: BigInt64Array,
-  S: number,
-  tokensOf: (g: GridThw) => number,
-  grids: readonly GridThw[],
-): void {
+function checkUnmasked(kind: string, positions: readonly number[], mask: BigInt64Array, S: number, grids: readonly Grid[]): void {
   const k = positions.findIndex((i) => mask[i] !== 1n);
   if (k < 0) return;
   // Placeholders are in grid order (row-major over the batch, as masked_scatter fills them).
   let image = 0;
-  let end = tokensOf(grids[0]!);
-  while (k >= end && image + 1 < grids.length) end += tokensOf(grids[++image]!);
+  let end = grids[0]!.tokens;
+  while (k >= end && image + 1 < grids.length) end += grids[++image]!.tokens;
   const i = positions[k]!;
   const [b, s] = [Math.floor(i / S), i % S];
   throw new ModelError(
     'BAD_INPUT',
     `attention_mask[${b}, ${s}] is 0 on a placeholder of ${kind} ${image} (batch ${b}): ${kind} placeholders must be attended (1); mask only padding`,
   );
-}
-
-/**
- * Grids the resampler can merge: h and w multiples of spatial_merge_size, a video's t of temporal_merge_size
- * (the processor makes them so). Any other would give a fractional placeholder count, blamed on the prompt.
- */
-function checkGrids(name: string, grids: readonly GridThw[], m: number, tm: number): void {
-  grids.forEach(([t, h, w], i) => {
-    if (h % m !== 0 || w % m !== 0 || t % tm !== 0) {
-      const rule =
-        tm > 1
-          ? `t a multiple of temporal_merge_size (${tm}), h and w of spatial_merge_size (${m})`
-          : `h and w multiples of spatial_merge_size (${m})`;
-      throw new ModelError('BAD_INPUT', `${name}[${i}] is [${t}, ${h}, ${w}]: expected ${rule}, as the processor makes them`);
-    }
-  });
 }

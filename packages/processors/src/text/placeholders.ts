@@ -1,3 +1,4 @@
+import { Grid } from '@vlmkit/config';
 import { ProcessorError } from '../errors.js';
 
 /** One modality's placeholder token and, per item in prompt order, how many times it must repeat. */
@@ -60,14 +61,14 @@ export function expandPlaceholders(text: string, expansions: readonly Placeholde
   return out + text.slice(last);
 }
 
-/** Product of a grid's (t, h, w). */
-function prod(grid: readonly number[]): number {
-  return grid.reduce((a, v) => a * v, 1);
+/** A grid the processor made, counted by the one grid rule (@vlmkit/config `Grid`). */
+function ernieGrid(gridThw: readonly number[], name: string, spatial: number, temporal: number): Grid {
+  return Grid.of(gridThw, name, { spatial, temporal }, (message) => new ProcessorError('INVALID_INPUT', message));
 }
 
 /** ERNIE image tokens: one per merge x merge patches of the grid (HF Ernie4_5_VLMoeProcessor.replace_image_token). */
 export function ernieImageTokenCount(gridThw: readonly number[], mergeSize: number): number {
-  return Math.floor(prod(gridThw) / (mergeSize * mergeSize));
+  return ernieGrid(gridThw, 'image_grid_thw', mergeSize, 1).tokens;
 }
 
 /**
@@ -75,7 +76,7 @@ export function ernieImageTokenCount(gridThw: readonly number[], mergeSize: numb
  * (HF Ernie4_5_VLMoeProcessor.replace_video_token).
  */
 export function ernieVideoTokenCount(gridThw: readonly number[], mergeSize: number, temporalPatchSize: number): number {
-  return Math.floor(prod(gridThw) / (mergeSize * mergeSize * temporalPatchSize));
+  return ernieGrid(gridThw, 'video_grid_thw', mergeSize, temporalPatchSize).tokens;
 }
 
 /** The settings of HF Granite4VisionProcessor that decide an image's token count. */

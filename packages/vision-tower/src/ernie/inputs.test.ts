@@ -66,7 +66,7 @@ describe('ernieVisionInputs', () => {
 
   it('rejects a grid not divisible by the merge size with INVALID_GRID', () => {
     expect(() => ernieVisionInputs([[1, 3, 4]], config)).toThrow(VisionTowerError);
-    expect(() => ernieVisionInputs([[1, 3, 4]], config)).toThrow(/grid 0: grid_thw \[1, 3, 4\].*spatial_merge_size 2/);
+    expect(() => ernieVisionInputs([[1, 3, 4]], config)).toThrow(/grid_thw\[0\] is \[1, 3, 4\].*spatial_merge_size \(2\)/);
     expect(() => ernieVisionInputs([[0, 2, 2]], config)).toThrow(/positive/);
   });
 });

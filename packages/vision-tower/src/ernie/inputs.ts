@@ -1,4 +1,5 @@
-import { type GridThw, visionRotaryCosSin, visionRotaryPositionIds } from '@vlmkit/mrope';
+import { Grid, type GridThw } from '@vlmkit/config';
+import { visionRotaryCosSin, visionRotaryPositionIds } from '@vlmkit/mrope';
 import { VisionTowerError } from '../errors.js';
 import { type ErnieVisionConfig, ernieVisionHeadDim } from './config.js';
 
@@ -28,15 +29,9 @@ export interface ErnieVisionInputs {
 export function ernieVisionInputs(grids: readonly GridThw[], config: ErnieVisionConfig): ErnieVisionInputs {
   const m = config.spatialMergeSize;
   const cuSeqlens = [0];
-  for (const [i, grid] of grids.entries()) {
-    const ok = grid.length === 3 && grid.every((v) => Number.isInteger(v) && v > 0) && grid[1] % m === 0 && grid[2] % m === 0;
-    if (!ok) {
-      throw new VisionTowerError(
-        'INVALID_GRID',
-        `grid ${i}: grid_thw [${grid.join(', ')}] must be 3 positive integers with h and w divisible by spatial_merge_size ${m}.`,
-      );
-    }
-    for (let f = 0; f < grid[0]; f++) cuSeqlens.push(cuSeqlens.at(-1)! + grid[1] * grid[2]);
+  for (const [i, thw] of grids.entries()) {
+    const { t, h, w } = Grid.of(thw, `grid_thw[${i}]`, { spatial: m }, (message) => new VisionTowerError('INVALID_GRID', message));
+    for (let f = 0; f < t; f++) cuSeqlens.push(cuSeqlens.at(-1)! + h * w);
   }
   const numPatches = cuSeqlens.at(-1)!;
   const segmentIds = new Int32Array(numPatches);
