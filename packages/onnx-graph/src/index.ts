@@ -1,4 +1,31 @@
 export {
+  type Binding,
+  type Contract,
+  type ContractDims,
+  type ContractEntry,
+  ContractError,
+  type ContractErrorCode,
+  type ContractNames,
+  type ContractProblem,
+  checkTensors,
+  contract,
+  contractProblems,
+  type DeclaredInputs,
+  type DTypeVar,
+  declareInputs,
+  dtypeVar,
+  type EntryOptions,
+  type EntryValue,
+  type Feeds,
+  type FeedValues,
+  feeds,
+  type Schema,
+  type TensorLike,
+  type TensorName,
+  type TensorSpec,
+  tensorSpecs,
+} from './contract.js';
+export {
   COMPUTE_DTYPES,
   type ComputeDType,
   computeDType,
@@ -12,8 +39,9 @@ export {
 } from './dtype.js';
 export { emulateInFloat32 } from './emulate.js';
 export { GraphError, type GraphErrorCode } from './errors.js';
+export { interleavedGateUp, stackedExperts } from './expert-weights.js';
 export { Graph } from './graph.js';
-export type { Attr, GraphOptions, InitializerEntry } from './graph-core.js';
+export type { Attr, GraphOptions, InitializerEntry, OutputSpec } from './graph-core.js';
 export { MS_DOMAIN } from './graph-core.js';
 export {
   type ExternalBuffer,
@@ -30,11 +58,11 @@ export {
 export * as nn from './nn.js';
 export { everyNode } from './nodes.js';
 export type { AttentionOptions, AttentionResult } from './ops-attention.js';
-export * as contrib from './ops-contrib.js';
-export { OP_SETS, type OpSet, opSet } from './ops-contrib.js';
+export { type GqaInputs, OP_SETS, type OpSet, opSet } from './ops-contrib.js';
 export type { LoopBodyInputs, LoopBodyOutputs, LoopCarried, LoopOutputs } from './ops-control.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';
+export { CONTRIB_PASSES } from './passes/index.js';
 export {
   applyPasses,
   attrNumber,
@@ -45,6 +73,7 @@ export {
   replaceNodes,
   rewriteEach,
 } from './passes/rewrite.js';
+export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
 export { onnx } from './proto.js';
 export {
   QUANTIZE_MODES,
