@@ -62,6 +62,7 @@ export { OP_SETS, type OpSet, opSet } from './ops-contrib.js';
 export type { LoopBodyInputs, LoopBodyOutputs, LoopCarried, LoopOutputs } from './ops-control.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';
+export { CONTRIB_PASSES } from './passes/index.js';
 export {
   applyPasses,
   attrNumber,
@@ -72,6 +73,7 @@ export {
   replaceNodes,
   rewriteEach,
 } from './passes/rewrite.js';
+export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
 export { onnx } from './proto.js';
 export {
   QUANTIZE_MODES,
