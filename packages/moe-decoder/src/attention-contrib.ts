@@ -1,4 +1,4 @@
-import { contrib, type Graph, nn, type OpSet, type Value } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type OpSet, type Value } from '@vlmkit/onnx-graph';
 import { MoeDecoderError } from './errors.js';
 
 /**
@@ -17,7 +17,7 @@ export type ContribAttentionKernel = (typeof CONTRIB_ATTENTION_KERNELS)[number];
 /** What every layer's contrib attention shares, computed once per decoder (`contribAttentionInputs`). */
 export interface ContribAttentionInputs {
   kernel: ContribAttentionKernel;
-  /** The rotary tables as com.microsoft RotaryEmbedding reads them (`contrib.perTokenRotaryCache`). */
+  /** The rotary tables as com.microsoft RotaryEmbedding reads them (`g.perTokenRotaryCache`). */
   rotary: { cos: Value; sin: Value; positionIds: Value };
   /** Additive bias [B, 1, S, T] from the bool mask: 0 attend, -1e9 not. */
   bias: Value;
@@ -42,7 +42,7 @@ export function contribAttentionInputs(
     // float32 rope tables cast once here; the fused rotary then runs in it, not in float32 as HF ERNIE's).
     const [cos, sin] = [g.cast(tables.cos, g.computeDtype), g.cast(tables.sin, g.computeDtype)];
     const k: ContribAttentionKernel = kernel ?? (cos.dtype === 'float32' ? 'mha' : 'gqa');
-    const rotary = contrib.perTokenRotaryCache(g, cos, sin);
+    const rotary = g.perTokenRotaryCache(cos, sin);
     const bias = nn.maskToBias(g, tables.mask, cos.dtype);
     if (k === 'mha') return { kernel: k, rotary, bias };
     const total = g.cast(g.squeeze(g.shapeOf(tables.mask, 3, 4), [0]), 'int32');
@@ -77,14 +77,13 @@ export function contribAttention(
   const { numHeads: hq, kvNumHeads: hkv, headDim: hd } = a;
   const rotary = (x: Value, numHeads: number) =>
     g.scope('rotary_emb', () =>
-      contrib.contribRotaryEmbedding(g, x, shared.rotary.positionIds, shared.rotary, { interleaved: a.interleaved, numHeads }),
+      g.contribRotaryEmbedding(x, shared.rotary.positionIds, shared.rotary, { interleaved: a.interleaved, numHeads }),
     );
   const [q, k] = [rotary(a.q, hq), rotary(a.k, hkv)];
   return g.scope('attn', () => {
     if (shared.kernel === 'gqa') {
       if (a.past === undefined) throw new MoeDecoderError('BAD_INPUT', "attention kernel 'gqa' needs the KV cache inputs (past).");
-      const r = contrib.groupQueryAttentionWithBias(
-        g,
+      const r = g.groupQueryAttentionWithBias(
         q,
         k,
         a.v,

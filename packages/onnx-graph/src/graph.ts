@@ -1,4 +1,31 @@
+import { type ComputeDType, type DType, floatData, type TypedArray, typedArrayFor } from './dtype.js';
+import { GraphError } from './errors.js';
+import { type Attr, type GraphOptions, type InitializerEntry, type OutputSpec, toAttribute } from './graph-core.js';
+import { AttentionOps } from './ops-attention.js';
+import { ContribOps } from './ops-contrib.js';
 import { ControlFlowOps } from './ops-control.js';
+import { MathOps } from './ops-math.js';
+import { TensorOps } from './ops-tensor.js';
+import type { OnnxTypes } from './proto.js';
+import { type QuantizeOptions, quantizeOptions } from './quant.js';
+import type { Dim, Shape } from './shape.js';
+import { type TensorRef, tensorFromArray } from './tensor-ref.js';
+import { Value } from './value.js';
+import type { Weights } from './weights.js';
+
+/** What a root graph and its subgraphs share: one name space (ONNX resolves outer-scope names), the initializers. */
+interface SharedState {
+  readonly initializerList: InitializerEntry[];
+  readonly domains: Set<string>;
+  readonly counters: Map<string, number>;
+  readonly valueNames: Set<string>;
+  readonly byRef: Map<TensorRef, Value>;
+  readonly byInitName: Map<string, Value>;
+  readonly smallConstants: Map<string, Value>;
+  /** Every value's dtype and shape by name, bodies' too: what rewrite passes read (`typeOf`). */
+  readonly types: Map<string, OutputSpec>;
+  dims: number;
+}
 
 /**
  * The graph builder. Values carry dtype and shape; ops are methods that
@@ -11,6 +38,363 @@ import { ControlFlowOps } from './ops-control.js';
  * g.output(y, 'y');
  * ```
  *
- * Loop and If bodies are graphs of this class too (`g.loop`, `g.if`).
+ * This class holds the bookkeeping under every op: scoped names, inputs, outputs, initializers and node
+ * emission. The ops are methods too, written in files of one concept each (ops-math.ts, ops-tensor.ts,
+ * ops-attention.ts, ops-control.ts, ops-contrib.ts) and mixed into this class below.
+ *
+ * A subgraph (a Loop or If body, `g.loop`, `g.if`) is a Graph with a `parent`: it has its own nodes,
+ * inputs and outputs, but shares the root's name space (every name is unique in the whole model, as ONNX
+ * needs for outer-scope references) and the root's initializers: a parameter or constant made in a body is
+ * stored once, in the root graph, and read by the body as an outer-scope value. Values of any ancestor graph
+ * may be used inside a body.
  */
-export class Graph extends ControlFlowOps {}
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the op methods declared by the interface below are installed there.
+export class Graph {
+  readonly name: string;
+  readonly opset: number;
+  /** The weight quantization asked for at construction (`GraphOptions.quantize`), resolved; undefined: float. */
+  readonly quantize: QuantizeOptions | undefined;
+  /** The compute dtype asked for at construction (`GraphOptions.computeDtype`), default 'float32'. */
+  readonly computeDtype: ComputeDType;
+  /** The graph this one is a body of; undefined for the root (model) graph. */
+  readonly parent: Graph | undefined;
+  private readonly nodeList: OnnxTypes.INodeProto[] = [];
+  private readonly inputList: Value[] = [];
+  private readonly outputList: Value[] = [];
+  private readonly scopeStack: string[] = [];
+  private readonly shared: SharedState;
+
+  /** `parent`: build a subgraph of it (`subgraph` does; options other than `name` come from the root). */
+  constructor(options: GraphOptions = {}, parent?: Graph) {
+    this.name = options.name ?? 'vlmkit';
+    this.parent = parent;
+    this.computeDtype = parent?.computeDtype ?? options.computeDtype ?? 'float32';
+    if (parent === undefined && options.quantize !== undefined && this.computeDtype !== 'float32') {
+      // nn.linear quantizes float32 activations only: refuse rather than silently keep float weights.
+      throw new GraphError(
+        'BAD_ARGUMENT',
+        `quantize needs computeDtype 'float32' (got '${this.computeDtype}'): quantized weights are built for float32 activations`,
+      );
+    }
+    if (parent !== undefined) {
+      this.opset = parent.opset;
+      this.quantize = parent.quantize;
+      this.shared = parent.shared;
+      // A body's nodes are named in the scope it was opened in.
+      this.scopeStack.push(...parent.scopeStack);
+    } else {
+      this.opset = options.opset ?? 23;
+      this.quantize = options.quantize !== undefined ? quantizeOptions(options.quantize) : undefined;
+      this.shared = {
+        initializerList: [],
+        domains: new Set(),
+        counters: new Map(),
+        valueNames: new Set(),
+        byRef: new Map(),
+        byInitName: new Map(),
+        smallConstants: new Map(),
+        types: new Map(),
+        dims: 0,
+      };
+    }
+  }
+
+  /** The model graph: this one, or the root of the bodies this one is nested in. */
+  get root(): Graph {
+    return this.parent === undefined ? this : this.parent.root;
+  }
+
+  /** The current scope path (`vision.blocks.3.attn`), empty at top level. */
+  get scopePath(): string {
+    return this.scopeStack.join('.');
+  }
+
+  /** Runs `fn` with `name` appended to the scope of node and initializer names. */
+  scope<T>(name: string, fn: () => T): T {
+    this.scopeStack.push(name);
+    try {
+      return fn();
+    } finally {
+      this.scopeStack.pop();
+    }
+  }
+
+  /** A scoped name: `scope.name`. */
+  scoped(name: string): string {
+    const path = this.scopePath;
+    return path === '' ? name : `${path}.${name}`;
+  }
+
+  /** Declares a graph input. Symbolic dims are strings (`'batch'`). */
+  input(name: string, dtype: DType, shape: Shape): Value {
+    this.claim(name);
+    const v = this.track(new Value(this, name, dtype, [...shape]));
+    this.inputList.push(v);
+    return v;
+  }
+
+  /** Marks a value as a graph output under `name` (an Identity is added when the value has another name). */
+  output(value: Value, name: string = value.name, shape?: Shape): Value {
+    this.own(value, `output ${name}`);
+    let out = value;
+    // A body's output must be computed in the body: an outer-scope value passes through an Identity.
+    if (value.name !== name || this.outputList.includes(value) || this.inputList.includes(value) || value.owner !== this) {
+      this.claim(name);
+      this.nodeList.push({ opType: 'Identity', name: `${name}/Identity`, input: [value.name], output: [name], domain: '' });
+      out = this.track(new Value(this, name, value.dtype, shape ?? value.shape));
+    } else if (shape !== undefined) {
+      out = this.track(new Value(this, name, value.dtype, shape));
+    }
+    this.outputList.push(out);
+    return out;
+  }
+
+  /**
+   * An initializer named exactly `name`. The same TensorRef embedded twice
+   * (tied embeddings) yields the same value, stored once.
+   */
+  initializer(name: string, ref: TensorRef): Value {
+    const { byRef, byInitName } = this.shared;
+    const seen = byRef.get(ref);
+    if (seen !== undefined) return seen;
+    if (byInitName.has(name)) {
+      throw new GraphError('DUPLICATE_NAME', `initializer '${name}' is already defined with another tensor`);
+    }
+    this.claim(name);
+    // Owned by the root: every body may read it.
+    const v = this.track(new Value(this.root, name, ref.dtype, [...ref.shape]));
+    this.shared.initializerList.push({ name, ref });
+    byRef.set(ref, v);
+    byInitName.set(name, v);
+    return v;
+  }
+
+  /** `v` is an initializer of this model (not a node output or an input). */
+  isInitializer(v: Value): boolean {
+    return this.shared.byInitName.get(v.name) === v;
+  }
+
+  /**
+   * A parameter from `weights` under its local name, embedded as an
+   * initializer named after the current scope (`blocks.3.attn.qkv.weight`).
+   * `shape` is the concrete shape the builder expects: checked against the
+   * tensor, and what `recordParameters` records (the component's parameter
+   * list is derived from these reads).
+   */
+  param(weights: Weights, localName: string, shape: readonly number[]): Value {
+    return this.initializer(this.scoped(localName), this.paramRef(weights, localName, shape));
+  }
+
+  /** The tensor `param` would embed, read and shape-checked the same way, not embedded (a quantizer embeds a transform of it). */
+  paramRef(weights: Weights, localName: string, shape: readonly number[]): TensorRef {
+    const ref = weights.read(localName, shape);
+    const ok = shape.length === ref.shape.length && shape.every((d, i) => d === ref.shape[i]);
+    if (!ok) {
+      throw new GraphError(
+        'PARAMETER_SHAPE',
+        `parameter '${weights.fullName(localName)}' has shape [${ref.shape.join(', ')}], expected [${shape.join(', ')}]`,
+        this.scoped(localName),
+      );
+    }
+    return ref;
+  }
+
+  /** A constant tensor; small ones are shared across the graph. */
+  constant(dtype: DType, shape: readonly number[], values: readonly number[] | readonly bigint[] | TypedArray): Value {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const small = n <= 64;
+    const key = small ? `${dtype}|${shape.join(',')}|${Array.from(values as ArrayLike<number | bigint>).join(',')}` : '';
+    if (small) {
+      const hit = this.shared.smallConstants.get(key);
+      if (hit !== undefined) return hit;
+    }
+    const data = toTypedArray(dtype, n, values);
+    const name = small ? `const.${dtype}.${this.shared.smallConstants.size}` : this.uniqueName(this.scoped('const'));
+    const v = this.initializer(name, tensorFromArray(dtype, shape, data));
+    if (small) this.shared.smallConstants.set(key, v);
+    return v;
+  }
+
+  /** An int64 1-D constant (axes, shapes, indices). */
+  ints(values: readonly number[]): Value {
+    return this.constant('int64', [values.length], values);
+  }
+
+  /** A scalar (rank-0) constant of `dtype`. */
+  scalar(value: number, dtype: DType): Value {
+    return this.constant(dtype, [], [value]);
+  }
+
+  /** An op from another domain with caller-given output specs (escape hatch for contrib ops). */
+  custom(
+    opType: string,
+    domain: string,
+    inputs: readonly (Value | undefined)[],
+    outputs: readonly OutputSpec[],
+    attrs: Record<string, Attr | undefined> = {},
+  ): Value[] {
+    return this.emit(opType, inputs, outputs, attrs, domain);
+  }
+
+  /**
+   * Emits one node. `outputs` gives each output's dtype and shape, already
+   * inferred by the op; the returned values carry them.
+   * @internal For the op files; builders call the ops (or `custom`).
+   */
+  emit(
+    opType: string,
+    inputs: readonly (Value | undefined)[],
+    outputs: readonly OutputSpec[],
+    attrs: Record<string, Attr | undefined> = {},
+    domain = '',
+    nodeName?: string,
+  ): Value[] {
+    const name = nodeName ?? this.nodeName(opType);
+    for (const v of inputs) if (v !== undefined) this.own(v, name);
+    if (domain !== '') this.shared.domains.add(domain);
+    const outNames = outputs.map((_, i) => (outputs.length === 1 ? `${name}/out` : `${name}/out${i}`));
+    for (const o of outNames) this.claim(o);
+    const attribute: OnnxTypes.IAttributeProto[] = [];
+    for (const [key, a] of Object.entries(attrs)) if (a !== undefined) attribute.push(toAttribute(key, a));
+    // Trailing optional inputs are dropped; inner ones are written as '' (ONNX's "absent").
+    let last = inputs.length;
+    while (last > 0 && inputs[last - 1] === undefined) last--;
+    this.nodeList.push({
+      opType,
+      name,
+      domain,
+      input: inputs.slice(0, last).map((v) => v?.name ?? ''),
+      output: outNames,
+      attribute,
+    });
+    return outputs.map((o, i) => this.track(new Value(this, outNames[i]!, o.dtype, [...o.shape])));
+  }
+
+  private track(v: Value): Value {
+    this.shared.types.set(v.name, { dtype: v.dtype, shape: v.shape });
+    return v;
+  }
+
+  /** The dtype and shape of the value named `name` anywhere in the model (undefined: not made by this builder). */
+  typeOf(name: string): OutputSpec | undefined {
+    return this.shared.types.get(name);
+  }
+
+  /**
+   * A new name in the model's name space, claimed (`base`, else `base_1`, ...), with its dtype and shape
+   * recorded: for nodes and values that rewrite passes add.
+   */
+  freshName(base: string, type?: OutputSpec): string {
+    const name = this.uniqueName(base);
+    this.claim(name);
+    if (type !== undefined) this.shared.types.set(name, type);
+    return name;
+  }
+
+  /** Declares that nodes of `domain` (e.g. com.microsoft) are in the model: the serializer imports its opset. */
+  useDomain(domain: string): void {
+    if (domain !== '') this.shared.domains.add(domain);
+  }
+
+  /** The live node list of this graph (root or body being built): rewrite passes edit it in place. */
+  get nodes(): OnnxTypes.INodeProto[] {
+    return this.nodeList;
+  }
+
+  /**
+   * The name the next `opType` node in this scope will get.
+   * @internal For the op files.
+   */
+  nodeName(opType: string): string {
+    const base = this.scoped(opType);
+    const counters = this.shared.counters;
+    const k = counters.get(base) ?? 0;
+    counters.set(base, k + 1);
+    return k === 0 ? base : `${base}_${k}`;
+  }
+
+  /**
+   * `base`, or `base_1`, ... : the first not yet used in the model (not claimed).
+   * @internal For the op files.
+   */
+  uniqueName(base: string): string {
+    const names = this.shared.valueNames;
+    if (!names.has(base)) return base;
+    for (let k = 1; ; k++) if (!names.has(`${base}_${k}`)) return `${base}_${k}`;
+  }
+
+  /**
+   * A fresh symbolic dim name for a size the builder cannot know.
+   * @internal For the op files.
+   */
+  freshDim(label: string): Dim {
+    return `${label}_${this.shared.dims++}`;
+  }
+
+  /**
+   * A body graph of this one, sharing the root's names and initializers (`g.loop`, `g.if`).
+   * @internal For the op files.
+   */
+  subgraph(name: string): Graph {
+    return new Graph({ name }, this);
+  }
+
+  private claim(name: string): void {
+    const names = this.shared.valueNames;
+    if (names.has(name)) throw new GraphError('DUPLICATE_NAME', `the name '${name}' is already used in graph '${this.root.name}'`);
+    names.add(name);
+  }
+
+  /** Refuses a value this graph cannot read: its own values and its ancestors' (outer scope) are readable. */
+  private own(v: Value, where: string): void {
+    for (let g: Graph | undefined = this; g !== undefined; g = g.parent) if (v.owner === g) return;
+    throw new GraphError('FOREIGN_VALUE', `value '${v.name}' belongs to another graph (or to a body this graph cannot see)`, where);
+  }
+
+  /** Everything a serialiser needs; the model module turns it into a ModelProto. */
+  snapshot(): {
+    name: string;
+    opset: number;
+    domains: string[];
+    nodes: readonly OnnxTypes.INodeProto[];
+    inputs: readonly Value[];
+    outputs: readonly Value[];
+    initializers: readonly InitializerEntry[];
+  } {
+    return {
+      name: this.name,
+      opset: this.opset,
+      domains: [...this.shared.domains].sort(),
+      nodes: this.nodeList,
+      inputs: this.inputList,
+      outputs: this.outputList,
+      // A body's initializers are the root's (outer-scope values): listed once, by the root.
+      initializers: this.parent === undefined ? this.shared.initializerList : [],
+    };
+  }
+}
+
+// The ops, one file per concept, are methods of Graph: the interface declares them, the loop installs them.
+export interface Graph extends MathOps, TensorOps, AttentionOps, ControlFlowOps, ContribOps {}
+
+for (const ops of [MathOps, TensorOps, AttentionOps, ControlFlowOps, ContribOps]) {
+  for (const key of Object.getOwnPropertyNames(ops.prototype)) {
+    if (key === 'constructor') continue;
+    if (key in Graph.prototype) throw new GraphError('DUPLICATE_NAME', `op '${key}' of ${ops.name} is already a Graph method`);
+    Object.defineProperty(Graph.prototype, key, Object.getOwnPropertyDescriptor(ops.prototype, key)!);
+  }
+}
+
+function toTypedArray(dtype: DType, n: number, values: readonly number[] | readonly bigint[] | TypedArray): TypedArray {
+  if (values.length !== n) throw new GraphError('BAD_ARGUMENT', `constant has ${values.length} values, shape needs ${n}`);
+  const out = typedArrayFor(dtype, n);
+  if (out instanceof BigInt64Array) {
+    for (let i = 0; i < n; i++) out[i] = BigInt(values[i] as number | bigint);
+  } else if (dtype === 'float16' || dtype === 'bfloat16') {
+    // Raw Uint16 bits are kept; numbers are rounded to the dtype (to nearest even).
+    out.set(values instanceof Uint16Array ? values : floatData(dtype, values as ArrayLike<number>));
+  } else {
+    for (let i = 0; i < n; i++) (out as Float32Array)[i] = Number(values[i]);
+  }
+  return out;
+}

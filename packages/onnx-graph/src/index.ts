@@ -39,8 +39,9 @@ export {
 } from './dtype.js';
 export { emulateInFloat32 } from './emulate.js';
 export { GraphError, type GraphErrorCode } from './errors.js';
+export { interleavedGateUp, stackedExperts } from './expert-weights.js';
 export { Graph } from './graph.js';
-export type { Attr, GraphOptions, InitializerEntry } from './graph-core.js';
+export type { Attr, GraphOptions, InitializerEntry, OutputSpec } from './graph-core.js';
 export { MS_DOMAIN } from './graph-core.js';
 export {
   type ExternalBuffer,
@@ -57,8 +58,7 @@ export {
 export * as nn from './nn.js';
 export { everyNode } from './nodes.js';
 export type { AttentionOptions, AttentionResult } from './ops-attention.js';
-export * as contrib from './ops-contrib.js';
-export { OP_SETS, type OpSet, opSet } from './ops-contrib.js';
+export { type GqaInputs, OP_SETS, type OpSet, opSet } from './ops-contrib.js';
 export type { LoopBodyInputs, LoopBodyOutputs, LoopCarried, LoopOutputs } from './ops-control.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';

@@ -1,7 +1,7 @@
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
 import { layerNorm, paramAs, rmsNorm } from './nn.js';
-import { type OpSet, skipLayerNorm, skipSimplifiedLayerNorm } from './ops-contrib.js';
+import type { OpSet } from './ops-contrib.js';
 import type { Value } from './value.js';
 import type { Weights } from './weights.js';
 
@@ -34,7 +34,7 @@ export function residualRmsNorm(
   if (ops === 'contrib') {
     // One kernel; a 16-bit input is normalised and scaled in float32 inside and rounded once.
     const weight = paramAs(g, w, `${name}.weight`, [hidden.dim(-1) as number], hidden);
-    const { out, sum } = g.scope(name, () => skipSimplifiedLayerNorm(g, addend, hidden, weight, eps));
+    const { out, sum } = g.scope(name, () => g.skipSimplifiedLayerNorm(addend, hidden, weight, eps));
     return { sum, normed: out };
   }
   const sum = g.add(hidden, addend);
@@ -55,7 +55,7 @@ export function residualLayerNorm(
   if (ops === 'contrib') {
     const d = hidden.dim(-1) as number;
     const [weight, bias] = [paramAs(g, w, `${name}.weight`, [d], hidden), paramAs(g, w, `${name}.bias`, [d], hidden)];
-    const { out, sum } = g.scope(name, () => skipLayerNorm(g, addend, hidden, weight, bias, eps));
+    const { out, sum } = g.scope(name, () => g.skipLayerNorm(addend, hidden, weight, bias, eps));
     return { sum, normed: out };
   }
   const sum = g.add(hidden, addend);

@@ -1,6 +1,7 @@
 import { GraphError } from './errors.js';
+import type { Graph } from './graph.js';
 import { MS_DOMAIN } from './graph-core.js';
-import { TensorOps } from './ops-tensor.js';
+import { sameDType } from './op-checks.js';
 import { type Dim, dimsCompatible } from './shape.js';
 import type { Value } from './value.js';
 
@@ -24,16 +25,19 @@ export interface AttentionResult {
   presentValue: Value | undefined;
 }
 
-/** Attention ops: ONNX opset-23 Attention, and com.microsoft MultiHeadAttention / GroupQueryAttention / RotaryEmbedding. */
-export class AttentionOps extends TensorOps {
+/**
+ * Attention ops, methods of `Graph` (graph.ts mixes them in): ONNX opset-23 Attention and RotaryEmbedding,
+ * com.microsoft MultiHeadAttention and GroupQueryAttention.
+ */
+export class AttentionOps {
   /**
    * ONNX Attention (opset 23). 4-D inputs are [B, H, S, hd]; 3-D inputs are
    * [B, S, H*hd] and need qNumHeads/kvNumHeads. With past key/value
    * [B, Hkv, P, hd], present key/value [B, Hkv, P+S, hd] are returned.
    */
-  attention(q: Value, k: Value, v: Value, opts: AttentionOptions = {}): AttentionResult {
+  attention(this: Graph, q: Value, k: Value, v: Value, opts: AttentionOptions = {}): AttentionResult {
     const name = this.nodeName('Attention');
-    this.sameDType(name, q, k, v);
+    sameDType(name, q, k, v);
     if (q.rank !== k.rank || q.rank !== v.rank || (q.rank !== 3 && q.rank !== 4)) {
       throw new GraphError('RANK_MISMATCH', `Attention takes 3-D or 4-D q/k/v of one rank, got ${q}, ${k}, ${v}`, name);
     }
@@ -102,13 +106,14 @@ export class AttentionOps extends TensorOps {
    * op on ORT's CPU and CUDA EPs.
    */
   multiHeadAttention(
+    this: Graph,
     q: Value,
     k: Value,
     v: Value,
     opts: { numHeads: number; scale?: number; attentionBias?: Value; pastKey?: Value; pastValue?: Value },
   ): AttentionResult {
     const name = this.nodeName('MultiHeadAttention');
-    this.sameDType(name, q, k, v);
+    sameDType(name, q, k, v);
     if (q.rank !== 3) throw new GraphError('RANK_MISMATCH', `MultiHeadAttention takes [B, S, H*hd], got ${q}`, name);
     const hidden = q.dim(2);
     const hd: Dim = typeof hidden === 'number' ? hidden / opts.numHeads : this.freshDim('hd');
@@ -141,6 +146,7 @@ export class AttentionOps extends TensorOps {
    * `totalSequenceLength` int32 scalar. ORT's contract assumes right padding.
    */
   groupQueryAttention(
+    this: Graph,
     q: Value,
     k: Value,
     v: Value,
@@ -151,7 +157,7 @@ export class AttentionOps extends TensorOps {
     opts: { numHeads: number; kvNumHeads: number; scale?: number; cos?: Value; sin?: Value; interleaved?: boolean },
   ): AttentionResult {
     const name = this.nodeName('GroupQueryAttention');
-    this.sameDType(name, q, k, v, pastKey, pastValue);
+    sameDType(name, q, k, v, pastKey, pastValue);
     const hd = pastKey.dim(3);
     const present = { dtype: q.dtype, shape: [q.dim(0), opts.kvNumHeads, this.freshDim('total'), hd] };
     const [out, pk, pv] = this.emit(
@@ -178,13 +184,14 @@ export class AttentionOps extends TensorOps {
    * otherwise halves (GPT-NeoX).
    */
   rotaryEmbedding(
+    this: Graph,
     x: Value,
     cos: Value,
     sin: Value,
     opts: { interleaved: boolean; numHeads?: number; rotaryDim?: number; positionIds?: Value },
   ): Value {
     const name = this.nodeName('RotaryEmbedding');
-    this.sameDType(name, x, cos, sin);
+    sameDType(name, x, cos, sin);
     if (x.rank === 3 && opts.numHeads === undefined) throw new GraphError('BAD_ARGUMENT', '3-D RotaryEmbedding input needs numHeads', name);
     return this.emit(
       'RotaryEmbedding',
@@ -198,17 +205,6 @@ export class AttentionOps extends TensorOps {
       '',
       name,
     )[0]!;
-  }
-
-  /** An op from another domain with caller-given output specs (escape hatch for contrib ops). */
-  custom(
-    opType: string,
-    domain: string,
-    inputs: readonly (Value | undefined)[],
-    outputs: readonly { dtype: Value['dtype']; shape: Value['shape'] }[],
-    attrs: Parameters<AttentionOps['emit']>[3] = {},
-  ): Value[] {
-    return this.emit(opType, inputs, outputs, attrs, domain);
   }
 }
 

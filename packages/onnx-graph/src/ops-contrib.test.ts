@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { interleavedGateUp, stackedExperts } from './expert-weights.js';
 import { Graph } from './graph.js';
 import { maskToBias, repeatKvHeads } from './nn.js';
-import {
-  contribRotaryEmbedding,
-  groupQueryAttentionWithBias,
-  interleavedGateUp,
-  moe,
-  opSet,
-  perTokenRotaryCache,
-  skipSimplifiedLayerNorm,
-  stackedExperts,
-} from './ops-contrib.js';
+import { opSet } from './ops-contrib.js';
 import { tensorFromArray } from './tensor-ref.js';
 import { maxAbsDiff, randn, runGraph } from './test-utils/ort.js';
 import { attentionInputs } from './test-utils/sdpa.js';
@@ -24,7 +16,7 @@ describe('com.microsoft ops vs the standard ops', () => {
     const x = g.input('x', 'float32', ['B', 'S', D]);
     const skip = g.input('skip', 'float32', ['B', 'S', D]);
     const gamma = g.input('gamma', 'float32', [D]);
-    const fused = skipSimplifiedLayerNorm(g, skip, x, gamma, 1e-5);
+    const fused = g.skipSimplifiedLayerNorm(skip, x, gamma, 1e-5);
     const sum = g.add(x, skip);
     g.output(fused.out, 'fused');
     g.output(fused.sum, 'fused_sum');
@@ -47,8 +39,8 @@ describe('com.microsoft ops vs the standard ops', () => {
       const x = g.input('x', 'float32', ['B', 'S', H * hd]);
       const cos = g.input('cos', 'float32', ['B', 'S', hd / 2]);
       const sin = g.input('sin', 'float32', ['B', 'S', hd / 2]);
-      const cache = perTokenRotaryCache(g, cos, sin);
-      g.output(contribRotaryEmbedding(g, x, cache.positionIds, cache, { interleaved, numHeads: H }), 'fused');
+      const cache = g.perTokenRotaryCache(cos, sin);
+      g.output(g.contribRotaryEmbedding(x, cache.positionIds, cache, { interleaved, numHeads: H }), 'fused');
       g.output(g.rotaryEmbedding(x, cos, sin, { interleaved, numHeads: H }), 'ref');
       // Tables of arbitrary angles: each token its own row, as ERNIE's 3D positions give.
       const angles = randn(B * S * (hd / 2), 4);
@@ -85,8 +77,7 @@ describe('com.microsoft ops vs the standard ops', () => {
     } else {
       const total = g.cast(g.squeeze(g.shapeOf(mask, 3, 4), [0]), 'int32');
       const seqlensK = g.expand(g.sub(total, g.scalar(1, 'int32')), g.shapeOf(mask, 0, 1), ['B']);
-      const r = groupQueryAttentionWithBias(
-        g,
+      const r = g.groupQueryAttentionWithBias(
         q,
         k,
         v,
@@ -206,7 +197,7 @@ describe('com.microsoft ops vs the standard ops', () => {
       [1],
       false,
     );
-    g.output(moe(g, x, g.where(chosen, router, g.scalar(-1e30, 'float32')), fc1, fc2, { k }), 'y');
+    g.output(g.moe(x, g.where(chosen, router, g.scalar(-1e30, 'float32')), fc1, fc2, { k }), 'y');
     const out = await runGraph(g, {
       x: { dtype: 'float32', dims: [N, D], data: xs },
       logits: { dtype: 'float32', dims: [N, E], data: logits },

@@ -1,15 +1,7 @@
-/**
- * onnxruntime's com.microsoft fused ops (docs/ContribOperators.md), as functions on a graph: what a builder
- * emits when it is asked for `ops: 'contrib'`. Each one replaces a group of standard ONNX ops with one kernel
- * that ORT's CPU and CUDA EPs implement (the CUDA EP takes all of them in float32 except GroupQueryAttention,
- * which it registers for float16 / bfloat16 only). The standard-op path stays the default and the reference.
- */
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
 import { MS_DOMAIN } from './graph-core.js';
-import { floatValues } from './quant-ref.js';
 import type { Dim } from './shape.js';
-import { lazyTensor, type TensorRef } from './tensor-ref.js';
 import type { Value } from './value.js';
 
 /**
@@ -31,89 +23,6 @@ function requireSameDType(op: string, ...vs: Value[]): void {
   if (bad) throw new GraphError('DTYPE_MISMATCH', `${op}: operands differ in dtype: ${vs.join(', ')}`);
 }
 
-/**
- * com.microsoft SkipSimplifiedLayerNormalization: `sum = x + skip`, `out = RMSNorm(sum) * gamma` over the
- * last axis, in one kernel (the residual add and the next RMSNorm of a pre-norm decoder). Returns both.
- */
-export function skipSimplifiedLayerNorm(g: Graph, x: Value, skip: Value, gamma: Value, epsilon: number): { out: Value; sum: Value } {
-  requireSameDType('SkipSimplifiedLayerNormalization', x, skip, gamma);
-  if (x.rank !== skip.rank) throw new GraphError('RANK_MISMATCH', `SkipSimplifiedLayerNormalization: ${x} and ${skip} differ in rank`);
-  const spec = { dtype: x.dtype, shape: x.shape };
-  // Outputs: output, mean (unused by the simplified op), inv_std_var, input_skip_bias_sum.
-  const [out, , , sum] = g.custom(
-    'SkipSimplifiedLayerNormalization',
-    MS_DOMAIN,
-    [x, skip, gamma],
-    [spec, { dtype: 'float32', shape: [] }, { dtype: 'float32', shape: [] }, spec],
-    { epsilon: { float: epsilon } },
-  );
-  return { out: out!, sum: sum! };
-}
-
-/** com.microsoft SkipLayerNormalization: `sum = x + skip`, `out = LayerNorm(sum) * gamma + beta` over the last axis. */
-export function skipLayerNorm(
-  g: Graph,
-  x: Value,
-  skip: Value,
-  gamma: Value,
-  beta: Value | undefined,
-  epsilon: number,
-): { out: Value; sum: Value } {
-  requireSameDType('SkipLayerNormalization', x, skip, gamma, ...(beta ? [beta] : []));
-  if (x.rank !== skip.rank) throw new GraphError('RANK_MISMATCH', `SkipLayerNormalization: ${x} and ${skip} differ in rank`);
-  const spec = { dtype: x.dtype, shape: x.shape };
-  const [out, , , sum] = g.custom(
-    'SkipLayerNormalization',
-    MS_DOMAIN,
-    [x, skip, gamma, beta],
-    [spec, { dtype: 'float32', shape: [] }, { dtype: 'float32', shape: [] }, spec],
-    { epsilon: { float: epsilon } },
-  );
-  return { out: out!, sum: sum! };
-}
-
-/**
- * com.microsoft RotaryEmbedding on x [B, S, H*hd]: rows `positionIds` [B, S] int64 of the caches
- * [maxPos, rotaryDim/2] give each token's cos/sin. `interleaved` rotates (even, odd) pairs (GPT-J),
- * otherwise halves (GPT-NeoX), as the ONNX op.
- */
-export function contribRotaryEmbedding(
-  g: Graph,
-  x: Value,
-  positionIds: Value,
-  cache: { cos: Value; sin: Value },
-  opts: { interleaved: boolean; numHeads: number },
-): Value {
-  requireSameDType('RotaryEmbedding', x, cache.cos, cache.sin);
-  if (x.rank !== 3) throw new GraphError('RANK_MISMATCH', `com.microsoft RotaryEmbedding here takes [B, S, H*hd], got ${x}`);
-  if (positionIds.dtype !== 'int64')
-    throw new GraphError('DTYPE_MISMATCH', `RotaryEmbedding position ids must be int64, got ${positionIds}`);
-  return g.custom('RotaryEmbedding', MS_DOMAIN, [x, positionIds, cache.cos, cache.sin], [{ dtype: x.dtype, shape: x.shape }], {
-    interleaved: opts.interleaved ? { int: 1 } : undefined,
-    num_heads: { int: opts.numHeads },
-  })[0]!;
-}
-
-/**
- * Per-token rotary tables cos/sin [B, S, r] (ERNIE's 3D M-RoPE tables, Granite's from its position ids) as
- * what com.microsoft RotaryEmbedding indexes: the caches [B*S, r] (the tables' rows, flattened) and
- * position ids [B, S] = b*S + s (each token reads its own row). The op's own M-RoPE variant
- * (MRotaryEmbedding) lays the t/h/w sections out contiguously (Qwen2-VL) or every third frequency
- * (Qwen3-VL), not ERNIE's h/w alternation, so ERNIE keeps its tables and this indexing.
- */
-export function perTokenRotaryCache(g: Graph, cos: Value, sin: Value): { cos: Value; sin: Value; positionIds: Value } {
-  if (cos.rank !== 3) throw new GraphError('RANK_MISMATCH', `per-token rotary tables must be [B, S, r], got ${cos}`);
-  const r = cos.dim(2);
-  if (typeof r !== 'number') throw new GraphError('BAD_ARGUMENT', `rotary table width must be static, got ${cos}`);
-  const rows: Dim = mulDims(cos.dim(0), cos.dim(1));
-  const flat = (t: Value) => g.reshape(t, [-1, r], [rows, r]);
-  const zero = g.scalar(0, 'int64');
-  const one = g.scalar(1, 'int64');
-  const n = g.squeeze(g.mul(g.shapeOf(cos, 0, 1), g.shapeOf(cos, 1, 2)), [0]);
-  const positionIds = g.reshape(g.range(zero, n, one, rows), g.shapeOf(cos, 0, 2), [cos.dim(0), cos.dim(1)]);
-  return { cos: flat(cos), sin: flat(sin), positionIds };
-}
-
 export interface GqaInputs {
   /** int32 [B]: each row's total length (past + current) minus one. */
   seqlensK: Value;
@@ -124,99 +33,152 @@ export interface GqaInputs {
 }
 
 /**
- * com.microsoft GroupQueryAttention with an additive attention bias (ORT >= 1.22): q [B, S, Hq*hd],
- * k/v [B, S, Hkv*hd], past [B, Hkv, P, hd]; present [B, Hkv, T, hd] with T = `totalSequenceLength`.
- * Causal inside the op. ORT's CPU kernel refuses batch > 1 with S > 1 and a nonempty past
- * ("batch_size must be 1 when sequence_length > 1 and past context is given"); CUDA registers it
- * for float16 / bfloat16 only.
+ * onnxruntime's com.microsoft fused ops (docs/ContribOperators.md), methods of `Graph` (graph.ts mixes them
+ * in): what a builder or a rewrite pass emits for ORT's fused kernels. Each one replaces a group of standard
+ * ONNX ops with one kernel that ORT's CPU and CUDA EPs implement (the CUDA EP takes all of them in float32
+ * except GroupQueryAttention, which it registers for float16 / bfloat16 only). The standard ops stay the
+ * reference. MultiHeadAttention, GroupQueryAttention and MatMulNBits are in ops-attention.ts / ops-math.ts.
  */
-export function groupQueryAttentionWithBias(
-  g: Graph,
-  q: Value,
-  k: Value,
-  v: Value,
-  past: { key: Value; value: Value },
-  inputs: GqaInputs,
-  opts: { numHeads: number; kvNumHeads: number; scale?: number },
-): { out: Value; presentKey: Value; presentValue: Value } {
-  requireSameDType('GroupQueryAttention', q, k, v, past.key, past.value);
-  if (inputs.seqlensK.dtype !== 'int32' || inputs.totalSequenceLength.dtype !== 'int32') {
-    throw new GraphError('DTYPE_MISMATCH', 'GroupQueryAttention: seqlens_k and total_sequence_length must be int32');
+export class ContribOps {
+  /**
+   * com.microsoft SkipSimplifiedLayerNormalization: `sum = x + skip`, `out = RMSNorm(sum) * gamma` over the
+   * last axis, in one kernel (the residual add and the next RMSNorm of a pre-norm decoder). Returns both.
+   */
+  skipSimplifiedLayerNorm(this: Graph, x: Value, skip: Value, gamma: Value, epsilon: number): { out: Value; sum: Value } {
+    requireSameDType('SkipSimplifiedLayerNormalization', x, skip, gamma);
+    if (x.rank !== skip.rank) throw new GraphError('RANK_MISMATCH', `SkipSimplifiedLayerNormalization: ${x} and ${skip} differ in rank`);
+    const spec = { dtype: x.dtype, shape: x.shape };
+    // Outputs: output, mean (unused by the simplified op), inv_std_var, input_skip_bias_sum.
+    const [out, , , sum] = this.custom(
+      'SkipSimplifiedLayerNormalization',
+      MS_DOMAIN,
+      [x, skip, gamma],
+      [spec, { dtype: 'float32', shape: [] }, { dtype: 'float32', shape: [] }, spec],
+      { epsilon: { float: epsilon } },
+    );
+    return { out: out!, sum: sum! };
   }
-  const present = { dtype: q.dtype, shape: [q.dim(0), opts.kvNumHeads, 'gqa_total', past.key.dim(3)] };
-  const [out, presentKey, presentValue] = g.custom(
-    'GroupQueryAttention',
-    MS_DOMAIN,
-    // query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos, sin, position_ids, attention_bias
-    [q, k, v, past.key, past.value, inputs.seqlensK, inputs.totalSequenceLength, undefined, undefined, undefined, inputs.attentionBias],
-    [{ dtype: q.dtype, shape: q.shape }, present, present],
-    {
+
+  /** com.microsoft SkipLayerNormalization: `sum = x + skip`, `out = LayerNorm(sum) * gamma + beta` over the last axis. */
+  skipLayerNorm(this: Graph, x: Value, skip: Value, gamma: Value, beta: Value | undefined, epsilon: number): { out: Value; sum: Value } {
+    requireSameDType('SkipLayerNormalization', x, skip, gamma, ...(beta ? [beta] : []));
+    if (x.rank !== skip.rank) throw new GraphError('RANK_MISMATCH', `SkipLayerNormalization: ${x} and ${skip} differ in rank`);
+    const spec = { dtype: x.dtype, shape: x.shape };
+    const [out, , , sum] = this.custom(
+      'SkipLayerNormalization',
+      MS_DOMAIN,
+      [x, skip, gamma, beta],
+      [spec, { dtype: 'float32', shape: [] }, { dtype: 'float32', shape: [] }, spec],
+      { epsilon: { float: epsilon } },
+    );
+    return { out: out!, sum: sum! };
+  }
+
+  /**
+   * com.microsoft RotaryEmbedding on x [B, S, H*hd]: rows `positionIds` [B, S] int64 of the caches
+   * [maxPos, rotaryDim/2] give each token's cos/sin. `interleaved` rotates (even, odd) pairs (GPT-J),
+   * otherwise halves (GPT-NeoX), as the ONNX op.
+   */
+  contribRotaryEmbedding(
+    this: Graph,
+    x: Value,
+    positionIds: Value,
+    cache: { cos: Value; sin: Value },
+    opts: { interleaved: boolean; numHeads: number },
+  ): Value {
+    requireSameDType('RotaryEmbedding', x, cache.cos, cache.sin);
+    if (x.rank !== 3) throw new GraphError('RANK_MISMATCH', `com.microsoft RotaryEmbedding here takes [B, S, H*hd], got ${x}`);
+    if (positionIds.dtype !== 'int64')
+      throw new GraphError('DTYPE_MISMATCH', `RotaryEmbedding position ids must be int64, got ${positionIds}`);
+    return this.custom('RotaryEmbedding', MS_DOMAIN, [x, positionIds, cache.cos, cache.sin], [{ dtype: x.dtype, shape: x.shape }], {
+      interleaved: opts.interleaved ? { int: 1 } : undefined,
       num_heads: { int: opts.numHeads },
-      kv_num_heads: { int: opts.kvNumHeads },
-      scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
-    },
-  );
-  return { out: out!, presentKey: presentKey!, presentValue: presentValue! };
+    })[0]!;
+  }
+
+  /**
+   * Per-token rotary tables cos/sin [B, S, r] (ERNIE's 3D M-RoPE tables, Granite's from its position ids) as
+   * what com.microsoft RotaryEmbedding indexes: the caches [B*S, r] (the tables' rows, flattened) and
+   * position ids [B, S] = b*S + s (each token reads its own row). The op's own M-RoPE variant
+   * (MRotaryEmbedding) lays the t/h/w sections out contiguously (Qwen2-VL) or every third frequency
+   * (Qwen3-VL), not ERNIE's h/w alternation, so ERNIE keeps its tables and this indexing.
+   */
+  perTokenRotaryCache(this: Graph, cos: Value, sin: Value): { cos: Value; sin: Value; positionIds: Value } {
+    if (cos.rank !== 3) throw new GraphError('RANK_MISMATCH', `per-token rotary tables must be [B, S, r], got ${cos}`);
+    const r = cos.dim(2);
+    if (typeof r !== 'number') throw new GraphError('BAD_ARGUMENT', `rotary table width must be static, got ${cos}`);
+    const rows: Dim = mulDims(cos.dim(0), cos.dim(1));
+    const flat = (t: Value) => this.reshape(t, [-1, r], [rows, r]);
+    const zero = this.scalar(0, 'int64');
+    const one = this.scalar(1, 'int64');
+    const n = this.squeeze(this.mul(this.shapeOf(cos, 0, 1), this.shapeOf(cos, 1, 2)), [0]);
+    const positionIds = this.reshape(this.range(zero, n, one, rows), this.shapeOf(cos, 0, 2), [cos.dim(0), cos.dim(1)]);
+    return { cos: flat(cos), sin: flat(sin), positionIds };
+  }
+
+  /**
+   * com.microsoft GroupQueryAttention with an additive attention bias (ORT >= 1.22): q [B, S, Hq*hd],
+   * k/v [B, S, Hkv*hd], past [B, Hkv, P, hd]; present [B, Hkv, T, hd] with T = `totalSequenceLength`.
+   * Causal inside the op. ORT's CPU kernel refuses batch > 1 with S > 1 and a nonempty past
+   * ("batch_size must be 1 when sequence_length > 1 and past context is given"); CUDA registers it
+   * for float16 / bfloat16 only.
+   */
+  groupQueryAttentionWithBias(
+    this: Graph,
+    q: Value,
+    k: Value,
+    v: Value,
+    past: { key: Value; value: Value },
+    inputs: GqaInputs,
+    opts: { numHeads: number; kvNumHeads: number; scale?: number },
+  ): { out: Value; presentKey: Value; presentValue: Value } {
+    requireSameDType('GroupQueryAttention', q, k, v, past.key, past.value);
+    if (inputs.seqlensK.dtype !== 'int32' || inputs.totalSequenceLength.dtype !== 'int32') {
+      throw new GraphError('DTYPE_MISMATCH', 'GroupQueryAttention: seqlens_k and total_sequence_length must be int32');
+    }
+    const present = { dtype: q.dtype, shape: [q.dim(0), opts.kvNumHeads, 'gqa_total', past.key.dim(3)] };
+    const [out, presentKey, presentValue] = this.custom(
+      'GroupQueryAttention',
+      MS_DOMAIN,
+      // query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos, sin, position_ids, attention_bias
+      [q, k, v, past.key, past.value, inputs.seqlensK, inputs.totalSequenceLength, undefined, undefined, undefined, inputs.attentionBias],
+      [{ dtype: q.dtype, shape: q.shape }, present, present],
+      {
+        num_heads: { int: opts.numHeads },
+        kv_num_heads: { int: opts.kvNumHeads },
+        scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
+      },
+    );
+    return { out: out!, presentKey: presentKey!, presentValue: presentValue! };
+  }
+
+  /**
+   * com.microsoft MoE with SiLU-gated experts (HF/vLLM's `down(silu(gate(x)) * up(x))`): x [N, D], `routerLogits`
+   * [N, E]; the op takes softmax(routerLogits), keeps each token's top `k`, renormalizes their weights to sum to 1
+   * and sums the k experts' outputs so weighted. `fc1` [E, 2I, D] holds each expert's gate and up rows
+   * interleaved (gate row i, then up row i: `swiglu_fusion` 1, the only layout ORT's CPU kernel takes; see
+   * `interleavedGateUp`), `fc2` [E, D, I] the down projections. SwiGLU with alpha 1, beta 0 and no clamp is
+   * exactly silu(gate) * up.
+   */
+  moe(this: Graph, x: Value, routerLogits: Value, fc1: Value, fc2: Value, opts: { k: number }): Value {
+    requireSameDType('MoE', x, routerLogits, fc1, fc2);
+    if (x.rank !== 2 || routerLogits.rank !== 2 || fc1.rank !== 3 || fc2.rank !== 3) {
+      throw new GraphError(
+        'RANK_MISMATCH',
+        `MoE takes x [N, D], router [N, E], fc1 [E, 2I, D], fc2 [E, D, I]; got ${x}, ${routerLogits}, ${fc1}, ${fc2}`,
+      );
+    }
+    return this.custom('MoE', MS_DOMAIN, [x, routerLogits, fc1, undefined, fc2], [{ dtype: x.dtype, shape: x.shape }], {
+      k: { int: opts.k },
+      activation_type: { string: 'swiglu' },
+      swiglu_fusion: { int: 1 },
+      activation_alpha: { float: 1 },
+      activation_beta: { float: 0 },
+      normalize_routing_weights: { int: 1 },
+    })[0]!;
+  }
 }
 
 function mulDims(a: Dim, b: Dim): Dim {
   return typeof a === 'number' && typeof b === 'number' ? a * b : `${a}*${b}`;
-}
-
-/**
- * com.microsoft MoE with SiLU-gated experts (HF/vLLM's `down(silu(gate(x)) * up(x))`): x [N, D], `routerLogits`
- * [N, E]; the op takes softmax(routerLogits), keeps each token's top `k`, renormalizes their weights to sum to 1
- * and sums the k experts' outputs so weighted. `fc1` [E, 2I, D] holds each expert's gate and up rows
- * interleaved (gate row i, then up row i: `swiglu_fusion` 1, the only layout ORT's CPU kernel takes; see
- * `interleavedGateUp`), `fc2` [E, D, I] the down projections. SwiGLU with alpha 1, beta 0 and no clamp is
- * exactly silu(gate) * up.
- */
-export function moe(g: Graph, x: Value, routerLogits: Value, fc1: Value, fc2: Value, opts: { k: number }): Value {
-  requireSameDType('MoE', x, routerLogits, fc1, fc2);
-  if (x.rank !== 2 || routerLogits.rank !== 2 || fc1.rank !== 3 || fc2.rank !== 3) {
-    throw new GraphError(
-      'RANK_MISMATCH',
-      `MoE takes x [N, D], router [N, E], fc1 [E, 2I, D], fc2 [E, D, I]; got ${x}, ${routerLogits}, ${fc1}, ${fc2}`,
-    );
-  }
-  return g.custom('MoE', MS_DOMAIN, [x, routerLogits, fc1, undefined, fc2], [{ dtype: x.dtype, shape: x.shape }], {
-    k: { int: opts.k },
-    activation_type: { string: 'swiglu' },
-    swiglu_fusion: { int: 1 },
-    activation_alpha: { float: 1 },
-    activation_beta: { float: 0 },
-    normalize_routing_weights: { int: 1 },
-  })[0]!;
-}
-
-/**
- * The `fc1` of `moe` from per-expert gate and up weights [I, D] each (PyTorch layout, any float dtype): float32
- * [E, 2I, D] with row 2i the gate's row i and row 2i+1 the up's row i. Lazy: read and packed when the model is
- * written (a copy of the routed experts' gate/up weights, once, in the graph cache).
- */
-export function interleavedGateUp(gates: readonly TensorRef[], ups: readonly TensorRef[]): TensorRef {
-  const [I, D] = gates[0]!.shape as [number, number];
-  const E = gates.length;
-  return lazyTensor('float32', [E, 2 * I, D], async () => {
-    const out = new Float32Array(E * 2 * I * D);
-    for (let e = 0; e < E; e++) {
-      const [gate, up] = [await floatValues(gates[e]!), await floatValues(ups[e]!)];
-      for (let i = 0; i < I; i++) {
-        out.set(gate.subarray(i * D, (i + 1) * D), (e * 2 * I + 2 * i) * D);
-        out.set(up.subarray(i * D, (i + 1) * D), (e * 2 * I + 2 * i + 1) * D);
-      }
-    }
-    return out;
-  });
-}
-
-/** Per-expert tensors of one shape stacked on a new first axis, float32 (the `fc2` of `moe` from the down weights). */
-export function stackedExperts(refs: readonly TensorRef[]): TensorRef {
-  const shape = refs[0]!.shape;
-  const n = shape.reduce((a, b) => a * b, 1);
-  return lazyTensor('float32', [refs.length, ...shape], async () => {
-    const out = new Float32Array(refs.length * n);
-    for (let e = 0; e < refs.length; e++) out.set(await floatValues(refs[e]!), e * n);
-    return out;
-  });
 }

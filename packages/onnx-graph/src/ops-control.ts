@@ -1,7 +1,6 @@
 import type { DType } from './dtype.js';
 import { GraphError } from './errors.js';
-import type { GraphCore, GraphOptions } from './graph-core.js';
-import { AttentionOps } from './ops-attention.js';
+import type { Graph } from './graph.js';
 import type { OnnxTypes } from './proto.js';
 import type { Dim, Shape } from './shape.js';
 import type { Value } from './value.js';
@@ -39,35 +38,35 @@ export interface LoopOutputs {
   scans: Value[];
 }
 
-type BodyOf<G> = new (options: GraphOptions, parent: GraphCore) => G;
-
 /**
- * ONNX control flow: Loop and If with bodies built by callbacks. A body is a graph of the same class that
- * shares the root's names and initializers (`GraphCore`): a parameter read inside a body is stored once and
- * the body reads it from the outer scope, and values of the enclosing graphs are usable inside.
+ * ONNX control flow, methods of `Graph` (graph.ts mixes them in): Loop and If with bodies built by callbacks.
+ * A body is a Graph that shares the root's names and initializers (`g.subgraph`): a parameter read inside a
+ * body is stored once and the body reads it from the outer scope, and values of the enclosing graphs are
+ * usable inside.
  */
-export class ControlFlowOps extends AttentionOps {
+export class ControlFlowOps {
   /**
    * ONNX Loop. Runs `body` while `cond` holds and fewer than `trips` iterations ran (either may be omitted,
    * not both): each iteration gets the carried values and returns their next ones, a new condition, and
    * scan values stacked into outputs.
    */
   loop(
+    this: Graph,
     args: { trips?: Value; cond?: Value; carried: readonly (Value | LoopCarried)[] },
-    body: (b: this, inputs: LoopBodyInputs) => LoopBodyOutputs,
+    body: (b: Graph, inputs: LoopBodyInputs) => LoopBodyOutputs,
   ): LoopOutputs {
     const name = this.nodeName('Loop');
     if (args.trips === undefined && args.cond === undefined)
       throw new GraphError('BAD_ARGUMENT', 'Loop needs trips or cond (or both)', name);
-    if (args.trips !== undefined) this.expectScalar(name, args.trips, 'int64', 'trips');
-    if (args.cond !== undefined) this.expectScalar(name, args.cond, 'bool', 'cond');
+    if (args.trips !== undefined) expectScalar(name, args.trips, 'int64', 'trips');
+    if (args.cond !== undefined) expectScalar(name, args.cond, 'bool', 'cond');
     const carried = args.carried.map((c) => ('value' in c ? c : { value: c }));
     const b = this.subgraph(`${name}/body`);
     const iteration = b.input(b.uniqueName(`${name}/iteration`), 'int64', []);
     const condIn = b.input(b.uniqueName(`${name}/cond_in`), 'bool', []);
     const inputs = carried.map((c, i) => b.input(b.uniqueName(`${name}/carried_${i}`), c.value.dtype, [...(c.shape ?? c.value.shape)]));
     const r = body(b, { iteration, cond: condIn, carried: inputs });
-    b.expectScalar(name, r.cond, 'bool', 'the body cond');
+    expectScalar(name, r.cond, 'bool', 'the body cond');
     if (r.carried.length !== carried.length) {
       throw new GraphError('BAD_ARGUMENT', `the body returns ${r.carried.length} carried values for ${carried.length}`, name);
     }
@@ -76,9 +75,9 @@ export class ControlFlowOps extends AttentionOps {
         throw new GraphError('DTYPE_MISMATCH', `carried value ${i}: body returns ${v}, carries ${inputs[i]}`, name);
     });
     const scans = r.scans ?? [];
-    b.bodyOutput(r.cond, `${name}/cond_out`);
-    const carriedOut = r.carried.map((v, i) => b.bodyOutput(v, `${name}/carried_out_${i}`, inputs[i]!.shape));
-    for (const [i, v] of scans.entries()) b.bodyOutput(v, `${name}/scan_${i}`);
+    bodyOutput(b, r.cond, `${name}/cond_out`);
+    const carriedOut = r.carried.map((v, i) => bodyOutput(b, v, `${name}/carried_out_${i}`, inputs[i]!.shape));
+    for (const [i, v] of scans.entries()) bodyOutput(b, v, `${name}/scan_${i}`);
     const trips = this.freshDim('iterations');
     const outs = this.emit(
       'Loop',
@@ -87,7 +86,7 @@ export class ControlFlowOps extends AttentionOps {
         ...carriedOut.map((v) => ({ dtype: v.dtype, shape: v.shape })),
         ...scans.map((v) => ({ dtype: v.dtype, shape: [trips, ...v.shape] })),
       ],
-      { body: { graph: b.graphProto() } },
+      { body: { graph: graphProto(b) } },
       '',
       name,
     );
@@ -98,12 +97,12 @@ export class ControlFlowOps extends AttentionOps {
    * ONNX If: the outputs of `then` where `cond` (bool, one element) is true, else those of `otherwise`. Both
    * branches return values of the same dtypes; a dim on which they differ is symbolic in the result.
    */
-  if(cond: Value, then: (b: this) => readonly Value[], otherwise: (b: this) => readonly Value[]): Value[] {
+  if(this: Graph, cond: Value, then: (b: Graph) => readonly Value[], otherwise: (b: Graph) => readonly Value[]): Value[] {
     const name = this.nodeName('If');
     if (cond.dtype !== 'bool') throw new GraphError('DTYPE_MISMATCH', `If condition must be bool, got ${cond}`, name);
-    const branch = (label: string, fn: (b: this) => readonly Value[]) => {
+    const branch = (label: string, fn: (b: Graph) => readonly Value[]) => {
       const b = this.subgraph(`${name}/${label}`);
-      const outs = fn(b).map((v, i) => b.bodyOutput(v, `${name}/${label}_${i}`));
+      const outs = fn(b).map((v, i) => bodyOutput(b, v, `${name}/${label}_${i}`));
       return { b, outs };
     };
     const t = branch('then', then);
@@ -118,31 +117,23 @@ export class ControlFlowOps extends AttentionOps {
         v.rank === w.rank ? v.shape.map((d, k) => (d === w.shape[k] ? d : this.freshDim('if'))) : v.shape.map(() => this.freshDim('if'));
       return { dtype: v.dtype, shape };
     });
-    return this.emit('If', [cond], specs, { then_branch: { graph: t.b.graphProto() }, else_branch: { graph: e.b.graphProto() } }, '', name);
+    return this.emit('If', [cond], specs, { then_branch: { graph: graphProto(t.b) }, else_branch: { graph: graphProto(e.b) } }, '', name);
   }
+}
 
-  /** A body graph of this one (same class), sharing the root's names and initializers. */
-  protected subgraph(name: string): this {
-    return new (this.constructor as BodyOf<this>)({ name }, this);
-  }
+/** Declares `v` a body output: under its own name when the body computed it, else through an Identity. */
+function bodyOutput(b: Graph, v: Value, label: string, shape?: Shape): Value {
+  const { inputs, outputs } = b.snapshot();
+  const own = v.owner === b && !inputs.includes(v) && !outputs.includes(v);
+  return own && shape === undefined ? b.output(v) : b.output(v, b.uniqueName(label), shape);
+}
 
-  /** Declares `v` a body output: under its own name when the body computed it, else through an Identity. */
-  protected bodyOutput(v: Value, label: string, shape?: Shape): Value {
-    const own = v.owner === this && !this.inputList.includes(v) && !this.outputList.includes(v);
-    return own && shape === undefined ? this.output(v) : this.output(v, this.uniqueName(label), shape);
-  }
+/** The body as a GraphProto (nodes, inputs, outputs; its initializers live in the root). */
+function graphProto(b: Graph): OnnxTypes.IGraphProto {
+  const { name, nodes, inputs, outputs } = b.snapshot();
+  return { name, node: [...nodes], input: inputs.map(valueInfo), output: outputs.map(valueInfo) };
+}
 
-  /** The body as a GraphProto (nodes, inputs, outputs; its initializers live in the root). */
-  protected graphProto(): OnnxTypes.IGraphProto {
-    return {
-      name: this.name,
-      node: [...this.nodeList],
-      input: this.inputList.map(valueInfo),
-      output: this.outputList.map(valueInfo),
-    };
-  }
-
-  private expectScalar(name: string, v: Value, dtype: DType, what: string): void {
-    if (v.dtype !== dtype || v.rank !== 0) throw new GraphError('SHAPE_MISMATCH', `Loop ${what} must be a ${dtype} scalar, got ${v}`, name);
-  }
+function expectScalar(name: string, v: Value, dtype: DType, what: string): void {
+  if (v.dtype !== dtype || v.rank !== 0) throw new GraphError('SHAPE_MISMATCH', `Loop ${what} must be a ${dtype} scalar, got ${v}`, name);
 }

@@ -1,16 +1,17 @@
 import { type DType, floatData } from './dtype.js';
 import { GraphError } from './errors.js';
-import { MathOps } from './ops-math.js';
+import type { Graph } from './graph.js';
+import { checkAxis, requireIndex, sameDType } from './op-checks.js';
 import { broadcastShapes, type Dim, dimProduct, dimsCompatible, formatShape, type Shape } from './shape.js';
 import type { Value } from './value.js';
 
-/** Shape manipulation, indexing and data movement. */
-export class TensorOps extends MathOps {
+/** Shape manipulation, indexing and data movement: methods of `Graph` (graph.ts mixes them in). */
+export class TensorOps {
   /**
    * Reshape to a constant target (0 copies the input dim, -1 is inferred), or
    * to a runtime shape value with the caller's `outShape` for the result.
    */
-  reshape(x: Value, target: readonly number[] | Value, outShape?: Shape): Value {
+  reshape(this: Graph, x: Value, target: readonly number[] | Value, outShape?: Shape): Value {
     const name = this.nodeName('Reshape');
     if (!Array.isArray(target)) {
       const t = target as Value;
@@ -51,7 +52,7 @@ export class TensorOps extends MathOps {
     return this.emit('Reshape', [x, this.ints(dims)], [{ dtype: x.dtype, shape: outShape ?? out }], {}, '', name)[0]!;
   }
 
-  transpose(x: Value, perm: readonly number[]): Value {
+  transpose(this: Graph, x: Value, perm: readonly number[]): Value {
     const name = this.nodeName('Transpose');
     const sorted = [...perm].sort((a, b) => a - b);
     if (perm.length !== x.rank || sorted.some((p, i) => p !== i)) {
@@ -60,12 +61,12 @@ export class TensorOps extends MathOps {
     return this.emit('Transpose', [x], [{ dtype: x.dtype, shape: perm.map((p) => x.shape[p]!) }], { perm: { ints: perm } }, '', name)[0]!;
   }
 
-  concat(xs: readonly Value[], axis: number): Value {
+  concat(this: Graph, xs: readonly Value[], axis: number): Value {
     const name = this.nodeName('Concat');
     if (xs.length === 0) throw new GraphError('BAD_ARGUMENT', 'Concat of nothing', name);
     const first = xs[0]!;
-    this.sameDType(name, ...xs);
-    const ax = this.axis(name, axis, first.rank);
+    sameDType(name, ...xs);
+    const ax = checkAxis(name, axis, first.rank);
     for (const v of xs) {
       const ok = v.rank === first.rank && v.shape.every((d, i) => i === ax || dimsCompatible(d, first.shape[i]!));
       if (!ok) throw new GraphError('SHAPE_MISMATCH', `Concat on axis ${axis}: ${v} does not match ${first}`, name);
@@ -75,9 +76,9 @@ export class TensorOps extends MathOps {
   }
 
   /** Split into pieces of the given sizes along `axis`. */
-  split(x: Value, sizes: readonly number[], axis: number): Value[] {
+  split(this: Graph, x: Value, sizes: readonly number[], axis: number): Value[] {
     const name = this.nodeName('Split');
-    const ax = this.axis(name, axis, x.rank);
+    const ax = checkAxis(name, axis, x.rank);
     const d = x.shape[ax]!;
     const total = sizes.reduce((a, b) => a + b, 0);
     if (typeof d === 'number' && d !== total) {
@@ -91,10 +92,10 @@ export class TensorOps extends MathOps {
    * Split into `count` pieces whose sizes along `axis` are known only at run time: `sizes` is an int64 [count]
    * tensor (zeros allowed) summing to that axis. Each piece's size is a fresh symbolic dim.
    */
-  splitDynamic(x: Value, sizes: Value, count: number, axis: number): Value[] {
+  splitDynamic(this: Graph, x: Value, sizes: Value, count: number, axis: number): Value[] {
     const name = this.nodeName('Split');
-    const ax = this.axis(name, axis, x.rank);
-    this.requireIndex(name, sizes);
+    const ax = checkAxis(name, axis, x.rank);
+    requireIndex(name, sizes);
     if (sizes.rank !== 1 || (typeof sizes.shape[0] === 'number' && sizes.shape[0] !== count)) {
       throw new GraphError('SHAPE_MISMATCH', `Split sizes ${sizes} must be int64 [${count}]`, name);
     }
@@ -106,11 +107,18 @@ export class TensorOps extends MathOps {
   }
 
   /** Slice with constant starts/ends (use large ends for "to the end"). */
-  slice(x: Value, starts: readonly number[], ends: readonly number[], axes: readonly number[], steps?: readonly number[]): Value {
+  slice(
+    this: Graph,
+    x: Value,
+    starts: readonly number[],
+    ends: readonly number[],
+    axes: readonly number[],
+    steps?: readonly number[],
+  ): Value {
     const name = this.nodeName('Slice');
     const shape = [...x.shape];
     axes.forEach((a, k) => {
-      const ax = this.axis(name, a, x.rank);
+      const ax = checkAxis(name, a, x.rank);
       const d = x.shape[ax]!;
       const step = steps?.[k] ?? 1;
       if (typeof d !== 'number') {
@@ -137,30 +145,30 @@ export class TensorOps extends MathOps {
   }
 
   /** Slice with runtime starts/ends (int64 1-D values). */
-  sliceDynamic(x: Value, starts: Value, ends: Value, axes: readonly number[], outShape: Shape): Value {
+  sliceDynamic(this: Graph, x: Value, starts: Value, ends: Value, axes: readonly number[], outShape: Shape): Value {
     return this.emit('Slice', [x, starts, ends, this.ints(axes)], [{ dtype: x.dtype, shape: outShape }])[0]!;
   }
 
-  gather(x: Value, indices: Value, axis = 0): Value {
+  gather(this: Graph, x: Value, indices: Value, axis = 0): Value {
     const name = this.nodeName('Gather');
-    const ax = this.axis(name, axis, x.rank);
-    this.requireIndex(name, indices);
+    const ax = checkAxis(name, axis, x.rank);
+    requireIndex(name, indices);
     const shape = [...x.shape.slice(0, ax), ...indices.shape, ...x.shape.slice(ax + 1)];
     return this.emit('Gather', [x, indices], [{ dtype: x.dtype, shape }], { axis: { int: axis } }, '', name)[0]!;
   }
 
-  gatherElements(x: Value, indices: Value, axis: number): Value {
+  gatherElements(this: Graph, x: Value, indices: Value, axis: number): Value {
     const name = this.nodeName('GatherElements');
-    this.axis(name, axis, x.rank);
-    this.requireIndex(name, indices);
+    checkAxis(name, axis, x.rank);
+    requireIndex(name, indices);
     if (indices.rank !== x.rank)
       throw new GraphError('RANK_MISMATCH', `GatherElements indices ${indices} must have the rank of ${x}`, name);
     return this.emit('GatherElements', [x, indices], [{ dtype: x.dtype, shape: indices.shape }], { axis: { int: axis } }, '', name)[0]!;
   }
 
-  gatherND(x: Value, indices: Value, batchDims = 0): Value {
+  gatherND(this: Graph, x: Value, indices: Value, batchDims = 0): Value {
     const name = this.nodeName('GatherND');
-    this.requireIndex(name, indices);
+    requireIndex(name, indices);
     const k = indices.shape[indices.rank - 1];
     if (typeof k !== 'number') throw new GraphError('SHAPE_MISMATCH', `GatherND needs a static last dim on ${indices}`, name);
     const shape = [...indices.shape.slice(0, -1), ...x.shape.slice(batchDims + k)];
@@ -174,10 +182,10 @@ export class TensorOps extends MathOps {
     )[0]!;
   }
 
-  scatterND(x: Value, indices: Value, updates: Value, reduction?: 'add' | 'mul' | 'max' | 'min'): Value {
+  scatterND(this: Graph, x: Value, indices: Value, updates: Value, reduction?: 'add' | 'mul' | 'max' | 'min'): Value {
     const name = this.nodeName('ScatterND');
-    this.requireIndex(name, indices);
-    this.sameDType(name, x, updates);
+    requireIndex(name, indices);
+    sameDType(name, x, updates);
     return this.emit(
       'ScatterND',
       [x, indices, updates],
@@ -191,7 +199,7 @@ export class TensorOps extends MathOps {
   }
 
   /** Broadcast `x` to `shape` (constant dims, or a runtime int64 shape with `outShape`). */
-  expand(x: Value, shape: readonly number[] | Value, outShape?: Shape): Value {
+  expand(this: Graph, x: Value, shape: readonly number[] | Value, outShape?: Shape): Value {
     const name = this.nodeName('Expand');
     if (Array.isArray(shape)) {
       const out = broadcastShapes(x.shape, shape as readonly number[]);
@@ -203,19 +211,19 @@ export class TensorOps extends MathOps {
     return this.emit('Expand', [x, s], [{ dtype: x.dtype, shape: out }], {}, '', name)[0]!;
   }
 
-  unsqueeze(x: Value, axes: readonly number[]): Value {
+  unsqueeze(this: Graph, x: Value, axes: readonly number[]): Value {
     const name = this.nodeName('Unsqueeze');
     const rank = x.rank + axes.length;
-    const norm = axes.map((a) => this.axis(name, a, rank)).sort((a, b) => a - b);
+    const norm = axes.map((a) => checkAxis(name, a, rank)).sort((a, b) => a - b);
     const shape: Dim[] = [];
     let src = 0;
     for (let i = 0; i < rank; i++) shape.push(norm.includes(i) ? 1 : x.shape[src++]!);
     return this.emit('Unsqueeze', [x, this.ints(axes)], [{ dtype: x.dtype, shape }], {}, '', name)[0]!;
   }
 
-  squeeze(x: Value, axes: readonly number[]): Value {
+  squeeze(this: Graph, x: Value, axes: readonly number[]): Value {
     const name = this.nodeName('Squeeze');
-    const norm = axes.map((a) => this.axis(name, a, x.rank));
+    const norm = axes.map((a) => checkAxis(name, a, x.rank));
     for (const a of norm) {
       const d = x.shape[a];
       if (typeof d === 'number' && d !== 1) throw new GraphError('SHAPE_MISMATCH', `cannot squeeze axis ${a} of ${x}`, name);
@@ -225,7 +233,7 @@ export class TensorOps extends MathOps {
   }
 
   /** The runtime shape of `x` as int64 [rank], optionally a [start, end) part. */
-  shapeOf(x: Value, start?: number, end?: number): Value {
+  shapeOf(this: Graph, x: Value, start?: number, end?: number): Value {
     const s = start ?? 0;
     const e = end ?? x.rank;
     const len = Math.max(0, (e < 0 ? e + x.rank : e) - (s < 0 ? s + x.rank : s));
@@ -236,12 +244,12 @@ export class TensorOps extends MathOps {
   }
 
   /** Indices of the nonzero (true) elements: int64 [rank, count], count known only at run time. */
-  nonZero(x: Value): Value {
+  nonZero(this: Graph, x: Value): Value {
     return this.emit('NonZero', [x], [{ dtype: 'int64', shape: [x.rank, this.freshDim('nonzero')] }])[0]!;
   }
 
   /** A tensor of `shape` (runtime int64) filled with `value`. */
-  constantOfShape(shape: Value, value: number, dtype: DType, outShape?: Shape): Value {
+  constantOfShape(this: Graph, shape: Value, value: number, dtype: DType, outShape?: Shape): Value {
     const data =
       dtype === 'int64'
         ? new BigInt64Array([BigInt(value)])
@@ -262,13 +270,13 @@ export class TensorOps extends MathOps {
   }
 
   /** Range(start, limit, delta) of scalar values; `length` names the result's dim. */
-  range(start: Value, limit: Value, delta: Value, length?: Dim): Value {
+  range(this: Graph, start: Value, limit: Value, delta: Value, length?: Dim): Value {
     const name = this.nodeName('Range');
-    this.sameDType(name, start, limit, delta);
+    sameDType(name, start, limit, delta);
     return this.emit('Range', [start, limit, delta], [{ dtype: start.dtype, shape: [length ?? this.freshDim('range')] }], {}, '', name)[0]!;
   }
 
-  tile(x: Value, repeats: readonly number[]): Value {
+  tile(this: Graph, x: Value, repeats: readonly number[]): Value {
     const name = this.nodeName('Tile');
     if (repeats.length !== x.rank) throw new GraphError('RANK_MISMATCH', `Tile repeats [${repeats.join(', ')}] for ${x}`, name);
     const shape = x.shape.map((d, i) => (repeats[i] === 1 ? d : typeof d === 'number' ? d * repeats[i]! : `${d}*${repeats[i]}`));
@@ -277,6 +285,7 @@ export class TensorOps extends MathOps {
 
   /** Resize (opset 19) by constant scales, e.g. area-like 'linear' downsampling or 'nearest'. */
   resize(
+    this: Graph,
     x: Value,
     scales: readonly number[],
     mode: 'nearest' | 'linear' | 'cubic',
@@ -301,9 +310,9 @@ export class TensorOps extends MathOps {
   }
 
   /** 2-D convolution, NCHW, weight [Cout, Cin/group, kh, kw]. */
-  conv(x: Value, w: Value, b: Value | undefined, opts: { strides?: number[]; pads?: number[]; group?: number } = {}): Value {
+  conv(this: Graph, x: Value, w: Value, b: Value | undefined, opts: { strides?: number[]; pads?: number[]; group?: number } = {}): Value {
     const name = this.nodeName('Conv');
-    this.sameDType(name, x, w, ...(b ? [b] : []));
+    sameDType(name, x, w, ...(b ? [b] : []));
     if (x.rank !== 4 || w.rank !== 4) throw new GraphError('RANK_MISMATCH', `Conv expects NCHW input and 4-D weight, got ${x}, ${w}`, name);
     const group = opts.group ?? 1;
     const cin = x.shape[1]!;
@@ -333,12 +342,6 @@ export class TensorOps extends MathOps {
       '',
       name,
     )[0]!;
-  }
-
-  private requireIndex(name: string, indices: Value): void {
-    if (indices.dtype !== 'int64' && indices.dtype !== 'int32') {
-      throw new GraphError('DTYPE_MISMATCH', `indices must be int64 or int32, got ${indices}`, name);
-    }
   }
 }
 

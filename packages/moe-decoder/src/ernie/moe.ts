@@ -1,4 +1,4 @@
-import { contrib, type Graph, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type Graph, interleavedGateUp, type OpSet, stackedExperts, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { gatedSiluMlp } from '../mlp.js';
 import type { ErnieTextConfig } from './config.js';
 import { groupedExperts } from './grouped-experts.js';
@@ -217,7 +217,7 @@ function allExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInp
  * the rest: its softmax over them is p_i / sum(p of the chosen) (shift-invariant), its top-k are exactly the
  * chosen, and its renormalized weights are ERNIE's (the moe_norm_min clamp only acts on sums below it, which k
  * softmax probabilities never are). Weights: the checkpoint's per-expert gate/up/down, packed once at save
- * (`contrib.interleavedGateUp`, `contrib.stackedExperts`), float32 ([E, 2I, D] + [E, D, I] per modality).
+ * (`interleavedGateUp`, `stackedExperts`), float32 ([E, 2I, D] + [E, D, I] per modality).
  */
 function fusedExperts(
   g: Graph,
@@ -231,12 +231,12 @@ function fusedExperts(
   return g.scope('experts', () => {
     const like = (v: Value) => g.cast(v, x.dtype);
     const fc1 = like(
-      g.initializer(g.scoped('fc1'), contrib.interleavedGateUp(per('gate_proj.weight', [I, D]), per('up_proj.weight', [I, D]))),
+      g.initializer(g.scoped('fc1'), interleavedGateUp(per('gate_proj.weight', [I, D]), per('up_proj.weight', [I, D]))),
     );
-    const fc2 = like(g.initializer(g.scoped('fc2'), contrib.stackedExperts(per('down_proj.weight', [D, I]))));
+    const fc2 = like(g.initializer(g.scoped('fc2'), stackedExperts(per('down_proj.weight', [D, I]))));
     const rows = g.reshape(g.nonZero(g.reshape(inputs.inModality, [-1])), [-1]); // [M]
     const router = g.where(inputs.chosen, inputs.logits, g.scalar(-1e30, 'float32'));
-    const y = contrib.moe(g, g.gather(x, rows, 0), like(g.gather(router, rows, 0)), fc1, fc2, { k: inputs.topK });
+    const y = g.moe(g.gather(x, rows, 0), like(g.gather(router, rows, 0)), fc1, fc2, { k: inputs.topK });
     return g.scatterND(g.mul(x, 0), g.unsqueeze(rows, [1]), y);
   });
 }

@@ -1,4 +1,5 @@
-import { type Attr, type GraphCore, toAttribute } from '../graph-core.js';
+import type { Graph } from '../graph.js';
+import { type Attr, toAttribute } from '../graph-core.js';
 import type { OnnxTypes } from '../proto.js';
 
 type Node = OnnxTypes.INodeProto;
@@ -22,11 +23,11 @@ export interface PassBody {
   /** Names this body returns (its graph outputs): a rewrite must keep producing them. */
   readonly outputs: ReadonlySet<string>;
   /** The model being rewritten: value types, fresh names, initializers, domains. */
-  readonly graph: GraphCore;
+  readonly graph: Graph;
 }
 
 /** Runs `passes` in order over the root graph and every body nested in it; returns the rewrites per pass. */
-export function applyPasses(g: GraphCore, passes: readonly GraphPass[]): Record<string, number> {
+export function applyPasses(g: Graph, passes: readonly GraphPass[]): Record<string, number> {
   const counts: Record<string, number> = {};
   const rootOutputs = new Set(g.snapshot().outputs.map((v) => v.name));
   for (const pass of passes) {

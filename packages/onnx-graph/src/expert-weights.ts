@@ -1,0 +1,39 @@
+import { floatValues } from './quant-ref.js';
+import { lazyTensor, type TensorRef } from './tensor-ref.js';
+
+/**
+ * Routed experts' weights packed as com.microsoft MoE reads them (`g.moe`): lazy tensors, read and packed when
+ * the model is written.
+ */
+
+/**
+ * The `fc1` of `g.moe` from per-expert gate and up weights [I, D] each (PyTorch layout, any float dtype): float32
+ * [E, 2I, D] with row 2i the gate's row i and row 2i+1 the up's row i. Lazy: read and packed when the model is
+ * written (a copy of the routed experts' gate/up weights, once, in the graph cache).
+ */
+export function interleavedGateUp(gates: readonly TensorRef[], ups: readonly TensorRef[]): TensorRef {
+  const [I, D] = gates[0]!.shape as [number, number];
+  const E = gates.length;
+  return lazyTensor('float32', [E, 2 * I, D], async () => {
+    const out = new Float32Array(E * 2 * I * D);
+    for (let e = 0; e < E; e++) {
+      const [gate, up] = [await floatValues(gates[e]!), await floatValues(ups[e]!)];
+      for (let i = 0; i < I; i++) {
+        out.set(gate.subarray(i * D, (i + 1) * D), (e * 2 * I + 2 * i) * D);
+        out.set(up.subarray(i * D, (i + 1) * D), (e * 2 * I + 2 * i + 1) * D);
+      }
+    }
+    return out;
+  });
+}
+
+/** Per-expert tensors of one shape stacked on a new first axis, float32 (the `fc2` of `g.moe` from the down weights). */
+export function stackedExperts(refs: readonly TensorRef[]): TensorRef {
+  const shape = refs[0]!.shape;
+  const n = shape.reduce((a, b) => a * b, 1);
+  return lazyTensor('float32', [refs.length, ...shape], async () => {
+    const out = new Float32Array(refs.length * n);
+    for (let e = 0; e < refs.length; e++) out.set(await floatValues(refs[e]!), e * n);
+    return out;
+  });
+}
