@@ -14,7 +14,7 @@ export {
   type DecodeLoopSpec,
   type DecodeLoopStep,
 } from './decode-loop.js';
-export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromHf } from './ernie/config.js';
+export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromFields, ernieTextConfigFromHf } from './ernie/config.js';
 export { buildErnieDecodeLoopModel, type ErnieDecodeLoopModelOptions } from './ernie/decode-loop.js';
 export {
   buildErnieTextDecoder,

@@ -119,7 +119,8 @@ describe('fromHfConfig', () => {
     expect(() => fromHfConfig(json)).toThrow(ConfigError);
   });
 
-  it("Baidu layout defaults: Baidu's Ernie4_5_VLMoEConfig merge sizes and temporal conv, vLLM's eps", () => {
+  it("Baidu layout defaults: Baidu's Ernie4_5_VLMoEConfig merge sizes and temporal conv, vLLM's LayerNorm eps, the text config's rms_norm_eps", () => {
+    // The top-level rms_norm_eps is the text model's, read once for the decoder and after_norm: HF Ernie4_5_VLMoeTextConfig's 1e-5.
     expect(fromHfConfig({ hidden_size: 64, pixel_hidden_size: 32 })).toEqual<ErnieResamplerConfig>({
       visionHiddenSize: 32,
       textHiddenSize: 64,
@@ -127,7 +128,7 @@ describe('fromHfConfig', () => {
       temporalMergeSize: 2,
       useTemporalConv: true,
       layerNormEps: 1e-6,
-      rmsNormEps: 1e-6,
+      rmsNormEps: 1e-5,
     });
   });
 

@@ -1,4 +1,4 @@
-import { ConfigError, type ConfigObject, fields } from '@vlmkit/config';
+import { ConfigError, ERNIE_DEFAULT_SOURCES, ErnieConfigFields } from '@vlmkit/config';
 
 /**
  * What the ERNIE-4.5-VL resampler needs to know. Dimensions in the
@@ -21,10 +21,6 @@ export interface ErnieResamplerConfig {
   readonly rmsNormEps: number;
 }
 
-/** Where the defaults below come from. */
-const HF_VISION = 'HF Ernie4_5_VLMoeVisionConfig';
-const HF_TEXT = 'HF Ernie4_5_VLMoeTextConfig';
-const BAIDU = "Baidu Ernie4_5_VLMoEConfig (the hub's configuration_ernie_45t_vl.py)";
 /** vLLM VariableResolutionResamplerModel: nn.LayerNorm(self.spatial_dim, eps=1e-6), not configurable. */
 const VLLM_LAYER_NORM_EPS = 1e-6;
 
@@ -39,52 +35,35 @@ const VLLM_LAYER_NORM_EPS = 1e-6;
  * INVALID_CONFIG, INCONSISTENT_CONFIG, UNSUPPORTED_CONFIG.
  */
 export function fromHfConfig(json: unknown): ErnieResamplerConfig {
-  const top: ConfigObject = fields(json, 'ERNIE resampler config');
-  const v: ConfigObject | undefined = top.optionalObj('vision_config');
-  let config: ErnieResamplerConfig;
-  if (top.has('text_config')) {
-    const text = top.obj('text_config');
-    if (v === undefined) top.fail('MISSING_CONFIG_FIELD', 'vision_config', 'is missing; the HF layout has text_config and vision_config.');
-    // HF: Ernie4_5_VLMoeVariableResolutionResamplerModel.__init__
-    config = {
-      visionHiddenSize: v.int('hidden_size'),
-      textHiddenSize: text.int('hidden_size'),
-      spatialMergeSize: v.int('spatial_merge_size', { default: 2, from: HF_VISION }),
-      temporalMergeSize: v.int('temporal_merge_size', { default: 2, from: HF_VISION }),
-      useTemporalConv: true, // HF 5.17 always runs temporal slicing + temporal_linear
-      layerNormEps: v.positive('rms_norm_eps', { default: 1e-6, from: HF_VISION }),
-      rmsNormEps: text.positive('rms_norm_eps', { default: 1e-5, from: HF_TEXT }),
-    };
-  } else if (top.has('pixel_hidden_size') || top.has('spatial_conv_size')) {
-    // vLLM: VariableResolutionResamplerModel(config.pixel_hidden_size, config.hidden_size, spatial_conv_size, temporal_conv_size)
-    const visionHidden = top.has('pixel_hidden_size') ? top.int('pixel_hidden_size') : v?.int('hidden_size');
-    if (visionHidden === undefined)
-      top.fail('MISSING_CONFIG_FIELD', 'pixel_hidden_size', 'is missing, and so is vision_config.hidden_size.');
-    const towerHidden = v?.optionalInt('hidden_size');
-    if (towerHidden !== undefined && towerHidden !== visionHidden) {
-      top.fail(
-        'INCONSISTENT_CONFIG',
-        'pixel_hidden_size',
-        `${visionHidden} differs from vision_config.hidden_size ${towerHidden}; the resampler's input is the tower's output.`,
-      );
-    }
-    config = {
-      visionHiddenSize: visionHidden,
-      textHiddenSize: top.int('hidden_size'),
-      spatialMergeSize: top.int('spatial_conv_size', { default: 2, from: BAIDU }),
-      temporalMergeSize: top.int('temporal_conv_size', { default: 2, from: BAIDU }),
-      useTemporalConv: top.bool('use_temporal_conv', { default: true, from: BAIDU }),
-      layerNormEps: VLLM_LAYER_NORM_EPS,
-      rmsNormEps: top.positive('rms_norm_eps', { default: 1e-6, from: 'vLLM getattr(config, "rms_norm_eps", 1e-6)' }),
-    };
-  } else {
+  return resamplerConfigFromFields(ErnieConfigFields.of(json, 'ERNIE resampler config'));
+}
+
+/**
+ * The resampler's config from an ERNIE-4.5-VL config.json whose layout is already detected:
+ * the widths, merge sizes and eps it shares with the tower and the decoder through `f`'s readers.
+ * HF: Ernie4_5_VLMoeVariableResolutionResamplerModel.__init__; vLLM:
+ * VariableResolutionResamplerModel(pixel_hidden_size, hidden_size, spatial_conv_size, temporal_conv_size).
+ */
+export function resamplerConfigFromFields(f: ErnieConfigFields): ErnieResamplerConfig {
+  const { top } = f;
+  const hf = f.layout === 'hf';
+  if (!hf && !top.has('pixel_hidden_size') && !top.has('spatial_conv_size')) {
     top.fail(
       'MISSING_CONFIG_FIELD',
       'text_config',
       'is missing, and so are pixel_hidden_size and spatial_conv_size: config.json is neither the HF layout (text_config + vision_config) nor the Baidu layout (pixel_hidden_size, spatial_conv_size). Is this an ERNIE-4.5-VL checkpoint?',
     );
   }
-  return validateResamplerConfig(config);
+  return validateResamplerConfig({
+    visionHiddenSize: f.visionHiddenSize,
+    textHiddenSize: f.textHiddenSize,
+    spatialMergeSize: f.spatialMergeSize,
+    temporalMergeSize: f.temporalMergeSize,
+    // HF 5.17 always runs temporal slicing + temporal_linear.
+    useTemporalConv: hf || top.bool('use_temporal_conv', { default: true, from: ERNIE_DEFAULT_SOURCES.baidu }),
+    layerNormEps: hf ? f.visionRmsNormEps : VLLM_LAYER_NORM_EPS,
+    rmsNormEps: f.textRmsNormEps,
+  });
 }
 
 const WHAT = 'resampler config';

@@ -1,6 +1,6 @@
-import { fields } from '@vlmkit/config';
-import { type ErnieTextConfig, ernieTextConfigFromHf } from '@vlmkit/moe-decoder';
-import { type ErnieResamplerConfig, fromHfConfig as resamplerFromHf } from '@vlmkit/resampler';
+import { ErnieConfigFields, type ErnieLayout } from '@vlmkit/config';
+import { type ErnieTextConfig, ernieTextConfigFromFields } from '@vlmkit/moe-decoder';
+import { type ErnieResamplerConfig, resamplerConfigFromFields } from '@vlmkit/resampler';
 import { ErnieVisionConfig } from '@vlmkit/vision-tower';
 import { type ErnieTokens, ernieTokens } from './tokens.js';
 
@@ -13,6 +13,8 @@ import { type ErnieTokens, ernieTokens } from './tokens.js';
 export type ErnieReference = 'vllm' | 'hf';
 
 export interface Ernie45VLConfig {
+  /** The config.json layout, detected once: HF 5.17's (`text_config`) or Baidu's flat hub layout. */
+  readonly layout: ErnieLayout;
   readonly vision: ErnieVisionConfig;
   readonly resampler: ErnieResamplerConfig;
   readonly text: ErnieTextConfig;
@@ -21,9 +23,10 @@ export interface Ernie45VLConfig {
 }
 
 /**
- * Reads config.json (HF 5.17 layout with text_config/vision_config, or the hub's flat Baidu layout):
- * each component's part through its own reader, so a bad field throws `ConfigError` (from
- * @vlmkit/config) naming its path.
+ * The family's config normalizer. Reads config.json (HF 5.17 layout with text_config/vision_config, or the
+ * hub's flat Baidu layout): the layout is detected once (`ErnieConfigFields`), the fields that several
+ * components share (widths, merge sizes, eps) are read once by its readers, and each component's config is
+ * derived from that one read. A bad field throws `ConfigError` (from @vlmkit/config) naming its path.
  */
 export function ernie45VLConfig(
   json: Record<string, unknown>,
@@ -31,10 +34,11 @@ export function ernie45VLConfig(
   /** The checkpoint's generation_config.json, when it has one: eos / pad as HF generate reads them. */
   generationConfig?: unknown,
 ): Ernie45VLConfig {
-  const text = ernieTextConfigFromHf(json);
-  const tokens = ernieTokens(json, generationConfig);
+  const f = ErnieConfigFields.of(json);
+  const text = ernieTextConfigFromFields(f);
+  const tokens = ernieTokens(f, generationConfig);
   // Placeholders and delimiters are token ids the prompt holds: each must be in the vocabulary.
-  const c = fields(json, 'ERNIE-4.5-VL config');
+  const c = f.top;
   for (const [key, id] of [
     [c.has('image_token_id') ? 'image_token_id' : 'im_patch_id', tokens.image],
     ['video_token_id', tokens.video],
@@ -49,8 +53,9 @@ export function ernie45VLConfig(
     }
   }
   return {
-    vision: ErnieVisionConfig.fromHfConfig(json, { reference }),
-    resampler: resamplerFromHf(json),
+    layout: f.layout,
+    vision: ErnieVisionConfig.fromFields(f, { reference }),
+    resampler: resamplerConfigFromFields(f),
     text,
     tokens,
     reference,

@@ -1,4 +1,4 @@
-import { fields } from '@vlmkit/config';
+import { ErnieConfigFields } from '@vlmkit/config';
 import { type GenerationTokens, generationTokens } from '../generation-tokens.js';
 
 /** The token ids an ERNIE-4.5-VL prompt is read with. */
@@ -17,8 +17,9 @@ export interface ErnieTokens extends GenerationTokens {
  * Reads the token ids from either config layout: HF 5.17 (`text_config`, `image_token_id`) or the hub's
  * (`im_patch_id`); eos / pad as for every model (`generationTokens`, generation_config.json first).
  */
-export function ernieTokens(config: Record<string, unknown>, generationConfig?: unknown): ErnieTokens {
-  const c = fields(config, 'ERNIE-4.5-VL config');
+export function ernieTokens(config: Record<string, unknown> | ErnieConfigFields, generationConfig?: unknown): ErnieTokens {
+  const f = config instanceof ErnieConfigFields ? config : ErnieConfigFields.of(config);
+  const c = f.top;
   if (!c.has('image_token_id') && !c.has('im_patch_id')) {
     c.fail(
       'MISSING_CONFIG_FIELD',
@@ -29,7 +30,7 @@ export function ernieTokens(config: Record<string, unknown>, generationConfig?: 
   const image = c.optionalInt('image_token_id', { min: 0 }) ?? c.int('im_patch_id', { min: 0 });
   // HF layout (text_config): a missing id takes HF Ernie4_5_VLMoeConfig's default, as transformers reads it.
   // Hub layout: vLLM has no defaults; a missing delimiter is none, and videos reuse im_patch_id.
-  const hf = c.has('text_config');
+  const hf = f.layout === 'hf';
   const id = (key: string, fallback: number) =>
     hf ? c.int(key, { min: 0, default: fallback, from: 'HF Ernie4_5_VLMoeConfig' }) : c.optionalInt(key, { min: 0 });
   return {
@@ -39,7 +40,7 @@ export function ernieTokens(config: Record<string, unknown>, generationConfig?: 
     imageEnd: id('image_end_token_id', 101305),
     videoStart: id('video_start_token_id', 101306),
     videoEnd: id('video_end_token_id', 101307),
-    ...generationTokens(config, generationConfig),
+    ...generationTokens(c.json, generationConfig),
   };
 }
 

@@ -1,4 +1,4 @@
-import { type ConfigObject, fields } from '@vlmkit/config';
+import { type ConfigObject, ErnieConfigFields } from '@vlmkit/config';
 
 import { defaultRope } from '../rope-config.js';
 /** Which feed-forward a decoder layer has: a dense SiLU MLP or the modality-isolated MoE. */
@@ -52,10 +52,18 @@ const HF = 'HF Ernie4_5_VLMoeTextConfig';
  * INVALID_CONFIG, MISSING_CONFIG_FIELD, INCONSISTENT_CONFIG or UNSUPPORTED_CONFIG.
  */
 export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
-  const top = fields(json, 'ERNIE text config');
-  const j = top.optionalObj('text_config') ?? top;
+  return ernieTextConfigFromFields(ErnieConfigFields.of(json, 'ERNIE text config'));
+}
 
-  const hiddenSize = j.int('hidden_size');
+/**
+ * The text decoder's config from an ERNIE-4.5-VL config.json whose layout is already
+ * detected: the fields other components read too (hidden size, eps) through `f`'s readers.
+ */
+export function ernieTextConfigFromFields(f: ErnieConfigFields): ErnieTextConfig {
+  const { top, text: j } = f;
+  const hf = f.layout === 'hf';
+
+  const hiddenSize = f.textHiddenSize;
   const numHiddenLayers = j.int('num_hidden_layers');
   const numAttentionHeads = j.int('num_attention_heads');
   const numKeyValueHeads = j.int('num_key_value_heads', { default: 4, from: HF });
@@ -125,10 +133,10 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
   }
   // HF ties lm_head by the model's own config: the top-level one of a VL config (getattr(config, "tie_word_embeddings")
   // in PreTrainedModel.get_expanded_tied_weights_keys), whatever text_config says; Ernie4_5_VLMoeConfig defaults it to true.
-  if (top !== j) j.optionalBool('tie_word_embeddings'); // type-checked; the top-level value decides
+  if (hf) j.optionalBool('tie_word_embeddings'); // type-checked; the top-level value decides
   const tieWordEmbeddings = top.bool('tie_word_embeddings', {
     default: true,
-    from: top === j ? HF : 'HF Ernie4_5_VLMoeConfig (the top-level config ties lm_head)',
+    from: hf ? 'HF Ernie4_5_VLMoeConfig (the top-level config ties lm_head)' : HF,
   });
 
   return {
@@ -138,7 +146,7 @@ export function ernieTextConfigFromHf(json: unknown): ErnieTextConfig {
     numKeyValueHeads,
     headDim,
     vocabSize: j.int('vocab_size'),
-    rmsNormEps: j.positive('rms_norm_eps', { default: 1e-5, from: HF }),
+    rmsNormEps: f.textRmsNormEps,
     ropeTheta,
     freqAllocation,
     intermediateSize: j.int('intermediate_size'),

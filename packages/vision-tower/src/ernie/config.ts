@@ -1,4 +1,4 @@
-import { type ConfigObject, fields } from '@vlmkit/config';
+import { type ConfigObject, ERNIE_DEFAULT_SOURCES, ErnieConfigFields } from '@vlmkit/config';
 import { VISION_ACTIVATIONS, type VisionActivation } from '../activation.js';
 import { VisionTowerError } from '../errors.js';
 
@@ -46,7 +46,7 @@ export function ernieVisionHeadDim(config: ErnieVisionConfig): number {
 }
 
 /** Where the defaults below come from (transformers 5.17 configuration_ernie4_5_vl_moe.py). */
-const HF = 'HF Ernie4_5_VLMoeVisionConfig';
+const HF = ERNIE_DEFAULT_SOURCES.vision;
 
 /**
  * Reads the vision tower's config from an HF config.json: its `vision_config`
@@ -57,36 +57,33 @@ const HF = 'HF Ernie4_5_VLMoeVisionConfig';
  * for bad options.
  */
 function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): ErnieVisionConfig {
-  const top: ConfigObject = fields(json, 'ERNIE vision config');
+  const what = 'ERNIE vision config';
+  const f = ErnieConfigFields.of(json, what);
+  if (f.vision !== undefined) return fromFields(f, options);
+  if (f.top.has('depth')) return fromFields(ErnieConfigFields.bareVision(json, what), options);
+  return f.top.fail(
+    'MISSING_CONFIG_FIELD',
+    'vision_config',
+    'is missing: expected an ERNIE-4.5-VL config (model_type ernie4_5_vl_moe) or a bare vision_config (with depth).',
+  );
+}
+
+/**
+ * The tower's config from an ERNIE-4.5-VL config.json whose layout is already detected: the
+ * width, merge size and eps it shares with the resampler and the decoder through `f`'s readers.
+ */
+function fromFields(f: ErnieConfigFields, options: ErnieVisionConfigOptions = {}): ErnieVisionConfig {
   const reference = options.reference ?? 'vllm';
   if (reference !== 'vllm' && reference !== 'hf') {
     throw new VisionTowerError('INVALID_CONFIG', `options.reference: expected 'vllm' or 'hf', found ${JSON.stringify(reference)}.`);
   }
-  let vc: ConfigObject;
-  if (top.has('vision_config')) vc = top.obj('vision_config');
-  else if (top.has('depth')) vc = fields(json, top.config, 'vision_config');
-  else {
-    top.fail(
-      'MISSING_CONFIG_FIELD',
-      'vision_config',
-      'is missing: expected an ERNIE-4.5-VL config (model_type ernie4_5_vl_moe) or a bare vision_config (with depth).',
-    );
+  if (f.vision === undefined) {
+    return f.top.fail('MISSING_CONFIG_FIELD', 'vision_config', 'is missing; the vision tower reads its fields from it.');
   }
+  const vc: ConfigObject = f.vision;
 
   const depth = vc.int('depth');
-  const hidden = vc.optionalInt('hidden_size');
-  const embed = vc.optionalInt('embed_dim');
-  if (hidden === undefined && embed === undefined) {
-    vc.fail(
-      'MISSING_CONFIG_FIELD',
-      'hidden_size',
-      'is missing; expected hidden_size (HF layout) or embed_dim (Baidu layout), found neither.',
-    );
-  }
-  if (hidden !== undefined && embed !== undefined && hidden !== embed) {
-    vc.fail('INCONSISTENT_CONFIG', 'embed_dim', `${embed} and hidden_size ${hidden} must be equal (vLLM asserts it).`);
-  }
-  const hiddenSize = (embed ?? hidden)!;
+  const hiddenSize = f.visionHiddenSize;
   const headsKey = vc.has('num_heads') ? 'num_heads' : 'num_attention_heads';
   if (!vc.has(headsKey)) {
     vc.fail(
@@ -114,7 +111,7 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   }
   const patchSize = vc.square('patch_size');
   const inChannels = vc.int('in_channels', { default: 3, from: HF });
-  const spatialMergeSize = vc.int('spatial_merge_size', { default: 2, from: HF });
+  const spatialMergeSize = f.spatialMergeSize;
   const hiddenAct = vc.oneOf('hidden_act', VISION_ACTIVATIONS, { default: 'quick_gelu', from: HF, code: 'UNSUPPORTED_CONFIG' });
   const rope = vc.optionalObj('rope_parameters');
   rope?.oneOf('rope_type', ['axial', 'default'], {
@@ -128,11 +125,8 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   const ropeTheta =
     rope?.optionalPositive('rope_theta') ?? vc.positive('rope_theta', { default: 10000, from: 'HF/vLLM vision rotary embedding theta' });
 
-  const visionEps = vc.positive('rms_norm_eps', { default: 1e-6, from: HF });
-  // vLLM: Ernie4_5_VLMoeForConditionalGeneration passes getattr(config, "rms_norm_eps", 1e-6) to the blocks.
-  // A bare vision_config has no top-level epsilon to read.
-  const vllmEps =
-    vc.json === top.json ? 1e-6 : top.positive('rms_norm_eps', { default: 1e-6, from: 'vLLM getattr(config, "rms_norm_eps", 1e-6)' });
+  const visionEps = f.visionRmsNormEps;
+  const vllmEps = f.vllmVisionBlockEps;
   // vLLM's final ln: nn.LayerNorm(hidden_size, eps=1e-6), not configurable.
   let [blockNormEps, finalNormEps] = reference === 'hf' ? [visionEps, visionEps] : [vllmEps, 1e-6];
   if (options.layerNormEps !== undefined) {
@@ -155,5 +149,5 @@ function fromHfConfig(json: unknown, options: ErnieVisionConfigOptions = {}): Er
   };
 }
 
-/** `ErnieVisionConfig.fromHfConfig(json, { reference })`: the config type's companion. */
-export const ErnieVisionConfig = { fromHfConfig } as const;
+/** `ErnieVisionConfig.fromHfConfig(json, { reference })`, `.fromFields(fields, { reference })`: the config type's companion. */
+export const ErnieVisionConfig = { fromHfConfig, fromFields } as const;
