@@ -67,8 +67,8 @@ const project = join(work, 'project');
 let failed = false;
 try {
   step('built', () => {
-    const missing = packages.filter((p) => entryPaths(p.json).some((e) => !existsSync(join(p.dir, e))));
-    if (missing.length) throw new Error(`no dist/ for ${missing.map((p) => p.json.name).join(', ')}: run \`pnpm build\` first`);
+    const missing = packages.flatMap((p) => entryPaths(p.json).flatMap((e) => (existsSync(join(p.dir, e)) ? [] : [`${p.json.name} ${e}`])));
+    if (missing.length) throw new Error(`missing ${[...new Set(missing)].join(', ')}: run \`pnpm build\` first`);
     return `${packages.length} packages`;
   });
 
