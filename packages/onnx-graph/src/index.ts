@@ -62,7 +62,14 @@ export { type GqaInputs, OP_SETS, type OpSet, opSet } from './ops-contrib.js';
 export type { LoopBodyInputs, LoopBodyOutputs, LoopCarried, LoopOutputs } from './ops-control.js';
 export type { Operand } from './ops-math.js';
 export { recordComponentParameters, recordParameters } from './parameters.js';
-export { CONTRIB_PASSES } from './passes/index.js';
+export { appendAttentionPass } from './passes/append-attention.js';
+export {
+  CONTRIB_ATTENTION_KERNELS,
+  type ContribAttentionKernel,
+  type ContribAttentionOptions,
+  contribAttentionPass,
+} from './passes/contrib-attention.js';
+export { APPEND_ATTENTION_PASSES, CONTRIB_PASSES } from './passes/index.js';
 export {
   applyPasses,
   attrNumber,
@@ -73,6 +80,7 @@ export {
   replaceNodes,
   rewriteEach,
 } from './passes/rewrite.js';
+export { quantizeLinearPass } from './passes/quantize-linear.js';
 export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
 export { onnx } from './proto.js';
 export {

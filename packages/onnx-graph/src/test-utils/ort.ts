@@ -20,7 +20,9 @@ export async function runGraph(g: Graph, feeds: Record<string, Feed>): Promise<R
           ? Float32Array.from(f.data as ArrayLike<number>)
           : f.dtype === 'int32'
             ? Int32Array.from(f.data as ArrayLike<number>)
-            : Uint8Array.from(f.data as ArrayLike<number>);
+            : f.dtype === 'float16'
+              ? Uint16Array.from(f.data as ArrayLike<number>) // float16 bits (`floatData`)
+              : Uint8Array.from(f.data as ArrayLike<number>);
     ortFeeds[k] = new ort.Tensor(f.dtype, data, f.dims);
   }
   try {
