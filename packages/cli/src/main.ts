@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DECODE_LOOPS, FIXTURE_DIR, ModelError, type ModelGenerateOptions, validateSampling } from '@vlmkit/models';
+import { DECODE_LOOPS, FIXTURE_DIR, ModelError, type ModelGenerateOptions, supportedModelTypes, validateSampling } from '@vlmkit/models';
 import { COMPUTE_DTYPES, OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
@@ -88,7 +88,7 @@ processor samples them (video_preprocessor_config.json). ERNIE-4.5-VL only.
 
 IN holds the HF forward kwargs by their HF names (ERNIE: input_ids, attention_mask, pixel_values, image_grid_thw,
 pixel_values_videos, video_grid_thw, moe_mm_token_type_ids; Granite: input_ids, attention_mask, pixel_values,
-image_sizes, position_ids). The model type comes from config.json (supported: ernie4_5_vl_moe, granite4_vision).
+image_sizes, position_ids). The model type comes from config.json (supported: ${supportedModelTypes().join(', ')}).
 `;
 
 const USAGE = `usage: vlmkit <command> [options]

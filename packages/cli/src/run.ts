@@ -1,10 +1,18 @@
 // `vlmkit run` and `vlmkit preprocess`: one user message holding the images (or the video), then
 // the prompt, templated with the generation prompt, as HF's processor.apply_chat_template does it.
-import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { type ChatSummary, type GenerateOptions, loadPretrained, outputFile, readNamedTensors, writeNamedTensors } from '@vlmkit/models';
+import {
+  type ChatSummary,
+  familyAt,
+  type GenerateOptions,
+  loadPretrained,
+  outputFile,
+  readNamedTensors,
+  writeNamedTensors,
+} from '@vlmkit/models';
 import { type ChatMessage, type ContentPart, Processor, type VideoFrames } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
+import { SafetensorsFile } from '@vlmkit/safetensors';
 import { assertRegularFile, type CommonOptions, modelLoadOptions, type Out, UsageError } from './commands.js';
 import { Interrupted, untilAborted } from './interrupt.js';
 import { loadProgressBar } from './progress-bar.js';
@@ -55,21 +63,11 @@ export async function readVideoFrames(path: string): Promise<VideoFrames> {
   return Number.isFinite(fps) && fps > 0 ? { frames, fps } : { frames };
 }
 
-/** The `__metadata__` of a .safetensors header (8-byte little-endian length, then JSON). */
+/** The `__metadata__` of a .safetensors file's header. */
 async function safetensorsMetadata(path: string): Promise<Record<string, string>> {
-  const f = await open(path, 'r');
-  try {
-    const len = Buffer.alloc(8);
-    await f.read(len, 0, 8, 0);
-    const header = Buffer.alloc(Number(len.readBigUInt64LE(0)));
-    await f.read(header, 0, header.length, 8);
-    return ((JSON.parse(header.toString('utf8')) as { __metadata__?: Record<string, string> }).__metadata__ ?? {}) as Record<
-      string,
-      string
-    >;
-  } finally {
-    await f.close();
-  }
+  const file = await SafetensorsFile.open(path);
+  await file.close();
+  return file.metadata;
 }
 
 async function assertMedia(o: PromptOptions): Promise<void> {
@@ -120,13 +118,14 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
   const json = (x: Record<string, unknown>) => out(`${JSON.stringify(x)}\n`);
   const bar = !o.json && o.tty && o.err ? loadProgressBar(o.err) : undefined;
   const interrupted = untilAborted(o.signal);
-  // Fail before the long model load: the media readable, the processor files there.
-  const messages = await Promise.race([
+  // Fail before the long model load: the media readable, the processor files there. The model's chat takes
+  // this processor, so it is read once.
+  const { messages, processor } = await Promise.race([
     (async () => {
       await assertMedia(o);
       const m = await userMessage(o);
-      await Processor.fromPretrained(o.model);
-      return m;
+      const family = await familyAt(o.model);
+      return { messages: m, processor: await Processor.fromPretrained(o.model, family.processor) };
     })(),
     interrupted,
   ]);
@@ -145,7 +144,7 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
     bar?.stop();
   }
   const signals = [o.signal, o.outputClosed].filter((s): s is AbortSignal => s !== undefined);
-  const stream = model.chat(messages, { ...o.generate, signal: signals.length > 0 ? AbortSignal.any(signals) : undefined });
+  const stream = model.chat(messages, { ...o.generate, processor, signal: signals.length > 0 ? AbortSignal.any(signals) : undefined });
   const pieces = stream[Symbol.asyncIterator]();
   let first: IteratorResult<string> | undefined;
   try {

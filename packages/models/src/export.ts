@@ -5,42 +5,24 @@
 // is such a port, in plain JavaScript on onnxruntime-node, tested against `vlmkit forward`.
 import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import {
-  buildErnieTextDecoderModel,
-  buildGraniteTextDecoderModel,
-  ERNIE_DECODER_IO,
-  GRANITE_DECODER_IO,
-  KV_CACHE_IO,
-  type KvCacheDType,
-  kvCacheDType,
-} from '@vlmkit/moe-decoder';
-import { ernieFrequencyAxes, ropeInverseFrequencies } from '@vlmkit/mrope';
+import { KV_CACHE_IO, type KvCacheDType, kvCacheDType } from '@vlmkit/moe-decoder';
 import { type ComputeDType, type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
-import { windowGeometry } from '@vlmkit/qformer';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { ernieVisionHeadDim } from '@vlmkit/vision-tower';
-import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
-import { modelType, readConfigFile } from './config-file.js';
-import { type ComputeDtypeOption, checkComputeDtype, type DecoderDims } from './decoder-model.js';
-import { type ErnieReference, ernie45VLConfig } from './ernie/config.js';
-import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO } from './ernie/vision-encoder.js';
-import { loadErnieWeights } from './ernie/weights.js';
-import { ModelError } from './errors.js';
-import { type GenerationTokens, readGenerationConfig } from './generation-tokens.js';
-import { granite4VisionConfig } from './granite/config.js';
-import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO } from './granite/vision-encoder.js';
-import { loadGraniteWeights } from './granite/weights.js';
+import { readLoraAdapter } from '@vlmkit/weight-mapper';
+import { readConfigFile } from './config-file.js';
+import { type ComputeDtypeOption, checkComputeDtype } from './decoder-model.js';
+import { familyOf } from './families.js';
+import { type ConfigOptions, checkAdapter, type DecoderGraphBuild, type FamilyConfig } from './family.js';
+import { readGenerationConfig } from './generation-tokens.js';
 import { sha256File } from './graph-cache.js';
 import { outputDir } from './output-file.js';
 
 export const EXPORT_FORMAT = 'vlmkit-export';
 export const EXPORT_VERSION = 1;
 
-export interface ExportOptions extends ComputeDtypeOption {
-  /** A PEFT LoRA adapter merged into the exported weights (Granite). */
+export interface ExportOptions extends ComputeDtypeOption, ConfigOptions {
+  /** A PEFT LoRA adapter merged into the exported weights (families with `supports.adapter`). */
   adapter?: string | undefined;
-  /** ERNIE: where vLLM and HF differ (position ids after a video), whose rule the manifest states (default 'vllm'). */
-  reference?: ErnieReference | undefined;
   /** Initializers of at least this many bytes go to `<graph>.onnx.data` (default 1 KiB). */
   externalThreshold?: number | undefined;
   /** The decoder's weights block-quantized (com.microsoft MatMulNBits): 'int8' or 'int4' (see `ErnieLoadOptions.quantize`). */
@@ -102,9 +84,8 @@ export interface ExportManifest {
     /** Greedy / sampled decoding as `generate` does it: eos from config.json, pad for finished rows. */
     generation: { eos_token_ids: number[]; pad_token_id: number; rule: string };
   };
-  /** Model-specific host-side inputs and their rules. */
-  ernie?: Record<string, unknown>;
-  granite?: Record<string, unknown>;
+  /** The family's host-side inputs and their rules, under its `manifest.key` ('ernie', 'granite'). */
+  readonly [family: string]: unknown;
 }
 
 export interface ExportResult {
@@ -146,10 +127,6 @@ const KV_UPDATE =
 const ATTENTION_MASK =
   'int64 [B, P + S]: 1 for real tokens, 0 for padding, covering the cached tokens and this step; each decode step appends one column of 1s';
 
-function f32List(a: Float32Array): number[] {
-  return Array.from(a);
-}
-
 /**
  * Writes the model's component graphs to `outDir` (vision_encoder.onnx, decoder.onnx, each with its
  * .onnx.data when it has large initializers; the weights are copied, so the folder stands alone) and
@@ -189,8 +166,7 @@ async function exportInto(
   out: string,
   options: ExportOptions,
 ): Promise<ExportManifest> {
-  const { json } = configFile;
-  const type = modelType(configFile);
+  const family = familyOf(configFile);
   const ckpt = await Checkpoint.open(root);
   const files: ExportManifest['source']['files'] = {};
   for (const f of (await readdir(root)).filter((n) => n.endsWith('.safetensors')).sort()) {
@@ -200,129 +176,18 @@ async function exportInto(
   const computeDtype = checkComputeDtype(options);
   let manifest: ExportManifest;
   try {
-    if (type === 'ernie4_5_vl_moe') {
-      if (options.adapter) throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
-      const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
-      const mapped = await loadErnieWeights(ckpt, config);
-      const vision = await writeGraph(
-        buildErnieVisionEncoder(mapped.vision, mapped.resampler, config, { computeDtype }),
-        out,
-        'vision_encoder',
-        t,
-      );
-      const decoder = await writeGraph(
-        buildErnieTextDecoderModel(mapped.decoder, config.text, { quantize: options.quantize, computeDtype }),
-        out,
-        'decoder',
-        t,
-      );
-      const text = config.text;
-      const v = config.vision;
-      const r = config.resampler;
-      manifest = {
-        ...head('ernie4_5_vl_moe', root, null, files, vision, decoder, computeDtype),
-        decoder: decoderSection(text, config.tokens, computeDtype),
-        ernie: {
-          tokens: {
-            image: config.tokens.image,
-            video: config.tokens.video,
-            image_start: config.tokens.imageStart ?? null,
-            image_end: config.tokens.imageEnd ?? null,
-            video_start: config.tokens.videoStart ?? null,
-            video_end: config.tokens.videoEnd ?? null,
-          },
-          spatial_merge_size: r.spatialMergeSize,
-          temporal_merge_size: r.temporalMergeSize,
-          temporal_slicing: r.useTemporalConv,
-          vision_encoder_inputs: {
-            [ERNIE_VISION_ENCODER_IO.pixelValues]:
-              'float32 [num_patches, C*p*p]: the processor pixel_values (images, then separately videos: one encoder run each)',
-            [ERNIE_VISION_ENCODER_IO.segmentIds]:
-              'int32 [num_patches]: index of the frame each patch belongs to (every frame of every grid in order: 0, 1, 2, ...)',
-            [`${ERNIE_VISION_ENCODER_IO.rotaryCos} / ${ERNIE_VISION_ENCODER_IO.rotarySin}`]:
-              'float32 [num_patches, head_dim/2]: per patch (h, w) = its row and column in the grid, patches taken in spatial-merge windows (for each frame, for each window row bh, window column bw, ih < m, iw < m: h = bh*m + ih, w = bw*m + iw); column a*head_dim/4 + i is cos/sin(float32(pos_a * vision_rotary.inv_freq[i])), a = 0 for h, 1 for w',
-            [`${ERNIE_VISION_ENCODER_IO.firstSlice} / ${ERNIE_VISION_ENCODER_IO.secondSlice}`]:
-              'int64 [num_tokens]: for each grid at merged-token offset o with n = h*w/m^2 tokens per frame, pair frames (0,1), (2,3), ... (an image pairs frame 0 with itself) and list o + even*n + j (first) and o + odd*n + j (second), j < n',
-          },
-          vision_rotary: {
-            head_dim: ernieVisionHeadDim(v),
-            theta: v.ropeTheta,
-            inv_freq: f32List(ropeInverseFrequencies(ernieVisionHeadDim(v) / 2, v.ropeTheta)),
-          },
-          decoder_inputs: {
-            [ERNIE_DECODER_IO.visionEmbeds]:
-              'float32 [N, hidden]: the vision encoder `embeds` of the images then of the videos, concatenated; [0, hidden] in decode steps',
-            [ERNIE_DECODER_IO.visionPositions]:
-              'int64 [N]: flattened b*S + s of the image placeholder tokens then of the video placeholder tokens (row-major), [0] in decode steps',
-            [ERNIE_DECODER_IO.moeTokenType]:
-              'int64 [B, S]: HF moe_mm_token_type_ids (1 for image/video placeholders and their start/end tokens, else 0); 0 in decode steps',
-            [`${ERNIE_DECODER_IO.ropeCos} / ${ERNIE_DECODER_IO.ropeSin}`]:
-              'float32 [B, S, head_dim/2]: cos/sin(float32(position_ids[text_rotary.axes[i], b, s] * text_rotary.inv_freq[i])) from the 3D position ids',
-          },
-          position_ids: {
-            dims: [3, 'batch', 'seq'],
-            rule: `get_rope_index over the unmasked tokens of each row: text tokens get cur on t, h and w, then cur += 1; a run of an image's t*h'*w' placeholders (h' = h/m, w' = w/m; a video: t' = t/temporal_merge_size) gets (cur + frame, cur + y, cur + x), then cur = ${config.reference === 'vllm' ? 'max over the item + 1 (vLLM)' : "cur + max(h', w') (HF 5.17)"}; padding gets 0; rope_delta = (max position + 1) - real tokens`,
-            advance: config.reference,
-            decode:
-              'each generated token: position real_tokens_so_far + rope_delta on all three axes (real_tokens_so_far: ones in the attention mask before this token); vision_embeds [0, hidden], vision_positions [0], moe_token_type 0',
-          },
-          text_rotary: {
-            head_dim: text.headDim,
-            theta: text.ropeTheta,
-            freq_allocation: text.freqAllocation,
-            inv_freq: f32List(ropeInverseFrequencies(text.headDim, text.ropeTheta)),
-            axes: Array.from(ernieFrequencyAxes(text.headDim, text.freqAllocation)),
-          },
-        },
-      };
-    } else {
-      const config = granite4VisionConfig(json, await readGenerationConfig(root));
-      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
-      const mapped = await loadGraniteWeights(ckpt, config, config.text, adapter ? { overlay: loraOverlay(adapter) } : {});
-      const vision = await writeGraph(
-        buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config, { computeDtype }),
-        out,
-        'vision_encoder',
-        t,
-      );
-      const levels = config.levels.map((l) => l.llmLayer);
-      const decoder = await writeGraph(
-        buildGraniteTextDecoderModel(mapped.decoder, config.text, { levels, quantize: options.quantize, computeDtype }),
-        out,
-        'decoder',
-        t,
-      );
-      const text = config.text;
-      manifest = {
-        ...head('granite4_vision', root, adapter ? resolve(options.adapter!) : null, files, vision, decoder, computeDtype),
-        decoder: decoderSection(text, config.tokens, computeDtype),
-        granite: {
-          image_token_id: config.tokens.image,
-          image_size: config.vision.imageSize,
-          image_grid_pinpoints: config.pinpoints,
-          tokens_per_tile_side: windowGeometry(config.projector).downsampledSide,
-          image_newline: config.imageNewline,
-          deepstack: config.levels.map((l) => ({
-            output: GRANITE_VISION_ENCODER_IO.deepstack(l.k),
-            decoder_input: GRANITE_DECODER_IO.deepstack(l.k),
-            llm_layer: l.llmLayer,
-          })),
-          vision_encoder_inputs: {
-            [GRANITE_VISION_ENCODER_IO.pixelValues]:
-              'float32 [tiles, C, S, S]: the real tiles of every image in order (base tile first): of processor pixel_values [images, max_tiles, C, S, S], image i keeps its first rows*cols + 1 tiles, rows x cols = best fit of image_sizes[i] among image_grid_pinpoints (LLaVA-NeXT select_best_resolution) / image_size',
-            [GRANITE_VISION_ENCODER_IO.packIndices]:
-              'int64 [image_tokens]: gather rows of [all tiles x side^2 tokens, then image_newline at index tiles*side^2]: per image its base tile tokens, then if it has more tiles the (rows*side) x (cols*side) grid unpadded to the image aspect (HF unpad_image: round to 7 digits, equal margins) row by row, each grid row followed by image_newline; a single-tile image gets one image_newline',
-          },
-          decoder_inputs: {
-            [GRANITE_DECODER_IO.imagePositions]:
-              'int64 [N]: flattened b*S + s of the image_token_id tokens (row-major); [0] in decode steps',
-            deepstack_k: 'float32 [N, hidden]: the vision encoder output of the same name; [0, hidden] in decode steps',
-            [GRANITE_DECODER_IO.positionIds]:
-              'int64 [B, S]: cumsum(attention_mask) - 1, and 1 where attention_mask is 0 (HF generate); decode: real tokens so far',
-          },
-        },
-      };
-    }
+    checkAdapter(family, options.adapter);
+    const config = family.config(configFile.json, await readGenerationConfig(root), options);
+    const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
+    const build = portableDecoder(computeDtype, options.quantize);
+    const weights = await family.weights(ckpt, config, { adapter, decoder: build });
+    const vision = await writeGraph(family.visionGraph(config, weights, { computeDtype, quantize: undefined }), out, 'vision_encoder', t);
+    const decoder = await writeGraph(family.decoderGraph(config, weights, build), out, 'decoder', t);
+    manifest = {
+      ...head(family.modelTypes[0], root, adapter ? resolve(options.adapter!) : null, files, vision, decoder, computeDtype),
+      decoder: decoderSection(config, computeDtype),
+      [family.manifest.key]: family.manifest.rules(config),
+    };
   } catch (e) {
     await ckpt.close();
     throw e;
@@ -352,11 +217,15 @@ function head(
   };
 }
 
-function decoderSection(
-  text: DecoderDims & { hiddenSize: number },
-  tokens: GenerationTokens,
-  computeDtype: ComputeDType,
-): ExportManifest['decoder'] {
+/**
+ * The decoder export writes: one step graph any binding can run, so the HF / optimum layout (each step returns
+ * past + new), standard ONNX ops, experts as stored, and no `logits_to_keep` input.
+ */
+function portableDecoder(computeDtype: ComputeDType, quantize: QuantizeRequest | undefined): DecoderGraphBuild {
+  return { loop: 'host', kvCache: 'concat', ops: 'onnx', experts: 'sparse', quantize, computeDtype, logitsToKeep: false };
+}
+
+function decoderSection({ text, tokens }: FamilyConfig, computeDtype: ComputeDType): ExportManifest['decoder'] {
   const layers = text.numHiddenLayers;
   return {
     vocab_size: text.vocabSize,

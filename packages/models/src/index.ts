@@ -1,6 +1,9 @@
 export { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
+export { ERNIE_CHECKPOINT, type ErnieWeights } from './ernie/checkpoint.js';
 export { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './ernie/config.js';
+export { ernie45VL } from './ernie/family.js';
 export {
+  ERNIE_FORWARD_OUTPUTS,
   Ernie45VL,
   type ErnieForwardOutputs,
   type ErnieInputs,
@@ -26,6 +29,20 @@ export {
   type ManifestGraph,
   type ManifestTensor,
 } from './export.js';
+export { FAMILIES, familyAt, familyOf, supportedModelTypes } from './families.js';
+export {
+  type ConfigOptions,
+  checkAdapter,
+  type DecoderGraphBuild,
+  type FamilyCheckpoint,
+  type FamilyConfig,
+  type FamilyLoad,
+  type FamilyWeights,
+  loadFamily,
+  type ModelFamily,
+  type ParameterDocs,
+  type WeightOptions,
+} from './family.js';
 export { FIXTURE_DIR } from './fixture-dir.js';
 export { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
 export { type GenerationTokens, generationTokens } from './generation-tokens.js';
@@ -38,8 +55,16 @@ export {
   selectBestResolution,
   unpaddedRange,
 } from './granite/anyres.js';
+export { GRANITE_CHECKPOINT, type GraniteWeights } from './granite/checkpoint.js';
 export { type Granite4VisionConfig, type GraniteLevel, granite4VisionConfig } from './granite/config.js';
-export { Granite4Vision, type GraniteForwardOutputs, type GraniteInputs, type GraniteLoadOptions } from './granite/model.js';
+export { granite4Vision } from './granite/family.js';
+export {
+  GRANITE_FORWARD_OUTPUTS,
+  Granite4Vision,
+  type GraniteForwardOutputs,
+  type GraniteInputs,
+  type GraniteLoadOptions,
+} from './granite/model.js';
 export { analyzeGranitePrompt, type GranitePrompt, type GranitePromptInputs } from './granite/prompt.js';
 export { type GraniteTokens, graniteTokens } from './granite/tokens.js';
 export {
@@ -69,15 +94,9 @@ export {
 } from './inspect.js';
 export type { DecoderBuild, DecoderLoadOptions } from './model-load.js';
 export { type OutputDir, type OutputFile, outputDir, outputFile, type ReadPaths } from './output-file.js';
+export { FamilyModel, type ModelChatOptions, type ModelOrigin, type NamedTensors, type PretrainedModel } from './pretrained-model.js';
 export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
-export {
-  ERNIE_FORWARD_OUTPUTS,
-  GRANITE_FORWARD_OUTPUTS,
-  type LoadOptions,
-  loadPretrained,
-  type PretrainedModel,
-  supportedModelTypes,
-} from './registry.js';
+export { loadPretrained } from './registry.js';
 export { argmax, MAX_SEED, type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
 export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';
 export {

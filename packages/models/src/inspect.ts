@@ -7,13 +7,11 @@ import { resolve } from 'node:path';
 import { ConfigError } from '@vlmkit/config';
 import { Checkpoint, SafetensorsError } from '@vlmkit/safetensors';
 import { type LoraAdapter, MappingError, type MappingReport, readLoraAdapter } from '@vlmkit/weight-mapper';
-import { modelType, readConfigFile } from './config-file.js';
-import { ernie45VLConfig } from './ernie/config.js';
-import { loadErnieWeights } from './ernie/weights.js';
+import { readConfigFile } from './config-file.js';
 import { ModelError } from './errors.js';
+import { familyOf } from './families.js';
+import { checkAdapter, type FamilyConfig, type ModelFamily } from './family.js';
 import { readGenerationConfig } from './generation-tokens.js';
-import { granite4VisionConfig } from './granite/config.js';
-import { loadGraniteWeights } from './granite/weights.js';
 
 /** One thing wrong with the directory: the error code, where (file, tensor, field or parameter), and the sentence. */
 export interface InspectProblem {
@@ -55,7 +53,7 @@ export interface InspectReport {
 }
 
 export interface InspectOptions {
-  /** A PEFT LoRA adapter directory to check against the checkpoint (Granite 4 Vision). */
+  /** A PEFT LoRA adapter directory to check against the checkpoint (families with `supports.adapter`). */
   adapter?: string | undefined;
 }
 
@@ -87,13 +85,12 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
     ...r,
   });
 
-  let type: ReturnType<typeof modelType>;
-  let config: ReturnType<typeof ernie45VLConfig> | ReturnType<typeof granite4VisionConfig>;
+  let family: ModelFamily;
+  let config: FamilyConfig;
   try {
     const file = await readConfigFile(root);
-    type = modelType(file);
-    const generation = await readGenerationConfig(root);
-    config = type === 'granite4_vision' ? granite4VisionConfig(file.json, generation) : ernie45VLConfig(file.json, 'vllm', generation);
+    family = familyOf(file);
+    config = family.config(file.json, await readGenerationConfig(root), {});
   } catch (e) {
     problems.push(problem(e));
     return done();
@@ -104,7 +101,7 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
     ckpt = await Checkpoint.open(root);
   } catch (e) {
     problems.push(problem(e));
-    return done({ modelType: type });
+    return done({ modelType: family.modelTypes[0] });
   }
   try {
     const byFile = new Map<string, number>();
@@ -117,7 +114,7 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
     let adapter: LoraAdapter | undefined;
     if (options.adapter !== undefined) {
       try {
-        if (type !== 'granite4_vision') throw new ModelError('BAD_INPUT', 'LoRA adapters are supported for Granite 4 Vision only');
+        checkAdapter(family, options.adapter);
         adapter = await readLoraAdapter(resolve(options.adapter), ckpt);
       } catch (e) {
         problems.push(problem(e));
@@ -127,23 +124,12 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
     // allowMissing: the report comes back with every missing parameter; a mismatch still throws, with the report.
     let report: MappingReport | undefined;
     try {
-      report = (
-        type === 'granite4_vision'
-          ? await loadGraniteWeights(
-              ckpt,
-              config as ReturnType<typeof granite4VisionConfig>,
-              (config as ReturnType<typeof granite4VisionConfig>).text,
-              {
-                allowMissing: true,
-              },
-            )
-          : await loadErnieWeights(ckpt, config as ReturnType<typeof ernie45VLConfig>, { allowMissing: true })
-      ).report;
+      report = (await family.weights(ckpt, config, { allowMissing: true })).report;
     } catch (e) {
       if (e instanceof MappingError && e.report !== undefined) report = e.report;
       else problems.push(problem(e));
     }
-    if (report === undefined) return done({ modelType: type, files });
+    if (report === undefined) return done({ modelType: family.modelTypes[0], files });
 
     const missing = report.missing.filter((m) => m.required);
     for (const m of missing) {
@@ -170,7 +156,7 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
       components.set(p.component, { ...c, tensors: c.tensors + 1, parameters: c.parameters + p.shape.reduce((a, d) => a * d, 1) });
     }
     return done({
-      modelType: type,
+      modelType: family.modelTypes[0],
       files,
       components: [...components.values()],
       tensors: {

@@ -19,10 +19,11 @@ import { expectedParameters as resamplerParameters } from '@vlmkit/resampler';
 import { expectedErnieVisionParameters, expectedSiglipVisionParameters } from '@vlmkit/vision-tower';
 import { describe, expect, it } from 'vitest';
 import { ernie45VLConfig } from './ernie/config.js';
+import { ernie28b } from './ernie/published-config.js';
 import { buildErnieVisionEncoder } from './ernie/vision-encoder.js';
 import { granite4VisionConfig } from './granite/config.js';
+import { granite3b } from './granite/published-config.js';
 import { buildGraniteVisionEncoder } from './granite/vision-encoder.js';
-import { ernie28b, granite3b } from './published-configs.js';
 
 function unread(specs: readonly { name: string; shape: readonly number[] }[], dtype = 'bfloat16', prefix = ''): Map<string, TensorRef> {
   const m = new Map<string, TensorRef>();

@@ -55,7 +55,7 @@ export interface ProcessorCallInputs {
  * ```
  */
 export class Processor {
-  /** The processor's config.json `model_type` (its family's: 'ernie4_5_vl_moe', 'granite4_vision'). */
+  /** The processor's config.json `model_type` (its family's `modelType`). */
   readonly kind: string;
 
   private constructor(

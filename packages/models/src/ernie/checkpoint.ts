@@ -1,0 +1,34 @@
+// What an ERNIE-4.5-VL checkpoint is (model types, processor, what it supports) and how it becomes its two
+// graphs: the config read once, the weights mapped, the vision encoder (ViT + resampler) and the MoE decoder
+// built. Loads, export and inspect all take these.
+import { buildErnieDecodeLoopModel, buildErnieTextDecoderModel } from '@vlmkit/moe-decoder';
+import type { Weights } from '@vlmkit/onnx-graph';
+import { ERNIE_PROCESSOR } from '@vlmkit/processors';
+import type { MappingReport } from '@vlmkit/weight-mapper';
+import type { FamilyCheckpoint } from '../family.js';
+import { type Ernie45VLConfig, ernie45VLConfig } from './config.js';
+import { buildErnieVisionEncoder } from './vision-encoder.js';
+import { loadErnieWeights } from './weights.js';
+
+export interface ErnieWeights {
+  readonly vision: Weights;
+  readonly resampler: Weights;
+  readonly decoder: Weights;
+  readonly report: MappingReport;
+}
+
+export const ERNIE_CHECKPOINT: FamilyCheckpoint<Ernie45VLConfig, ErnieWeights> = {
+  name: 'ERNIE-4.5-VL',
+  modelTypes: ['ernie4_5_vl_moe', 'ernie4_5_moe_vl'],
+  supports: { adapter: false, video: true },
+  processor: ERNIE_PROCESSOR,
+  cacheName: 'ernie',
+  config: (json, generation, { reference }) => ernie45VLConfig(json, reference ?? 'vllm', generation),
+  weights: (ckpt, config, { allowMissing, decoder }) =>
+    loadErnieWeights(ckpt, config, { ...(allowMissing ? { allowMissing } : {}), ...(decoder ? { experts: decoder.experts } : {}) }),
+  visionGraph: (config, w, build) => buildErnieVisionEncoder(w.vision, w.resampler, config, build),
+  decoderGraph: (config, w, { loop, kvCache, quantize, ops, experts, computeDtype, logitsToKeep }) =>
+    loop === 'graph'
+      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, ops, experts, computeDtype })
+      : buildErnieTextDecoderModel(w.decoder, config.text, { logitsToKeep, kvCache, quantize, ops, experts, computeDtype }),
+};
