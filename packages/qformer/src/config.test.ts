@@ -135,7 +135,7 @@ describe('fromHfConfig (Granite 4 Vision config.json)', () => {
     [
       'patch size a string',
       (c) => ({ ...c, vision_config: { ...c['vision_config'], patch_size: '8' } }),
-      /^INVALID_CONFIG vision_config.patch_size: .*vision_config.patch_size must be a positive integer, found "8"/,
+      /^INVALID_CONFIG vision_config.patch_size: .*vision_config.patch_size must be a positive integer or a square \[n, n\], found "8"/,
     ],
     [
       'unknown vision tower',

@@ -24,6 +24,7 @@ export {
   validateWindowQFormerConfig,
   type WindowQFormerConfig,
   windowGeometry,
+  windowQFormerConfigFromFields,
 } from './window-config.js';
 export {
   buildWindowQFormerDownsampler,

@@ -1,4 +1,4 @@
-import { ConfigError, type ConfigObject, fields } from '@vlmkit/config';
+import { ConfigError, type ConfigObject, fields, GraniteConfigFields } from '@vlmkit/config';
 import { BLIP2_QFORMER_DEFAULTS, type Blip2QFormerConfig, parseQFormer, validateQFormerConfig } from './qformer-config.js';
 
 /**
@@ -32,15 +32,6 @@ export interface FromHfConfigOptions {
   readonly reference?: 'hf' | 'vllm';
 }
 
-/**
- * HF 5.17 defaults of the vision sub-config by model_type (HF SiglipVisionConfig, CLIPVisionConfig);
- * Granite4VisionConfig.__post_init__ makes a vision_config dict without model_type a CLIP one.
- */
-const VISION_DEFAULTS = {
-  siglip_vision_model: { hidden: 768, image: 224, patch: 16, from: 'HF SiglipVisionConfig' },
-  clip_vision_model: { hidden: 768, image: 224, patch: 32, from: 'HF CLIPVisionConfig' },
-} as const;
-
 const WHAT = 'Granite 4 Vision projector config';
 
 /**
@@ -52,20 +43,17 @@ const WHAT = 'Granite 4 Vision projector config';
  * INVALID_CONFIG, INCONSISTENT_CONFIG, UNSUPPORTED_CONFIG.
  */
 export function fromHfConfig(json: unknown, options: FromHfConfigOptions = {}): WindowQFormerConfig {
-  const top = fields(json, WHAT);
-  // An absent sub-config reads as an empty one, so its fields are named (text_config.hidden_size is missing).
-  const vision = top.optionalObj('vision_config') ?? fields({}, WHAT, 'vision_config');
-  const text = top.optionalObj('text_config') ?? fields({}, WHAT, 'text_config');
-  const visionType = vision.oneOf('model_type', ['siglip_vision_model', 'clip_vision_model'], {
-    default: 'clip_vision_model',
-    from: 'HF Granite4VisionConfig.__post_init__',
-    code: 'UNSUPPORTED_CONFIG',
-    why: 'Granite 4 Vision uses siglip_vision_model.',
-  });
-  const vd = VISION_DEFAULTS[visionType];
-  const dv = vision.int('hidden_size', { default: vd.hidden, from: vd.from });
-  const imageSize = vision.int('image_size', { default: vd.image, from: vd.from });
-  const patchSize = vision.int('patch_size', { default: vd.patch, from: vd.from });
+  return windowQFormerConfigFromFields(GraniteConfigFields.of(json, WHAT), options);
+}
+
+/**
+ * The downsampler's config from a Granite 4 Vision config.json read once: the vision sizes
+ * (type-dependent HF defaults) and the text width through `f`'s readers, shared with the tower
+ * and the decoder; `downsample_rate` and `qformer_config` here.
+ */
+export function windowQFormerConfigFromFields(f: GraniteConfigFields, options: FromHfConfigOptions = {}): WindowQFormerConfig {
+  const { top, vision } = f;
+  const { hiddenSize: dv, imageSize, patchSize } = f.visionSizes;
   // HF/vLLM: image_side = image_size // patch_size (SigLIP's conv drops a remainder).
   const imageSide = Math.floor(imageSize / patchSize);
   const [querySide, windowSide] = readDownsampleRate(top);
@@ -78,7 +66,7 @@ export function fromHfConfig(json: unknown, options: FromHfConfigOptions = {}): 
       ['encoder_hidden_size', qformer.encoderHiddenSize],
     ] as const) {
       if (x !== dv) {
-        const dvFrom = vision.has('hidden_size') ? '' : `, the ${visionType} default`;
+        const dvFrom = vision.has('hidden_size') ? '' : `, the ${f.visionType} default`;
         qf.fail(
           'INCONSISTENT_CONFIG',
           key,
@@ -89,7 +77,7 @@ export function fromHfConfig(json: unknown, options: FromHfConfigOptions = {}): 
   }
   return validateWindowQFormerConfig({
     visionHiddenSize: dv,
-    textHiddenSize: text.int('hidden_size'),
+    textHiddenSize: f.textHiddenSize,
     imageSide,
     querySide,
     windowSide,

@@ -69,4 +69,17 @@ describe('granite4VisionConfig', () => {
       'INCONSISTENT_CONFIG spatial_target_layers[3]',
     );
   });
+
+  it('without vision_config the tower and the projector read the same SigLIP defaults (HF: SiglipVisionConfig())', () => {
+    const { vision_config: _v, qformer_config: _q, ...json } = tiny();
+    const c = granite4VisionConfig({ ...json, downsample_rate: '1/2' });
+    expect([c.vision.hiddenSize, c.vision.imageSize, c.vision.patchSize]).toEqual([768, 224, 16]);
+    expect([c.projector.visionHiddenSize, c.projector.imageSide]).toEqual([768, 224 / 16]);
+  });
+
+  it('a vision_config without model_type is CLIP (HF), which Granite does not build: refused naming the field', () => {
+    const json = tiny();
+    delete (json['vision_config'] as Record<string, unknown>)['model_type'];
+    expect(codeOf(() => granite4VisionConfig(json))).toBe('UNSUPPORTED_CONFIG vision_config.model_type');
+  });
 });

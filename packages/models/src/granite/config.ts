@@ -1,6 +1,6 @@
-import { type ConfigObject, fields } from '@vlmkit/config';
-import { type GraniteDeepstackLevel, type GraniteTextConfig, graniteDeepstackPlan, graniteTextConfigFromHf } from '@vlmkit/moe-decoder';
-import { type WindowQFormerConfig, fromHfConfig as windowFromHf } from '@vlmkit/qformer';
+import { describeValue, GraniteConfigFields } from '@vlmkit/config';
+import { type GraniteDeepstackLevel, type GraniteTextConfig, graniteDeepstackPlan, graniteTextConfigFromFields } from '@vlmkit/moe-decoder';
+import { type WindowQFormerConfig, windowQFormerConfigFromFields } from '@vlmkit/qformer';
 import { SiglipVisionConfig } from '@vlmkit/vision-tower';
 import type { Size } from './anyres.js';
 import { type GraniteTokens, graniteTokens } from './tokens.js';
@@ -27,9 +27,10 @@ export interface Granite4VisionConfig {
 }
 
 /**
- * Reads a Granite 4 Vision config.json (HF 5.17 layout; the hub's is the same
- * shape): each component's part through its own reader, the deepstack levels
- * through moe-decoder's `graniteDeepstackPlan` (checked against the decoder
+ * The family's config normalizer. Reads a Granite 4 Vision config.json (HF 5.17 layout; the hub's is the
+ * same shape) once (`GraniteConfigFields`): the fields the tower, the projector and the decoder share
+ * (vision type and sizes, text width) by one reader each, every component's config derived from that
+ * read; the deepstack levels through moe-decoder's `graniteDeepstackPlan` (checked against the decoder
  * depth), the rest here. Throws `ConfigError` (from @vlmkit/config) naming the field.
  */
 export function granite4VisionConfig(
@@ -37,20 +38,20 @@ export function granite4VisionConfig(
   /** The checkpoint's generation_config.json, when it has one: eos / pad as HF generate reads them. */
   generationConfig?: unknown,
 ): Granite4VisionConfig {
-  const c: ConfigObject = fields(json, 'Granite 4 Vision config');
+  const f = GraniteConfigFields.of(json);
+  const c = f.top;
   // HF Granite4VisionConfig.__post_init__: no vision_config -> SiglipVisionConfig() with its defaults; a
   // vision_config without model_type -> a CLIP vision config, a tower this package does not build.
-  if (c.has('vision_config')) {
-    c.obj('vision_config').oneOf('model_type', ['siglip_vision_model'], {
-      default: 'clip_vision_model',
-      from: 'HF Granite4VisionConfig.__post_init__',
-      code: 'UNSUPPORTED_CONFIG',
-      why: 'Granite 4 Vision has a SigLIP tower; HF reads a vision_config without model_type as CLIP.',
-    });
+  if (f.visionType !== 'siglip_vision_model') {
+    f.vision.fail(
+      'UNSUPPORTED_CONFIG',
+      'model_type',
+      `${describeValue(f.visionType)} is not supported; expected one of 'siglip_vision_model'. Granite 4 Vision has a SigLIP tower; HF reads a vision_config without model_type as CLIP.`,
+    );
   }
-  const vision = SiglipVisionConfig.fromHfConfig(c.has('vision_config') ? json : { vision_config: {} });
-  const projector = windowFromHf(json);
-  const text = graniteTextConfigFromHf(json);
+  const vision = SiglipVisionConfig.fromFields(f.vision, f.visionSizes);
+  const projector = windowQFormerConfigFromFields(f);
+  const text = graniteTextConfigFromFields(f);
   const levels = graniteDeepstackPlan(json, text.numHiddenLayers).map((l, k) => ({ k, ...l }));
   // A level reads hidden_states[visionLayer] of the tower: L + 1 of them (the embeddings, then each layer).
   const states = vision.numHiddenLayers + 1;
@@ -63,7 +64,7 @@ export function granite4VisionConfig(
       );
     }
   }
-  const tokens = graniteTokens(json, generationConfig);
+  const tokens = graniteTokens(f, generationConfig);
   const imageKey = c.has('image_token_index') ? 'image_token_index' : 'image_token_id';
   if (tokens.image >= text.vocabSize) {
     c.fail(

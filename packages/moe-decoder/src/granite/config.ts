@@ -1,4 +1,4 @@
-import { fields } from '@vlmkit/config';
+import { GraniteConfigFields } from '@vlmkit/config';
 
 import { defaultRope } from '../rope-config.js';
 /**
@@ -50,8 +50,12 @@ const TEXT_MODEL_TYPES = ['granite4_vision_text', 'granitemoehybrid', 'granite']
  * apply it whatever granitemoehybrid's `position_embedding_type` says.
  */
 export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
-  const top = fields(json, 'Granite text config');
-  const j = top.optionalObj('text_config') ?? top;
+  return graniteTextConfigFromFields(GraniteConfigFields.of(json, 'Granite text config'));
+}
+
+/** The decoder's config from a Granite 4 Vision config.json read once: its width through `f`'s reader, shared with the projector. */
+export function graniteTextConfigFromFields(f: GraniteConfigFields): GraniteTextConfig {
+  const { top, text: j } = f;
 
   const type = j.oneOf('model_type', TEXT_MODEL_TYPES, {
     default: 'granite4_vision_text',
@@ -75,7 +79,7 @@ export function graniteTextConfigFromHf(json: unknown): GraniteTextConfig {
   }
   j.oneOf('hidden_act', ['silu'], { default: 'silu', from: HF, code: 'UNSUPPORTED_CONFIG', why: 'The decoder builds SiLU-gated MLPs.' });
 
-  const hiddenSize = j.int('hidden_size');
+  const hiddenSize = f.textHiddenSize;
   const numHiddenLayers = j.int('num_hidden_layers');
   const numAttentionHeads = j.int('num_attention_heads');
   const numKeyValueHeads = j.int('num_key_value_heads', { default: numAttentionHeads, from: `${HF}.__post_init__ (num_attention_heads)` });

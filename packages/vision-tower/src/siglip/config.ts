@@ -1,4 +1,4 @@
-import { type ConfigObject, fields } from '@vlmkit/config';
+import { type ConfigObject, fields, readVisionSizes, type VisionSizes } from '@vlmkit/config';
 import { VISION_ACTIVATIONS, type VisionActivation } from '../activation.js';
 
 /** A SigLIP vision encoder's hyperparameters (HF SiglipVisionConfig; Granite 4 Vision's tower). */
@@ -32,13 +32,19 @@ function fromHfConfig(json: unknown): SiglipVisionConfig {
   const top = fields(json, 'SigLIP vision config');
   const vc: ConfigObject = top.has('vision_config') ? top.obj('vision_config') : fields(json, top.config, 'vision_config');
   if (vc.has('model_type')) vc.oneOf('model_type', ['siglip_vision_model', 'siglip2_vision_model']);
-  const hiddenSize = vc.int('hidden_size', { default: 768, from: HF });
+  return fromFields(vc, readVisionSizes(vc, 'siglip_vision_model'));
+}
+
+/**
+ * The tower's config from its `vision_config` object and the sizes already read from it
+ * (`readVisionSizes`; a family config reads them once for the tower and its projector).
+ */
+function fromFields(vc: ConfigObject, sizes: VisionSizes): SiglipVisionConfig {
+  const { hiddenSize, imageSize, patchSize } = sizes;
   const numAttentionHeads = vc.int('num_attention_heads', { default: 12, from: HF });
   if (hiddenSize % numAttentionHeads !== 0) {
     vc.fail('INCONSISTENT_CONFIG', 'num_attention_heads', `${numAttentionHeads} does not divide hidden_size ${hiddenSize}.`);
   }
-  const imageSize = vc.square('image_size', { default: 224, from: HF });
-  const patchSize = vc.square('patch_size', { default: 16, from: HF });
   if (imageSize % patchSize !== 0) {
     vc.fail('INCONSISTENT_CONFIG', 'image_size', `must be a multiple of patch_size ${patchSize}, found ${imageSize}.`);
   }
@@ -55,5 +61,5 @@ function fromHfConfig(json: unknown): SiglipVisionConfig {
   };
 }
 
-/** `SiglipVisionConfig.fromHfConfig(json)`: the config type's companion. */
-export const SiglipVisionConfig = { fromHfConfig } as const;
+/** `SiglipVisionConfig.fromHfConfig(json)`, `.fromFields(visionConfig, sizes)`: the config type's companion. */
+export const SiglipVisionConfig = { fromHfConfig, fromFields } as const;
