@@ -2,7 +2,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FIXTURE_DIR, loadPretrained, type PretrainedModel, readNamedTensors } from '@vlmkit/models';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Processor } from '@vlmkit/processors';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { main } from './main.js';
 
@@ -198,6 +199,27 @@ describe('vlmkit run on a terminal, and the demo', () => {
     const b = want.pixel_values_videos!.data as Float32Array;
     expect(a.length).toBe(b.length);
     expect(a.every((x, i) => Math.abs(x - b[i]!) <= 1e-5)).toBe(true);
+  });
+
+  it("run reads the model directory's processor once: the check before the load is the one chat uses", async () => {
+    const spy = vi.spyOn(Processor, 'fromPretrained');
+    try {
+      const text = await cli([
+        'run',
+        '--model',
+        join(FIXTURE_DIR, 'ernie-tiny'),
+        '--prompt',
+        'Hi',
+        '--max-new-tokens',
+        '2',
+        '--device',
+        'cpu',
+      ]);
+      expect(text).toMatch(/prompt tokens/);
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('run fails before loading the model when the directory has no processor files or an image is missing', async () => {

@@ -25,7 +25,7 @@ export interface ExportOptions extends ComputeDtypeOption, ConfigOptions {
   adapter?: string | undefined;
   /** Initializers of at least this many bytes go to `<graph>.onnx.data` (default 1 KiB). */
   externalThreshold?: number | undefined;
-  /** The decoder's weights block-quantized (com.microsoft MatMulNBits): 'int8' or 'int4' (see `ErnieLoadOptions.quantize`). */
+  /** The decoder's weights block-quantized (com.microsoft MatMulNBits): 'int8' or 'int4' (see `LoadOptions.quantize`). */
   quantize?: QuantizeRequest | undefined;
 }
 
