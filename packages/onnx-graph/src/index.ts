@@ -80,7 +80,6 @@ export {
   replaceNodes,
   rewriteEach,
 } from './passes/rewrite.js';
-export { quantizeLinearPass } from './passes/quantize-linear.js';
 export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
 export { onnx } from './proto.js';
 export {
