@@ -5,11 +5,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   buildErnieTextDecoderModel,
-  ERNIE_DECODER_IO,
-  ernieDecoderFeeds,
+  DECODER_OUTPUTS,
+  ERNIE_DECODER_INPUTS,
   ernieRotaryTables,
   ernieTextConfigFromHf,
   ernieTextExpectedParameters,
+  KV_CACHE_IO,
 } from '@vlmkit/moe-decoder';
 import { ernieRopeIndex } from '@vlmkit/mrope';
 import { Graph, serializeModel } from '@vlmkit/onnx-graph';
@@ -113,22 +114,22 @@ const cache = new KvCache({
   numLayers: text.numHiddenLayers,
   numKvHeads: text.numKeyValueHeads,
   headDim: text.headDim,
-  names: ERNIE_DECODER_IO,
+  names: KV_CACHE_IO,
 });
 const out = await decoderSession.run(
-  ernieDecoderFeeds<HostTensor>({
-    inputIds: int64(inputs.input_ids.data, [1, S]),
-    visionEmbeds: image_embeds!,
-    visionPositions: int64(placeholders, [placeholders.length]),
-    moeTokenType: int64(inputs.moe_mm_token_type_ids!.data, [1, S]),
-    attentionMask: int64(inputs.attention_mask.data, [1, S]),
-    ropeCos: float32(rope.cos, rope.shape),
-    ropeSin: float32(rope.sin, rope.shape),
-    past: cache.layers(),
+  ERNIE_DECODER_INPUTS.feeds<HostTensor>({
+    input_ids: int64(inputs.input_ids.data, [1, S]),
+    vision_embeds: image_embeds!,
+    vision_positions: int64(placeholders, [placeholders.length]),
+    moe_token_type: int64(inputs.moe_mm_token_type_ids!.data, [1, S]),
+    attention_mask: int64(inputs.attention_mask.data, [1, S]),
+    rope_cos: float32(rope.cos, rope.shape),
+    rope_sin: float32(rope.sin, rope.shape),
+    past_key_values: cache.layers(),
   }),
-  { outputs: [ERNIE_DECODER_IO.logits] },
+  { outputs: [DECODER_OUTPUTS.names.logits] },
 );
-const logits = out[ERNIE_DECODER_IO.logits]!;
+const logits = out[DECODER_OUTPUTS.names.logits]!;
 const V = logits.dims[2]!;
 const last = Array.from((logits.data as Float32Array).subarray((S - 1) * V, S * V));
 const top = [...last.keys()].sort((a, b) => last[b]! - last[a]!).slice(0, 5);

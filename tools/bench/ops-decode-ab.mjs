@@ -13,8 +13,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   buildErnieTextDecoderModel,
-  ERNIE_DECODER_IO,
-  ernieDecoderFeeds,
+  DECODER_OUTPUTS,
+  ERNIE_DECODER_INPUTS,
   ernieTextConfigFromHf,
   ernieTextExpectedParameters,
 } from '../../packages/moe-decoder/dist/index.js';
@@ -69,15 +69,15 @@ const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd, hiddenSize: D } 
 const t = (type, data, dims) => new ort.Tensor(type, data, dims);
 const rand = (n) => Float32Array.from({ length: n }, () => Math.random() - 0.5);
 const angles = rand(hd / 2);
-const feeds = ernieDecoderFeeds({
-  inputIds: t('int64', BigInt64Array.from([5n]), [1, 1]),
-  visionEmbeds: t('float32', new Float32Array(0), [0, D]),
-  visionPositions: t('int64', new BigInt64Array(0), [0]),
-  moeTokenType: t('int64', BigInt64Array.from([0n]), [1, 1]),
-  attentionMask: t('int64', new BigInt64Array(P + 1).fill(1n), [1, P + 1]),
-  ropeCos: t('float32', angles.map(Math.cos), [1, 1, hd / 2]),
-  ropeSin: t('float32', angles.map(Math.sin), [1, 1, hd / 2]),
-  past: Array.from({ length: L }, () => ({
+const feeds = ERNIE_DECODER_INPUTS.feeds({
+  input_ids: t('int64', BigInt64Array.from([5n]), [1, 1]),
+  vision_embeds: t('float32', new Float32Array(0), [0, D]),
+  vision_positions: t('int64', new BigInt64Array(0), [0]),
+  moe_token_type: t('int64', BigInt64Array.from([0n]), [1, 1]),
+  attention_mask: t('int64', new BigInt64Array(P + 1).fill(1n), [1, P + 1]),
+  rope_cos: t('float32', angles.map(Math.cos), [1, 1, hd / 2]),
+  rope_sin: t('float32', angles.map(Math.sin), [1, 1, hd / 2]),
+  past_key_values: Array.from({ length: L }, () => ({
     key: t('float32', rand(hkv * P * hd), [1, hkv, P, hd]),
     value: t('float32', rand(hkv * P * hd), [1, hkv, P, hd]),
   })),
@@ -85,7 +85,7 @@ const feeds = ernieDecoderFeeds({
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = Object.fromEntries(Object.keys(VARIANTS).map((k) => [k, []]));
 const logits = {};
-for (const [name, s] of Object.entries(sessions)) logits[name] = (await s.run(feeds))[ERNIE_DECODER_IO.logits].data; // warm-up
+for (const [name, s] of Object.entries(sessions)) logits[name] = (await s.run(feeds))[DECODER_OUTPUTS.names.logits].data; // warm-up
 for (let r = 0; r < rounds; r++) {
   const order = Object.keys(VARIANTS);
   if (r % 2 === 1) order.reverse();

@@ -3,31 +3,57 @@
 // choice of the next token, with the KV cache, the attention mask and the next inputs as loop-carried state.
 // One session run makes up to `loop.max_tokens` tokens; its `next.*` and `present.*` outputs are the next
 // run's inputs, so a generation goes chunk by chunk (the host streams each chunk's tokens).
-import { type ComputeDType, type DType, Graph, type QuantizeRequest, type Shape, type Value } from '@vlmkit/onnx-graph';
-import { pastInputs, presentOutputsOf } from './kv-io.js';
+import {
+  type Binding,
+  type ComputeDType,
+  type Contract,
+  type ContractEntry,
+  contract,
+  declareInputs,
+  Graph,
+  type QuantizeRequest,
+  tensorSpecs,
+  type Value,
+} from '@vlmkit/onnx-graph';
+import { castPast, kvCacheDType, type PAST_KEY_VALUES, presentOutputsOf } from './kv-io.js';
+
 import { greedyTokens, sampledTokens } from './token-choice.js';
 import type { KvPair } from './types.js';
 
-/** The loop graph's own inputs and outputs (the decoder's inputs keep their names, see `DecodeLoopModel`). */
+/** The loop graph's own inputs, besides the decoder's step inputs (which keep their names). */
+export const DECODE_LOOP_INPUTS = contract({
+  /** The most tokens this run makes (the Loop's trip count). */
+  'loop.max_tokens': ['int64', []],
+  /** The position of the token each row is fed next (the model turns it into its position inputs). */
+  'loop.next_positions': ['int64', ['batch']],
+  /** Rows that already ended (they emit and are fed the pad id). */
+  'loop.done': ['bool', ['batch']],
+  /** The ids that end a row (E may be 0). */
+  'loop.eos': ['int64', ['eos']],
+  /** The id a finished row emits. */
+  'loop.pad_token_id': ['int64', []],
+  /** 0 is greedy; above 0, sampling at that temperature. */
+  'loop.temperature': ['float64', []],
+  /** 0: all ids. */
+  'loop.top_k': ['int64', []],
+  /** In (0, 1]. */
+  'loop.top_p': ['float64', []],
+  /** Uniform numbers in [0, 1), used in order, one per unfinished row and step when sampling. */
+  'loop.uniforms': ['float64', ['uniforms']],
+});
+
+const LOOP_NAMES = DECODE_LOOP_INPUTS.names;
+/** The loop graph's input names (`DECODE_LOOP_INPUTS`) and its own outputs. */
 export const DECODE_LOOP_IO = {
-  /** int64 scalar: the most tokens this run makes (the Loop's trip count). */
-  maxTokens: 'loop.max_tokens',
-  /** int64 [B]: the position of the token each row is fed next (the model turns it into its position inputs). */
-  nextPositions: 'loop.next_positions',
-  /** bool [B]: rows that already ended (they emit and are fed the pad id). */
-  done: 'loop.done',
-  /** int64 [E] (E may be 0): the ids that end a row. */
-  eos: 'loop.eos',
-  /** int64 scalar: the id a finished row emits. */
-  padTokenId: 'loop.pad_token_id',
-  /** float64 scalar: 0 is greedy; above 0, sampling at that temperature. */
-  temperature: 'loop.temperature',
-  /** int64 scalar (0: all ids). */
-  topK: 'loop.top_k',
-  /** float64 scalar in (0, 1]. */
-  topP: 'loop.top_p',
-  /** float64 [U]: uniform numbers in [0, 1), used in order, one per unfinished row and step when sampling. */
-  uniforms: 'loop.uniforms',
+  maxTokens: LOOP_NAMES['loop.max_tokens'],
+  nextPositions: LOOP_NAMES['loop.next_positions'],
+  done: LOOP_NAMES['loop.done'],
+  eos: LOOP_NAMES['loop.eos'],
+  padTokenId: LOOP_NAMES['loop.pad_token_id'],
+  temperature: LOOP_NAMES['loop.temperature'],
+  topK: LOOP_NAMES['loop.top_k'],
+  topP: LOOP_NAMES['loop.top_p'],
+  uniforms: LOOP_NAMES['loop.uniforms'],
   /** int64 [K, B] output: the tokens of the K steps run (K < max_tokens when every row ended). */
   tokens: 'loop.tokens',
   /** int64 scalar output: how many of `loop.uniforms` were used. */
@@ -36,12 +62,16 @@ export const DECODE_LOOP_IO = {
   next: (input: string) => `next.${input}` as const,
 } as const;
 
-/** One model input besides the token ids, the attention mask and the KV cache, carried from step to step. */
-export interface DecodeLoopInput {
-  name: string;
-  dtype: DType;
-  shape: Shape;
-}
+/** What every decoder contract the loop drives has: token ids, the mask over past and current, the cache. */
+export type DecoderStepSchema = {
+  readonly input_ids: ContractEntry;
+  readonly attention_mask: ContractEntry;
+  readonly past_key_values: typeof PAST_KEY_VALUES;
+  readonly [key: string]: ContractEntry;
+};
+
+/** The keys of a decoder contract the loop declares itself; every other is one of the model's carried inputs. */
+const LOOP_OWN = ['input_ids', 'attention_mask', 'past_key_values', 'logits_to_keep'];
 
 /** What the body hands a model to build one decoder step. */
 export interface DecodeLoopStep {
@@ -49,21 +79,25 @@ export interface DecodeLoopStep {
   inputIds: Value;
   /** [B, P + S] int64. */
   attentionMask: Value;
-  /** The model's `inputs`, in their order. */
+  /** The model's `inputs` (see `DecodeLoopSpec.contract`), in their order. */
   inputs: Value[];
   past: KvPair[];
   /** int64 scalar 1: only the last position's logits are needed. */
   logitsToKeep: Value;
 }
 
-/** A decoder the loop drives: its sizes and IO names, one step, and its inputs for the next token. */
-export interface DecodeLoopSpec {
+/** A decoder the loop drives: its sizes and input contract, one step, and its inputs for the next token. */
+export interface DecodeLoopSpec<S extends DecoderStepSchema = DecoderStepSchema> {
   numHiddenLayers: number;
   numKeyValueHeads: number;
   headDim: number;
-  /** The decoder's own names for these inputs (its `*_DECODER_IO`). */
-  io: { inputIds: string; attentionMask: string };
-  inputs: readonly DecodeLoopInput[];
+  /**
+   * The decoder's step inputs (`*_DECODER_INPUTS`) and their binding (the cache dtype is the loop graph's):
+   * the loop declares them under the same names; the model's `inputs` are those besides the token ids, the
+   * mask, the cache and `logits_to_keep`, in contract order.
+   */
+  contract: Contract<S>;
+  binding: Omit<Binding<S>, 'dtypes'>;
   /** Builds one decoder step on `b`: logits [B, 1, V] and every layer's present KV (concat layout). */
   step(b: Graph, x: DecodeLoopStep): { logits: Value; present: KvPair[] };
   /**
@@ -101,24 +135,30 @@ export interface DecodeLoopModelOptions {
  * (`next.input_ids`, `next.attention_mask`, `next.loop.next_positions`, `next.loop.done`, the model's) and
  * `present.*` (its `past_key_values.*`).
  */
-export function buildDecodeLoopModel(spec: DecodeLoopSpec, options: DecodeLoopModelOptions = {}): Graph {
+export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLoopSpec<S>, options: DecodeLoopModelOptions = {}): Graph {
   const g = new Graph({ name: options.name ?? 'decode_loop', quantize: options.quantize, computeDtype: options.computeDtype });
   const io = DECODE_LOOP_IO;
   const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd } = spec;
-  const inputIds = g.input(spec.io.inputIds, 'int64', ['batch', 'seq']);
-  const attentionMask = g.input(spec.io.attentionMask, 'int64', ['batch', 'total']);
-  const modelInputs = spec.inputs.map((x) => g.input(x.name, x.dtype, x.shape));
-  const past = pastInputs(g, L, hkv, hd);
-  const maxTokens = g.input(io.maxTokens, 'int64', []);
-  const nextPositions = g.input(io.nextPositions, 'int64', ['batch']);
-  const done = g.input(io.done, 'bool', ['batch']);
-  const eos = g.input(io.eos, 'int64', ['eos']);
-  const pad = g.input(io.padTokenId, 'int64', []);
-  const temperature = g.input(io.temperature, 'float64', []);
-  const topK = g.input(io.topK, 'int64', []);
-  const topP = g.input(io.topP, 'float64', []);
-  const uniforms = g.input(io.uniforms, 'float64', ['uniforms']);
-
+  // The loop's order: ids, mask, the model's inputs, the cache (the decoder contract's own order may differ).
+  const stepInputs = tensorSpecs(spec.contract, { ...spec.binding, dtypes: { kv_cache: kvCacheDType(g.computeDtype) } } as Binding<S>);
+  const declare = (keys: (k: string) => boolean) => stepInputs.filter((t) => keys(t.key)).map((t) => g.input(t.name, t.dtype, t.dims));
+  const [inputIds, attentionMask] = [declare((k) => k === 'input_ids')[0]!, declare((k) => k === 'attention_mask')[0]!];
+  const modelInputs = declare((k) => !LOOP_OWN.includes(k));
+  const cache = declare((k) => k === 'past_key_values');
+  const past = castPast(
+    g,
+    Array.from({ length: cache.length / 2 }, (_, i) => ({ key: cache[2 * i]!, value: cache[2 * i + 1]! })),
+  );
+  const loop = declareInputs(g, DECODE_LOOP_INPUTS);
+  const maxTokens = loop['loop.max_tokens'];
+  const nextPositions = loop['loop.next_positions'];
+  const done = loop['loop.done'];
+  const eos = loop['loop.eos'];
+  const pad = loop['loop.pad_token_id'];
+  const temperature = loop['loop.temperature'];
+  const topK = loop['loop.top_k'];
+  const topP = loop['loop.top_p'];
+  const uniforms = loop['loop.uniforms'];
   const M = modelInputs.length;
   const named: Value[] = [inputIds, attentionMask, ...modelInputs, nextPositions, done];
   const carried = [

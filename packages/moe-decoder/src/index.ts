@@ -8,11 +8,12 @@ export {
 export { causalPaddingMask } from './attention-mask.js';
 export {
   buildDecodeLoopModel,
+  DECODE_LOOP_INPUTS,
   DECODE_LOOP_IO,
-  type DecodeLoopInput,
   type DecodeLoopModelOptions,
   type DecodeLoopSpec,
   type DecodeLoopStep,
+  type DecoderStepSchema,
 } from './decode-loop.js';
 export { type ErnieMlpType, type ErnieTextConfig, ernieTextConfigFromFields, ernieTextConfigFromHf } from './ernie/config.js';
 export { buildErnieDecodeLoopModel, type ErnieDecodeLoopModelOptions } from './ernie/decode-loop.js';
@@ -27,15 +28,16 @@ export { ernieTextExpectedParameters } from './ernie/parameters.js';
 export { ernieDecodePositions, ernieRotaryTables } from './ernie/rotary.js';
 export {
   buildErnieTextDecoderModel,
+  ERNIE_DEBUG_OUTPUTS,
+  ERNIE_DECODER_INPUTS,
   ERNIE_DECODER_IO,
   type ErnieDecoderFeedInputs,
   type ErnieDecoderFeeds,
   type ErnieTextDecoderModelOptions,
-  ernieDecoderFeeds,
 } from './ernie/standalone.js';
 export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
-export { type GraniteTextConfig, graniteTextConfigFromFields, graniteTextConfigFromHf } from './granite/config.js';
+export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite/config.js';
 export { buildGraniteDecodeLoopModel, type GraniteDecodeLoopModelOptions } from './granite/decode-loop.js';
 export { checkGraniteLevels, type GraniteDeepstackLevel, graniteDeepstackLevels, graniteDeepstackPlan } from './granite/levels.js';
 export {
@@ -48,21 +50,24 @@ export { graniteTextExpectedParameters } from './granite/parameters.js';
 export { graniteDecodePositions, granitePositionIds, graniteRotaryTables } from './granite/rotary.js';
 export {
   buildGraniteTextDecoderModel,
+  GRANITE_DEBUG_OUTPUTS,
+  GRANITE_DECODER_INPUTS,
   GRANITE_DECODER_IO,
   type GraniteDecoderFeedInputs,
   type GraniteDecoderFeeds,
   type GraniteTextDecoderModelOptions,
-  graniteDecoderFeeds,
 } from './granite/standalone.js';
 export {
+  DECODER_OUTPUTS,
+  KV_CACHE_DTYPE,
   KV_CACHE_IO,
   type KvCacheDType,
   type KvKind,
   type KvTensors,
   kvCacheDType,
+  PAST_KEY_VALUES,
   type PastName,
   type PresentName,
-  pastFeeds,
   presentOutputs,
 } from './kv-io.js';
 export { greedyTokens, type SamplingInputs, sampledTokens } from './token-choice.js';

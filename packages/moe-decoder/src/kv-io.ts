@@ -1,26 +1,51 @@
-// The KV cache inputs and outputs both decoder models declare: the HF / optimum ONNX decoder naming.
-// Written once here; the models package hands these to @vlmkit/runtime's KvCache.
-import type { ComputeDType, Graph } from '@vlmkit/onnx-graph';
+// The KV cache tensors both decoder models declare (the HF / optimum ONNX decoder naming) and the outputs
+// every decoder step has, as contract entries: each name is written once, here, and typed from its
+// template (`past_key_values.${number}.key`). The models package hands the names to runtime's KvCache.
+import { type ComputeDType, type ContractEntry, contract, dtypeVar, type Graph } from '@vlmkit/onnx-graph';
 import { MoeDecoderError } from './errors.js';
 import type { KvPair } from './types.js';
 
 export type KvKind = 'key' | 'value';
+const KV_KINDS = ['key', 'value'] as const satisfies readonly KvKind[];
 
-/** Input `past_key_values.{i}.key` / `.value`: layer i's cache before the step, [B, Hkv, P, headDim]. */
-export type PastName = `past_key_values.${number}.${KvKind}`;
-/** Output `present.{i}.key` / `.value`: the cache after the step (past + the new tokens), [B, Hkv, P+S, headDim]. */
-export type PresentName = `present.${number}.${KvKind}`;
+/** The KV cache's I/O dtype, bound per graph to `kvCacheDType(computeDtype)`. */
+export const KV_CACHE_DTYPE = dtypeVar('kv_cache', ['float32', 'float16']);
+
+/**
+ * The contract entry of the cache inputs: `past_key_values.{i}.key` / `.value`, layer i's cache before the
+ * step, [B, Hkv, P, headDim]; a decoder contract lists it under the key `past_key_values`.
+ */
+export const PAST_KEY_VALUES = [
+  KV_CACHE_DTYPE,
+  ['batch', 'kv_heads', 'past', 'head_dim'],
+  { each: 'layer', name: 'past_key_values.{i}.{part}', parts: KV_KINDS },
+] as const satisfies ContractEntry;
+
+/**
+ * The outputs every decoder step graph has: `logits` float32 [B, S, V] ([B, n, V] with `logits_to_keep`)
+ * and `present.{i}.key` / `.value`, the cache after the step (past + the new tokens, [B, Hkv, P+S, headDim];
+ * 'append': the new rows).
+ */
+export const DECODER_OUTPUTS = contract({
+  logits: ['float32', ['batch', 'kept', 'vocab']],
+  present: [KV_CACHE_DTYPE, ['batch', 'kv_heads', 'present', 'head_dim'], { each: 'layer', name: 'present.{i}.{part}', parts: KV_KINDS }],
+});
+
+const PAST = contract({ past_key_values: PAST_KEY_VALUES });
+
+/** The cache's input and output names per layer and kind (runtime's `KvCacheNames`). */
+export const KV_CACHE_IO = { past: PAST.names.past_key_values, present: DECODER_OUTPUTS.names.present } as const;
+
+/** Input `past_key_values.{i}.key` / `.value`. */
+export type PastName = ReturnType<typeof KV_CACHE_IO.past>;
+/** Output `present.{i}.key` / `.value`. */
+export type PresentName = ReturnType<typeof KV_CACHE_IO.present>;
 
 /** One layer's cache as tensors of the caller's type (ORT, host, ...). */
 export interface KvTensors<T> {
   key: T;
   value: T;
 }
-
-export const KV_CACHE_IO = {
-  past: (layer: number, kind: KvKind): PastName => `past_key_values.${layer}.${kind}`,
-  present: (layer: number, kind: KvKind): PresentName => `present.${layer}.${kind}`,
-} as const;
 
 /** The dtype the KV cache is fed and returned in (`past_key_values.*`, `present.*`). */
 export type KvCacheDType = 'float32' | 'float16';
@@ -35,17 +60,9 @@ export function kvCacheDType(compute: ComputeDType): KvCacheDType {
   return compute === 'float16' ? 'float16' : 'float32';
 }
 
-/**
- * The `past_key_values.*` graph inputs of every layer, [batch, Hkv, past, headDim] in the cache dtype for the
- * graph's compute dtype (`kvCacheDType`), cast to the compute dtype where they differ.
- */
-export function pastInputs(g: Graph, layers: number, kvHeads: number, headDim: number): KvPair[] {
-  const shape = ['batch', kvHeads, 'past', headDim] as const;
-  const dt = kvCacheDType(g.computeDtype);
-  return Array.from({ length: layers }, (_, i) => ({
-    key: g.cast(g.input(KV_CACHE_IO.past(i, 'key'), dt, [...shape]), g.computeDtype),
-    value: g.cast(g.input(KV_CACHE_IO.past(i, 'value'), dt, [...shape]), g.computeDtype),
-  }));
+/** The declared `past_key_values.*` inputs (`declareInputs`) cast to the graph's compute dtype where they differ. */
+export function castPast(g: Graph, past: readonly Readonly<KvPair>[]): KvPair[] {
+  return past.map((kv) => ({ key: g.cast(kv.key, g.computeDtype), value: g.cast(kv.value, g.computeDtype) }));
 }
 
 /** Layer i's `present.*` outputs, [batch, Hkv, length, headDim] in the cache dtype (`kvCacheDType`). */
@@ -55,16 +72,6 @@ export function presentOutputsOf(g: Graph, present: readonly KvPair[], kvHeads: 
     g.output(g.cast(kv.key, dt), KV_CACHE_IO.present(i, 'key'), ['batch', kvHeads, length, headDim]);
     g.output(g.cast(kv.value, dt), KV_CACHE_IO.present(i, 'value'), ['batch', kvHeads, length, headDim]);
   });
-}
-
-/** The `past_key_values.*` feeds of every layer, in layer order. */
-export function pastFeeds<T>(past: readonly KvTensors<T>[]): Record<PastName, T> {
-  const out: Record<PastName, T> = {};
-  past.forEach((kv, i) => {
-    out[KV_CACHE_IO.past(i, 'key')] = kv.key;
-    out[KV_CACHE_IO.past(i, 'value')] = kv.value;
-  });
-  return out;
 }
 
 /** Every layer's `present.*` outputs of a run, in layer order; a missing one is an error naming it. */

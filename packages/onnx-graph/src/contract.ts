@@ -87,6 +87,8 @@ export type ContractNames<S extends Schema> = {
 export interface Contract<S extends Schema> {
   readonly schema: S;
   readonly names: ContractNames<S>;
+  /** `feeds(this, values)` with the tensor type given: `DECODER.feeds<HostTensor>({ ... })`. */
+  feeds<T>(values: FeedValues<S, T>): Feeds<S, T>;
 }
 
 /**
@@ -102,7 +104,8 @@ export function contract<const S extends Schema>(schema: S): Contract<S> {
       names[key] = (i: number, part?: string) => fill(template, i, part);
     } else names[key] = key;
   }
-  return { schema, names: names as ContractNames<S> };
+  const c: Contract<S> = { schema, names: names as ContractNames<S>, feeds: (values) => feeds(c, values) };
+  return c;
 }
 
 function fill(template: string, i: number, part: string | undefined): string {

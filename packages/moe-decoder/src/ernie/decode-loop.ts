@@ -5,7 +5,7 @@ import { buildDecodeLoopModel } from '../decode-loop.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
-import { ERNIE_DECODER_IO } from './standalone.js';
+import { ERNIE_DECODER_INPUTS } from './standalone.js';
 
 /** `ops` / `attentionKernel` build the step as `buildErnieTextDecoderModel` does. */
 export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
@@ -25,22 +25,15 @@ export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
  * computed in the body from `loop.next_positions`.
  */
 export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextConfig, options: ErnieDecodeLoopModelOptions = {}): Graph {
-  const io = ERNIE_DECODER_IO;
-  const { hiddenSize: D, headDim: hd } = config;
+  const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const invFreq = ropeInverseFrequencies(hd, config.ropeTheta);
   return buildDecodeLoopModel(
     {
       numHiddenLayers: config.numHiddenLayers,
-      numKeyValueHeads: config.numKeyValueHeads,
+      numKeyValueHeads: hkv,
       headDim: hd,
-      io,
-      inputs: [
-        { name: io.visionEmbeds, dtype: 'float32', shape: ['vision_tokens', D] },
-        { name: io.visionPositions, dtype: 'int64', shape: ['vision_tokens'] },
-        { name: io.moeTokenType, dtype: 'int64', shape: ['batch', 'seq'] },
-        { name: io.ropeCos, dtype: 'float32', shape: ['batch', 'seq', hd / 2] },
-        { name: io.ropeSin, dtype: 'float32', shape: ['batch', 'seq', hd / 2] },
-      ],
+      contract: ERNIE_DECODER_INPUTS,
+      binding: { sizes: { hidden: D, half_head_dim: hd / 2, kv_heads: hkv, head_dim: hd }, counts: { layer: config.numHiddenLayers } },
       step: (b, x) => {
         const [visionEmbeds, visionPositions, moeTokenType, ropeCos, ropeSin] = x.inputs as [Value, Value, Value, Value, Value];
         const out = buildErnieTextDecoder(

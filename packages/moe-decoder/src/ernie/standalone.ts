@@ -1,6 +1,15 @@
-import { type ComputeDType, Graph, type QuantizeRequest, type Weights } from '@vlmkit/onnx-graph';
+import {
+  type ComputeDType,
+  contract,
+  declareInputs,
+  type Feeds,
+  type FeedValues,
+  Graph,
+  type QuantizeRequest,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
-import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs, presentOutputsOf } from '../kv-io.js';
+import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
 import type { KvCacheMode } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
@@ -39,69 +48,68 @@ export interface ErnieTextDecoderModelOptions extends DecoderOpsOptions {
   name?: string;
 }
 
-/** Input and output names of `buildErnieTextDecoderModel`'s graph. */
-export const ERNIE_DECODER_IO = {
-  inputIds: 'input_ids',
-  visionEmbeds: 'vision_embeds',
-  visionPositions: 'vision_positions',
-  moeTokenType: 'moe_token_type',
-  attentionMask: 'attention_mask',
-  ropeCos: 'rope_cos',
-  ropeSin: 'rope_sin',
-  past: KV_CACHE_IO.past,
-  logitsToKeep: 'logits_to_keep',
-  logits: 'logits',
-  present: KV_CACHE_IO.present,
+/**
+ * The inputs of `buildErnieTextDecoderModel`'s graph, one step of prefill or decode. Bound per graph:
+ * `hidden` (D), `half_head_dim`, `kv_heads`, `head_dim`, `counts.layer` and the cache dtype.
+ */
+export const ERNIE_DECODER_INPUTS = contract({
+  input_ids: ['int64', ['batch', 'seq'], { doc: 'the token ids' }],
+  vision_embeds: [
+    'float32',
+    ['vision_tokens', 'hidden'],
+    { doc: 'the vision encoder `embeds` of the images then of the videos, concatenated; [0, hidden] in decode steps' },
+  ],
+  vision_positions: [
+    'int64',
+    ['vision_tokens'],
+    { doc: 'flattened b*S + s of the image placeholder tokens then of the video placeholder tokens (row-major), [0] in decode steps' },
+  ],
+  moe_token_type: [
+    'int64',
+    ['batch', 'seq'],
+    { doc: 'HF moe_mm_token_type_ids (1 for image/video placeholders and their start/end tokens, else 0); 0 in decode steps' },
+  ],
+  attention_mask: ['int64', ['batch', 'total'], { doc: '1 for real tokens, 0 for padding, over the cached tokens and this step' }],
+  rope_cos: [
+    'float32',
+    ['batch', 'seq', 'half_head_dim'],
+    { doc: 'cos(float32(position_ids[text_rotary.axes[i], b, s] * text_rotary.inv_freq[i])) from the 3D position ids' },
+  ],
+  rope_sin: ['float32', ['batch', 'seq', 'half_head_dim'], { doc: 'sin of the same angles as rope_cos' }],
+  past_key_values: PAST_KEY_VALUES,
+  logits_to_keep: ['int64', [], { optional: true, doc: 'logits for the last n positions only, 0 for all' }],
+});
+
+/** The debugging outputs `buildErnieTextDecoderModel` adds on request, besides `DECODER_OUTPUTS`. */
+export const ERNIE_DEBUG_OUTPUTS = {
   hiddenStates: (layer: number) => `hidden_states.${layer}` as const,
   routerTopkIds: (layer: number) => `router.${layer}.topk_ids` as const,
   routerTopkWeights: (layer: number) => `router.${layer}.topk_weights` as const,
 } as const;
 
-/** One step's inputs, as tensors of the caller's type (shapes as in `buildErnieTextDecoderModel`). */
-export interface ErnieDecoderFeedInputs<T> {
-  inputIds: T;
-  visionEmbeds: T;
-  visionPositions: T;
-  moeTokenType: T;
-  attentionMask: T;
-  ropeCos: T;
-  ropeSin: T;
-  /** One entry per layer, in layer order. */
-  past: readonly KvTensors<T>[];
-  /** int64 scalar; only for a graph built with `logitsToKeep`. */
-  logitsToKeep?: T | undefined;
-}
+/** One step's inputs by key, as tensors of the caller's type (`past_key_values`: one entry per layer). */
+export type ErnieDecoderFeedInputs<T> = FeedValues<typeof ERNIE_DECODER_INPUTS.schema, T>;
+/** The feeds of one run, by input name (`feeds(ERNIE_DECODER_INPUTS, values)`). */
+export type ErnieDecoderFeeds<T> = Feeds<typeof ERNIE_DECODER_INPUTS.schema, T>;
 
-type ErnieDecoderInputName = (typeof ERNIE_DECODER_IO)[
-  | 'inputIds'
-  | 'visionEmbeds'
-  | 'visionPositions'
-  | 'moeTokenType'
-  | 'attentionMask'
-  | 'ropeCos'
-  | 'ropeSin'
-  | 'logitsToKeep'];
-
-/** The feeds of one run, by input name. */
-export type ErnieDecoderFeeds<T> = Record<Exclude<ErnieDecoderInputName, 'logits_to_keep'>, T> &
-  Partial<Record<'logits_to_keep', T>> &
-  Record<PastName, T>;
-
-/** Names the feeds of one decoder run; generic over the tensor type (this package does not import onnxruntime). */
-export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoderFeeds<T> {
-  const io = ERNIE_DECODER_IO;
-  return {
-    [io.inputIds]: x.inputIds,
-    [io.visionEmbeds]: x.visionEmbeds,
-    [io.visionPositions]: x.visionPositions,
-    [io.moeTokenType]: x.moeTokenType,
-    [io.attentionMask]: x.attentionMask,
-    [io.ropeCos]: x.ropeCos,
-    [io.ropeSin]: x.ropeSin,
-    ...(x.logitsToKeep !== undefined ? { [io.logitsToKeep]: x.logitsToKeep } : {}),
-    ...pastFeeds(x.past),
-  };
-}
+/**
+ * Input and output names of the graph, derived from `ERNIE_DECODER_INPUTS` and `DECODER_OUTPUTS`.
+ * @deprecated Use `ERNIE_DECODER_INPUTS.names`, `DECODER_OUTPUTS.names` and `ERNIE_DEBUG_OUTPUTS`.
+ */
+const N = ERNIE_DECODER_INPUTS.names;
+export const ERNIE_DECODER_IO = {
+  inputIds: N.input_ids,
+  visionEmbeds: N.vision_embeds,
+  visionPositions: N.vision_positions,
+  moeTokenType: N.moe_token_type,
+  attentionMask: N.attention_mask,
+  ropeCos: N.rope_cos,
+  ropeSin: N.rope_sin,
+  logitsToKeep: N.logits_to_keep,
+  logits: DECODER_OUTPUTS.names.logits,
+  ...KV_CACHE_IO,
+  ...ERNIE_DEBUG_OUTPUTS,
+} as const;
 
 /**
  * The ERNIE text decoder as a complete graph with named inputs and outputs,
@@ -125,29 +133,26 @@ export function ernieDecoderFeeds<T>(x: ErnieDecoderFeedInputs<T>): ErnieDecoder
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
   const g = new Graph({ name: options.name ?? 'ernie_text_decoder', quantize: options.quantize, computeDtype: options.computeDtype });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
-  const io = ERNIE_DECODER_IO;
-  const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
-  const visionEmbeds = g.input(io.visionEmbeds, 'float32', ['vision_tokens', D]);
-  const visionPositions = g.input(io.visionPositions, 'int64', ['vision_tokens']);
-  const moeTokenType = g.input(io.moeTokenType, 'int64', ['batch', 'seq']);
-  const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
-  const ropeCos = g.input(io.ropeCos, 'float32', ['batch', 'seq', hd / 2]);
-  const ropeSin = g.input(io.ropeSin, 'float32', ['batch', 'seq', hd / 2]);
-  const past = pastInputs(g, config.numHiddenLayers, hkv, hd);
-  const logitsToKeep = options.logitsToKeep ? g.input(io.logitsToKeep, 'int64', []) : undefined;
+  const x = declareInputs(g, ERNIE_DECODER_INPUTS, {
+    sizes: { hidden: D, half_head_dim: hd / 2, kv_heads: hkv, head_dim: hd },
+    counts: { layer: config.numHiddenLayers },
+    dtypes: { kv_cache: kvCacheDType(g.computeDtype) },
+    include: { logits_to_keep: options.logitsToKeep === true },
+  });
+  const logitsToKeep = x.logits_to_keep;
   const out = buildErnieTextDecoder(
     g,
     weights,
     config,
     {
-      inputIds,
-      visionEmbeds,
-      visionPositions,
-      moeTokenType,
-      attentionMask,
-      ropeCos,
-      ropeSin,
-      past,
+      inputIds: x.input_ids,
+      visionEmbeds: x.vision_embeds,
+      visionPositions: x.vision_positions,
+      moeTokenType: x.moe_token_type,
+      attentionMask: x.attention_mask,
+      ropeCos: x.rope_cos,
+      ropeSin: x.rope_sin,
+      past: castPast(g, x.past_key_values),
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
     {
@@ -158,16 +163,16 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
     },
   );
-  g.output(out.logits, io.logits);
+  g.output(out.logits, DECODER_OUTPUTS.names.logits);
   presentOutputsOf(g, out.present!, hkv, hd, options.kvCache === 'append' ? 'seq' : 'total');
   if (options.outputHiddenStates)
     out.layerOutputs.forEach((h, i) => {
-      g.output(g.cast(h, 'float32'), io.hiddenStates(i));
+      g.output(g.cast(h, 'float32'), ERNIE_DEBUG_OUTPUTS.hiddenStates(i));
     });
   out.routing.forEach((r, i) => {
     if (r === undefined) return;
-    g.output(r.topkIds, io.routerTopkIds(i));
-    g.output(r.topkWeights, io.routerTopkWeights(i));
+    g.output(r.topkIds, ERNIE_DEBUG_OUTPUTS.routerTopkIds(i));
+    g.output(r.topkWeights, ERNIE_DEBUG_OUTPUTS.routerTopkWeights(i));
   });
   return g;
 }

@@ -1,9 +1,9 @@
 import type { ComputeDType, Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
-import { buildDecodeLoopModel, type DecodeLoopInput } from '../decode-loop.js';
+import { buildDecodeLoopModel } from '../decode-loop.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
-import { GRANITE_DECODER_IO } from './standalone.js';
+import { GRANITE_DECODER_INPUTS } from './standalone.js';
 
 /** `ops` / `attentionKernel` build the step as `buildGraniteTextDecoderModel` does. */
 export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
@@ -22,23 +22,19 @@ export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
  * tokens so far), fed as `position_ids` from `loop.next_positions` (cos/sin are computed in the decoder).
  */
 export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTextConfig, options: GraniteDecodeLoopModelOptions): Graph {
-  const io = GRANITE_DECODER_IO;
   const D = config.hiddenSize;
   const levels = options.levels;
-  const image: DecodeLoopInput[] =
-    levels.length > 0
-      ? [
-          { name: io.imagePositions, dtype: 'int64', shape: ['image_tokens'] },
-          ...levels.map((_, k): DecodeLoopInput => ({ name: io.deepstack(k), dtype: 'float32', shape: ['image_tokens', D] })),
-        ]
-      : [];
   return buildDecodeLoopModel(
     {
       numHiddenLayers: config.numHiddenLayers,
       numKeyValueHeads: config.numKeyValueHeads,
       headDim: config.headDim,
-      io,
-      inputs: [...image, { name: io.positionIds, dtype: 'int64', shape: ['batch', 'seq'] }],
+      contract: GRANITE_DECODER_INPUTS,
+      binding: {
+        sizes: { hidden: D, kv_heads: config.numKeyValueHeads, head_dim: config.headDim },
+        counts: { layer: config.numHiddenLayers, level: levels.length },
+        include: { image_positions: levels.length > 0 },
+      },
       step: (b, x) => {
         const positionIds = x.inputs.at(-1)!;
         const [imagePositions, ...deepstack] = x.inputs.slice(0, -1);

@@ -1,6 +1,16 @@
-import { type ComputeDType, Graph, type QuantizeRequest, type Value, type Weights } from '@vlmkit/onnx-graph';
+import {
+  type ComputeDType,
+  contract,
+  declareInputs,
+  type Feeds,
+  type FeedValues,
+  Graph,
+  type QuantizeRequest,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import type { DecoderOpsOptions } from '../attention-contrib.js';
-import { KV_CACHE_IO, type KvTensors, type PastName, pastFeeds, pastInputs, presentOutputsOf } from '../kv-io.js';
+import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
 import type { KvCacheMode } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
@@ -36,63 +46,62 @@ export interface GraniteTextDecoderModelOptions extends DecoderOpsOptions {
   name?: string;
 }
 
-/** Input and output names of `buildGraniteTextDecoderModel`'s graph. */
-export const GRANITE_DECODER_IO = {
-  inputIds: 'input_ids',
-  imagePositions: 'image_positions',
+/**
+ * The inputs of `buildGraniteTextDecoderModel`'s graph, one step of prefill or decode. `image_positions` and
+ * one `deepstack_{k}` per level only for a graph with levels (`counts.level`). Bound per graph: `hidden` (D),
+ * `kv_heads`, `head_dim`, `counts.layer` and the cache dtype.
+ */
+export const GRANITE_DECODER_INPUTS = contract({
+  input_ids: ['int64', ['batch', 'seq'], { doc: 'the token ids' }],
+  image_positions: [
+    'int64',
+    ['image_tokens'],
+    { optional: true, doc: 'flattened b*S + s of the image_token_id tokens (row-major), in packing order; [0] in decode steps' },
+  ],
   /** Level k's packed image features; the vision encoder's outputs carry the same names. */
-  deepstack: (level: number) => `deepstack_${level}` as const,
-  attentionMask: 'attention_mask',
-  positionIds: 'position_ids',
-  past: KV_CACHE_IO.past,
-  logitsToKeep: 'logits_to_keep',
-  logits: 'logits',
-  present: KV_CACHE_IO.present,
+  deepstack: [
+    'float32',
+    ['image_tokens', 'hidden'],
+    { each: 'level', doc: 'the vision encoder output of the same name; [0, hidden] in decode steps' },
+  ],
+  attention_mask: ['int64', ['batch', 'total'], { doc: '1 for real tokens, 0 for padding, over the cached tokens and this step' }],
+  position_ids: [
+    'int64',
+    ['batch', 'seq'],
+    { doc: 'cumsum(attention_mask) - 1, and 1 where attention_mask is 0 (HF generate); decode: real tokens so far' },
+  ],
+  past_key_values: PAST_KEY_VALUES,
+  logits_to_keep: ['int64', [], { optional: true, doc: 'logits for the last n positions only, 0 for all' }],
+});
+
+/** The debugging outputs `buildGraniteTextDecoderModel` adds with `outputHiddenStates`, besides `DECODER_OUTPUTS`. */
+export const GRANITE_DEBUG_OUTPUTS = {
   hiddenStates: (layer: number) => `hidden_states.${layer}` as const,
   layerInputs: (layer: number) => `layer_inputs.${layer}` as const,
   inputsEmbeds: 'inputs_embeds',
 } as const;
 
-/** One step's inputs, as tensors of the caller's type (shapes as in `buildGraniteTextDecoderModel`). */
-export interface GraniteDecoderFeedInputs<T> {
-  inputIds: T;
-  attentionMask: T;
-  positionIds: T;
-  /** One entry per layer, in layer order. */
-  past: readonly KvTensors<T>[];
-  /** int64 scalar; only for a graph built with `logitsToKeep`. */
-  logitsToKeep?: T | undefined;
-  /** The image rows and one feature block per level; required exactly when the graph has levels (N = 0 in decode steps). */
-  image?: { positions: T; deepstack: readonly T[] } | undefined;
-}
+/** One step's inputs by key, as tensors of the caller's type (`past_key_values`: one entry per layer). */
+export type GraniteDecoderFeedInputs<T> = FeedValues<typeof GRANITE_DECODER_INPUTS.schema, T>;
+/** The feeds of one run, by input name (`feeds(GRANITE_DECODER_INPUTS, values)`). */
+export type GraniteDecoderFeeds<T> = Feeds<typeof GRANITE_DECODER_INPUTS.schema, T>;
 
-type GraniteDecoderInputName = (typeof GRANITE_DECODER_IO)[
-  | 'inputIds'
-  | 'imagePositions'
-  | 'attentionMask'
-  | 'positionIds'
-  | 'logitsToKeep'];
-
-/** The feeds of one run, by input name (`image_positions` and `deepstack_{k}` only for a graph with levels). */
-export type GraniteDecoderFeeds<T> = Partial<Record<GraniteDecoderInputName, T>> & Record<`deepstack_${number}`, T> & Record<PastName, T>;
-
-/** Names the feeds of one decoder run; generic over the tensor type (this package does not import onnxruntime). */
-export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteDecoderFeeds<T> {
-  const io = GRANITE_DECODER_IO;
-  const feeds: GraniteDecoderFeeds<T> = {
-    [io.inputIds]: x.inputIds,
-    [io.attentionMask]: x.attentionMask,
-    [io.positionIds]: x.positionIds,
-  };
-  if (x.logitsToKeep !== undefined) feeds[io.logitsToKeep] = x.logitsToKeep;
-  if (x.image) {
-    feeds[io.imagePositions] = x.image.positions;
-    x.image.deepstack.forEach((t, k) => {
-      feeds[io.deepstack(k)] = t;
-    });
-  }
-  return Object.assign(feeds, pastFeeds(x.past));
-}
+/**
+ * Input and output names of the graph, derived from `GRANITE_DECODER_INPUTS` and `DECODER_OUTPUTS`.
+ * @deprecated Use `GRANITE_DECODER_INPUTS.names`, `DECODER_OUTPUTS.names` and `GRANITE_DEBUG_OUTPUTS`.
+ */
+const N = GRANITE_DECODER_INPUTS.names;
+export const GRANITE_DECODER_IO = {
+  inputIds: N.input_ids,
+  imagePositions: N.image_positions,
+  deepstack: N.deepstack,
+  attentionMask: N.attention_mask,
+  positionIds: N.position_ids,
+  logitsToKeep: N.logits_to_keep,
+  logits: DECODER_OUTPUTS.names.logits,
+  ...KV_CACHE_IO,
+  ...GRANITE_DEBUG_OUTPUTS,
+} as const;
 
 /**
  * The Granite 4 Vision text decoder as a complete graph with named inputs and
@@ -116,24 +125,23 @@ export function graniteDecoderFeeds<T>(x: GraniteDecoderFeedInputs<T>): GraniteD
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
   const g = new Graph({ name: options.name ?? 'granite_text_decoder', quantize: options.quantize, computeDtype: options.computeDtype });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
-  const io = GRANITE_DECODER_IO;
-  const inputIds = g.input(io.inputIds, 'int64', ['batch', 'seq']);
-  const imagePositions = options.levels.length > 0 ? g.input(io.imagePositions, 'int64', ['image_tokens']) : undefined;
-  const deepstack = options.levels.map((_, k) => g.input(io.deepstack(k), 'float32', ['image_tokens', D]));
-  const attentionMask = g.input(io.attentionMask, 'int64', ['batch', 'total']);
-  const positionIds = g.input(io.positionIds, 'int64', ['batch', 'seq']);
-  const past = pastInputs(g, config.numHiddenLayers, hkv, hd);
-  const logitsToKeep = options.logitsToKeep ? g.input(io.logitsToKeep, 'int64', []) : undefined;
+  const x = declareInputs(g, GRANITE_DECODER_INPUTS, {
+    sizes: { hidden: D, kv_heads: hkv, head_dim: hd },
+    counts: { layer: config.numHiddenLayers, level: options.levels.length },
+    dtypes: { kv_cache: kvCacheDType(g.computeDtype) },
+    include: { image_positions: options.levels.length > 0, logits_to_keep: options.logitsToKeep === true },
+  });
+  const { image_positions: imagePositions, deepstack, logits_to_keep: logitsToKeep } = x;
   const out = buildGraniteTextDecoder(
     g,
     weights,
     config,
     {
-      inputIds,
+      inputIds: x.input_ids,
       ...(imagePositions ? { imagePositions, deepstack } : {}),
-      attentionMask,
-      positionIds,
-      past,
+      attentionMask: x.attention_mask,
+      positionIds: x.position_ids,
+      past: castPast(g, x.past_key_values),
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
     {
@@ -143,16 +151,16 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
     },
   );
-  g.output(out.logits, io.logits);
+  g.output(out.logits, DECODER_OUTPUTS.names.logits);
   presentOutputsOf(g, out.present!, hkv, hd, options.kvCache === 'append' ? 'seq' : 'total');
   if (options.outputHiddenStates) {
     const f32 = (h: Value) => g.cast(h, 'float32');
-    g.output(f32(out.inputsEmbeds), io.inputsEmbeds);
+    g.output(f32(out.inputsEmbeds), GRANITE_DEBUG_OUTPUTS.inputsEmbeds);
     out.layerInputs.forEach((h, i) => {
-      g.output(f32(h), io.layerInputs(i));
+      g.output(f32(h), GRANITE_DEBUG_OUTPUTS.layerInputs(i));
     });
     out.layerOutputs.forEach((h, i) => {
-      g.output(f32(h), io.hiddenStates(i));
+      g.output(f32(h), GRANITE_DEBUG_OUTPUTS.hiddenStates(i));
     });
   }
   return g;

@@ -1,7 +1,7 @@
 import type ort from 'onnxruntime-node';
 import type { GraniteTextConfig } from '../granite/config.js';
-import { GRANITE_DECODER_IO, graniteDecoderFeeds } from '../granite/standalone.js';
-import { presentOutputs } from '../kv-io.js';
+import { GRANITE_DECODER_INPUTS } from '../granite/standalone.js';
+import { DECODER_OUTPUTS, presentOutputs } from '../kv-io.js';
 import { type Feed, f32, i64, run } from './ort.js';
 import { pastOrEmpty } from './runner.js';
 
@@ -38,23 +38,18 @@ export async function graniteStep(
   const { B, S } = x;
   const [D, hkv, hd] = [cfg.hiddenSize, cfg.numKeyValueHeads, cfg.headDim];
   const n = x.image?.positions.length ?? 0;
-  const feeds = graniteDecoderFeeds<Feed>({
-    inputIds: i64([B, S], x.ids),
-    attentionMask: i64([B, x.mask.length / B], x.mask),
-    positionIds: i64([B, S], x.positionIds),
-    past: pastOrEmpty(x.past, cfg.numHiddenLayers, [B, hkv, 0, hd]),
-    image:
-      numLevels > 0
-        ? {
-            positions: i64([n], x.image?.positions ?? []),
-            deepstack: Array.from({ length: numLevels }, (_, k) => f32([n, D], x.image?.levels[k] ?? new Float32Array(0))),
-          }
-        : undefined,
-    ...(x.logitsToKeep !== undefined ? { logitsToKeep: i64([], [x.logitsToKeep]) } : {}),
+  const inputs = GRANITE_DECODER_INPUTS.feeds<Feed>({
+    input_ids: i64([B, S], x.ids),
+    attention_mask: i64([B, x.mask.length / B], x.mask),
+    position_ids: i64([B, S], x.positionIds),
+    past_key_values: pastOrEmpty(x.past, cfg.numHiddenLayers, [B, hkv, 0, hd]),
+    image_positions: numLevels > 0 ? i64([n], x.image?.positions ?? []) : undefined,
+    deepstack: Array.from({ length: numLevels }, (_, k) => f32([n, D], x.image?.levels[k] ?? new Float32Array(0))),
+    ...(x.logitsToKeep !== undefined ? { logits_to_keep: i64([], [x.logitsToKeep]) } : {}),
   });
   const t0 = performance.now();
-  const out = await run(session, feeds);
+  const out = await run(session, inputs);
   const ms = performance.now() - t0;
   const present = presentOutputs(out, cfg.numHiddenLayers);
-  return { logits: out[GRANITE_DECODER_IO.logits]!.data as Float32Array, present, raw: out, ms };
+  return { logits: out[DECODER_OUTPUTS.names.logits]!.data as Float32Array, present, raw: out, ms };
 }

@@ -1,8 +1,8 @@
 import type ort from 'onnxruntime-node';
 import type { ErnieTextConfig } from '../ernie/config.js';
 import { ernieRotaryTables } from '../ernie/rotary.js';
-import { ERNIE_DECODER_IO, ernieDecoderFeeds } from '../ernie/standalone.js';
-import { presentOutputs } from '../kv-io.js';
+import { ERNIE_DEBUG_OUTPUTS, ERNIE_DECODER_INPUTS } from '../ernie/standalone.js';
+import { DECODER_OUTPUTS, presentOutputs } from '../kv-io.js';
 import { type Feed, f32, i64, run } from './ort.js';
 
 export interface StepInput {
@@ -36,25 +36,25 @@ export async function step(session: ort.InferenceSession, cfg: ErnieTextConfig, 
   const [D, hkv, hd] = [cfg.hiddenSize, cfg.numKeyValueHeads, cfg.headDim];
   const { cos, sin } = ernieRotaryTables(x.positionIds, [3, B, S], cfg);
   const n = x.vision?.positions.length ?? 0;
-  const feeds = ernieDecoderFeeds<Feed>({
-    inputIds: i64([B, S], x.ids),
-    visionEmbeds: f32([n, D], x.vision?.embeds ?? new Float32Array(0)),
-    visionPositions: i64([n], x.vision?.positions ?? []),
-    moeTokenType: i64([B, S], x.moeType),
-    attentionMask: i64([B, x.mask.length / B], x.mask),
-    ropeCos: f32([B, S, hd / 2], cos),
-    ropeSin: f32([B, S, hd / 2], sin),
-    past: pastOrEmpty(x.past, cfg.numHiddenLayers, [B, hkv, 0, hd]),
-    ...(x.logitsToKeep !== undefined ? { logitsToKeep: i64([], [x.logitsToKeep]) } : {}),
+  const inputs = ERNIE_DECODER_INPUTS.feeds<Feed>({
+    input_ids: i64([B, S], x.ids),
+    vision_embeds: f32([n, D], x.vision?.embeds ?? new Float32Array(0)),
+    vision_positions: i64([n], x.vision?.positions ?? []),
+    moe_token_type: i64([B, S], x.moeType),
+    attention_mask: i64([B, x.mask.length / B], x.mask),
+    rope_cos: f32([B, S, hd / 2], cos),
+    rope_sin: f32([B, S, hd / 2], sin),
+    past_key_values: pastOrEmpty(x.past, cfg.numHiddenLayers, [B, hkv, 0, hd]),
+    ...(x.logitsToKeep !== undefined ? { logits_to_keep: i64([], [x.logitsToKeep]) } : {}),
   });
   const t0 = performance.now();
-  const out = await run(session, feeds);
+  const out = await run(session, inputs);
   const ms = performance.now() - t0;
   const present = presentOutputs(out, cfg.numHiddenLayers);
   const hidden: Float32Array[] = [];
-  for (let l = 0; out[ERNIE_DECODER_IO.hiddenStates(l)] !== undefined; l++)
-    hidden.push(out[ERNIE_DECODER_IO.hiddenStates(l)]!.data as Float32Array);
-  return { logits: out[ERNIE_DECODER_IO.logits]!.data as Float32Array, present, hidden, raw: out, ms };
+  for (let l = 0; out[ERNIE_DEBUG_OUTPUTS.hiddenStates(l)] !== undefined; l++)
+    hidden.push(out[ERNIE_DEBUG_OUTPUTS.hiddenStates(l)]!.data as Float32Array);
+  return { logits: out[DECODER_OUTPUTS.names.logits]!.data as Float32Array, present, hidden, raw: out, ms };
 }
 
 /** Each layer's past as host feeds: the previous step's present outputs, or empty [B, Hkv, 0, hd] on the first step. */
