@@ -37,7 +37,7 @@ export {
 } from './ernie/standalone.js';
 export { MoeDecoderError, type MoeDecoderErrorCode } from './errors.js';
 // Granite 4 Vision text decoder (dense Granite with deepstack injection).
-export { type GraniteTextConfig, graniteTextConfigFromHf } from './granite/config.js';
+export { type GraniteTextConfig, graniteTextConfigFromFields, graniteTextConfigFromHf } from './granite/config.js';
 export { buildGraniteDecodeLoopModel, type GraniteDecodeLoopModelOptions } from './granite/decode-loop.js';
 export { checkGraniteLevels, type GraniteDeepstackLevel, graniteDeepstackLevels, graniteDeepstackPlan } from './granite/levels.js';
 export {

@@ -1,7 +1,4 @@
-import { resolve } from 'node:path';
 import {
-  buildErnieDecodeLoopModel,
-  buildErnieTextDecoderModel,
   DECODER_OUTPUTS,
   ERNIE_DECODER_INPUTS,
   ERNIE_DECODER_IO,
@@ -11,19 +8,19 @@ import {
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
-import { readConfigFile } from '../config-file.js';
-import { DecoderModel, type DecodeStep, type ModelTimings } from '../decoder-model.js';
+import type { DecodeStep } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
-import { readGenerationConfig } from '../generation-tokens.js';
+import { loadFamily } from '../family.js';
 import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
-import { type DecoderLoadOptions, type LoadedSessions, loadSessions } from '../model-load.js';
-import { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './config.js';
+import type { LoadedSessions, LoadOptions, ModelTimings } from '../model-load.js';
+import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-model.js';
+import { ERNIE_CHECKPOINT } from './checkpoint.js';
+import type { Ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
-import { buildErnieVisionEncoder, ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
-import { loadErnieWeights } from './weights.js';
+import { ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
 
-/** HF forward kwargs, by their HF names. */
-export interface ErnieInputs {
+/** HF forward kwargs, by their HF names (a type, not an interface: a `NamedTensors` as it is). */
+export type ErnieInputs = {
   input_ids: HostTensor;
   attention_mask?: HostTensor | undefined;
   pixel_values?: HostTensor | undefined;
@@ -33,7 +30,7 @@ export interface ErnieInputs {
   /** [B, S] 0 text, 1 image placeholder, 2 video placeholder (the processor's); checked against input_ids. */
   mm_token_type_ids?: HostTensor | undefined;
   moe_mm_token_type_ids?: HostTensor | undefined;
-}
+};
 
 /** The inputs ERNIE-4.5-VL reads (HF Ernie4_5_VLMoeForConditionalGeneration.forward's tensors). */
 export const ERNIE_INPUT_NAMES = [
@@ -47,6 +44,14 @@ export const ERNIE_INPUT_NAMES = [
   'moe_mm_token_type_ids',
 ] as const satisfies readonly (keyof ErnieInputs)[];
 
+/** Names of ERNIE-4.5-VL's `forwardNamed` outputs (what `vlmkit forward` writes). */
+export const ERNIE_FORWARD_OUTPUTS = {
+  logits: DECODER_OUTPUTS.names.logits,
+  positionIds: 'position_ids',
+  imageEmbeds: 'image_embeds',
+  videoEmbeds: 'video_embeds',
+} as const;
+
 export interface ErnieForwardOutputs {
   /** [B, S, V] float32. */
   logits: HostTensor<'float32'>;
@@ -57,9 +62,8 @@ export interface ErnieForwardOutputs {
   positionIds: HostTensor<'int64'>;
 }
 
-export interface ErnieLoadOptions extends DecoderLoadOptions {
-  reference?: ErnieReference;
-}
+/** The load options (model-load.ts `LoadOptions`) but Granite's `adapter`. */
+export type ErnieLoadOptions = Omit<LoadOptions, 'adapter'>;
 
 export type ErnieTimings = ModelTimings;
 
@@ -70,7 +74,7 @@ interface ErnieVision {
 }
 
 /** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
-export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVision> {
+export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision> {
   protected readonly dims;
   protected readonly io = ERNIE_DECODER_IO;
   protected readonly tokens;
@@ -78,30 +82,16 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
   private constructor(
     readonly config: Ernie45VLConfig,
     loaded: LoadedSessions,
+    origin: ModelOrigin,
   ) {
-    super(loaded);
+    super(loaded, origin);
     this.dims = config.text;
     this.tokens = config.tokens;
   }
 
   static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
-    const startedAt = performance.now();
-    const root = resolve(dir);
-    const { json } = await readConfigFile(root);
-    const config = ernie45VLConfig(json, options.reference ?? 'vllm', await readGenerationConfig(root));
-    const loaded = await loadSessions({
-      name: 'ernie',
-      root,
-      options,
-      startedAt,
-      weights: (ckpt) => loadErnieWeights(ckpt, config),
-      visionGraph: (m, build) => buildErnieVisionEncoder(m.vision, m.resampler, config, build),
-      decoderGraph: (m, { loop, kvCache, quantize, ops, computeDtype }) =>
-        loop === 'graph'
-          ? buildErnieDecodeLoopModel(m.decoder, config.text, { quantize, ops, computeDtype })
-          : buildErnieTextDecoderModel(m.decoder, config.text, { logitsToKeep: true, kvCache, quantize, ops, computeDtype }),
-    });
-    return new Ernie45VL(config, loaded);
+    const { config, loaded, origin } = await loadFamily(ERNIE_CHECKPOINT, dir, options);
+    return new Ernie45VL(config, loaded, origin);
   }
 
   /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */
@@ -119,6 +109,15 @@ export class Ernie45VL extends DecoderModel<ErnieInputs, ErniePrompt, ErnieVisio
       videoEmbeds: video,
       positionIds: int64(prompt.positionIds, [3, prompt.batch, prompt.seq]),
     };
+  }
+
+  protected async namedForward(inputs: ErnieInputs): Promise<NamedTensors> {
+    const out = await this.forward(inputs);
+    const names = ERNIE_FORWARD_OUTPUTS;
+    const named: NamedTensors = { [names.logits]: out.logits, [names.positionIds]: out.positionIds };
+    if (out.imageEmbeds) named[names.imageEmbeds] = out.imageEmbeds;
+    if (out.videoEmbeds) named[names.videoEmbeds] = out.videoEmbeds;
+    return named;
   }
 
   protected prompt(inputs: ErnieInputs): ErniePrompt {

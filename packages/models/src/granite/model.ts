@@ -1,7 +1,4 @@
-import { join, resolve } from 'node:path';
 import {
-  buildGraniteDecodeLoopModel,
-  buildGraniteTextDecoderModel,
   DECODER_OUTPUTS,
   GRANITE_DECODER_INPUTS,
   GRANITE_DECODER_IO,
@@ -9,21 +6,20 @@ import {
   graniteDecodePositions,
 } from '@vlmkit/moe-decoder';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
-import { loraOverlay, readLoraAdapter } from '@vlmkit/weight-mapper';
-import { readConfigFile } from '../config-file.js';
-import { DecoderModel, type DecodeStep } from '../decoder-model.js';
+import type { DecodeStep } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
-import { readGenerationConfig } from '../generation-tokens.js';
+import { loadFamily } from '../family.js';
 import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
-import { type DecoderLoadOptions, type LoadedSessions, loadSessions } from '../model-load.js';
+import type { LoadedSessions, LoadOptions } from '../model-load.js';
+import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-model.js';
 import type { Size } from './anyres.js';
-import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
+import { GRANITE_CHECKPOINT } from './checkpoint.js';
+import type { Granite4VisionConfig } from './config.js';
 import { analyzeGranitePrompt, type GranitePrompt } from './prompt.js';
-import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
-import { loadGraniteWeights } from './weights.js';
+import { GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
 
-/** HF forward kwargs, by their HF names. */
-export interface GraniteInputs {
+/** HF forward kwargs, by their HF names (a type, not an interface: a `NamedTensors` as it is). */
+export type GraniteInputs = {
   input_ids: HostTensor;
   attention_mask?: HostTensor | undefined;
   /** [images, tiles, C, S, S] (zero-padded tiles, as HF's processor) or [tiles, C, S, S]. */
@@ -32,7 +28,7 @@ export interface GraniteInputs {
   image_sizes?: HostTensor | undefined;
   /** [B, S]; default: cumsum(attention_mask) - 1, padding at 1 (what HF generate uses). */
   position_ids?: HostTensor | undefined;
-}
+};
 
 /** The inputs Granite 4 Vision reads (HF Granite4VisionForConditionalGeneration.forward's tensors). */
 export const GRANITE_INPUT_NAMES = [
@@ -43,19 +39,23 @@ export const GRANITE_INPUT_NAMES = [
   'position_ids',
 ] as const satisfies readonly (keyof GraniteInputs)[];
 
+/** Names of Granite 4 Vision's `forwardNamed` outputs: level k is named as the vision encoder's output. */
+export const GRANITE_FORWARD_OUTPUTS = {
+  logits: DECODER_OUTPUTS.names.logits,
+  deepstack: GRANITE_VISION_ENCODER_IO.deepstack,
+} as const;
+
 export interface GraniteForwardOutputs {
   logits: HostTensor<'float32'>;
   /** Per injected level k (layerwise in deepstack_layer_map order, then spatial): [num_image_tokens, D], as packed for injection. */
   deepstack: HostTensor<'float32'>[];
 }
 
-export interface GraniteLoadOptions extends DecoderLoadOptions {
-  /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged into the LM at load. */
-  adapter?: string | undefined;
-}
+/** The load options (model-load.ts `LoadOptions`) but ERNIE's `reference`. */
+export type GraniteLoadOptions = Omit<LoadOptions, 'reference'>;
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
-export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
+export class Granite4Vision extends FamilyModel<GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
   protected readonly dims;
   protected readonly io = GRANITE_DECODER_IO;
   protected readonly tokens;
@@ -63,39 +63,16 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
   private constructor(
     readonly config: Granite4VisionConfig,
     loaded: LoadedSessions,
+    origin: ModelOrigin,
   ) {
-    super(loaded);
+    super(loaded, origin);
     this.dims = config.text;
     this.tokens = config.tokens;
   }
 
   static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
-    const startedAt = performance.now();
-    const root = resolve(dir);
-    const { json } = await readConfigFile(root);
-    const config = granite4VisionConfig(json, await readGenerationConfig(root));
-    const text = config.text;
-    const levels = config.levels.map((l) => l.llmLayer);
-    const loaded = await loadSessions({
-      name: 'granite',
-      root,
-      options,
-      startedAt,
-      weights: async (ckpt) => {
-        const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
-        const mapped = await loadGraniteWeights(ckpt, config, text, adapter ? { overlay: loraOverlay(adapter) } : {});
-        return { ...mapped, adapter };
-      },
-      visionGraph: (m, build) => buildGraniteVisionEncoder(m.vision, m.projectors, config, build),
-      decoderGraph: (m, { loop, kvCache, quantize, ops, computeDtype }) =>
-        loop === 'graph'
-          ? buildGraniteDecodeLoopModel(m.decoder, text, { levels, quantize, ops, computeDtype })
-          : buildGraniteTextDecoderModel(m.decoder, text, { levels, logitsToKeep: true, kvCache, quantize, ops, computeDtype }),
-      // The adapter's files are part of what the decoder's cache entry was built from.
-      extraFiles: ({ adapter }) =>
-        adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [],
-    });
-    return new Granite4Vision(config, loaded);
+    const { config, loaded, origin } = await loadFamily(GRANITE_CHECKPOINT, dir, options);
+    return new Granite4Vision(config, loaded, origin);
   }
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
@@ -105,6 +82,15 @@ export class Granite4Vision extends DecoderModel<GraniteInputs, GranitePrompt, H
     const logits = DECODER_OUTPUTS.names.logits;
     const out = await this.decoder.run(this.keepLogits(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), 0), { outputs: [logits] });
     return { logits: out[logits] as HostTensor<'float32'>, deepstack };
+  }
+
+  protected async namedForward(inputs: GraniteInputs): Promise<NamedTensors> {
+    const out = await this.forward(inputs);
+    const named: NamedTensors = { [GRANITE_FORWARD_OUTPUTS.logits]: out.logits };
+    out.deepstack.forEach((t, k) => {
+      named[GRANITE_FORWARD_OUTPUTS.deepstack(k)] = t;
+    });
+    return named;
   }
 
   protected prompt(inputs: GraniteInputs): GranitePrompt {
