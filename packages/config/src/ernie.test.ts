@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ErnieConfigFields } from './index.js';
-
-function errorOf(read: () => unknown): ConfigError {
-  try {
-    read();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError);
-    return e as ConfigError;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { ErnieConfigFields } from './index.js';
+import { errorOf } from './test-utils/error-of.js';
 
 describe('ErnieConfigFields', () => {
   it('detects the layout once: text_config is HF, a flat file Baidu', () => {

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, type ConfigErrorCode, type ConfigObject, fields } from './index.js';
-
-/** Runs `read` and returns the ConfigError it threw (fails the test when it threw nothing or something else). */
-function errorOf(read: () => unknown): ConfigError {
-  try {
-    read();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError);
-    return e as ConfigError;
-  }
-  throw new Error('expected a ConfigError, nothing was thrown');
-}
+import { type ConfigErrorCode, type ConfigObject, fields } from './index.js';
+import { errorOf } from './test-utils/error-of.js';
 
 /** The error's code, field path and message, checked together: the message starts with the config and names the field. */
 function expectError(read: () => unknown, code: ConfigErrorCode, field: string, message: RegExp): void {
