@@ -1,10 +1,5 @@
 // @vlmkit/moe-decoder: ERNIE-4.5-VL MoE text decoder as an ONNX subgraph with a KV cache.
 
-export {
-  CONTRIB_ATTENTION_KERNELS,
-  type ContribAttentionKernel,
-  type DecoderOpsOptions,
-} from './attention-contrib.js';
 export { causalPaddingMask } from './attention-mask.js';
 export {
   buildDecodeLoopModel,
@@ -71,4 +66,4 @@ export {
   presentOutputs,
 } from './kv-io.js';
 export { greedyTokens, type SamplingInputs, sampledTokens } from './token-choice.js';
-export type { KvCacheMode, KvPair, ParameterSpec } from './types.js';
+export type { DecoderOpsOptions, KvCacheMode, KvPair, ParameterSpec } from './types.js';

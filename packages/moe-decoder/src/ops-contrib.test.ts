@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { everyNode, type Graph } from '@vlmkit/onnx-graph';
+import { applyPasses, everyNode, type Graph } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernieTextConfigFromHf } from './ernie/config.js';
@@ -9,6 +9,7 @@ import { graniteDeepstackLevels } from './granite/levels.js';
 import { buildGraniteTextDecoderModel } from './granite/standalone.js';
 import { FIXTURES, readJson, requireFixtures } from './test-utils/fixtures.js';
 import { mapErnieDecoder, mapGraniteDecoder } from './test-utils/map-decoder.js';
+import { contribPasses } from './test-utils/ops-variants.js';
 
 requireFixtures(['ernie-tiny', 'config.json'], ['granite-tiny', 'config.json']);
 
@@ -23,8 +24,14 @@ function opCounts(g: Graph): Map<string, number> {
 }
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
-// What `ops: 'contrib'` builds: every residual add + RMSNorm pair one SkipSimplifiedLayerNormalization, every
-// rotary and attention a com.microsoft op, no opset-23 Attention / RotaryEmbedding left, and RMSNormalization only
+/** `g` rewritten by the contrib passes, its attention fused into `kernel`. */
+function fused(g: Graph, kernel: 'mha' | 'gqa'): Graph {
+  applyPasses(g, contribPasses(kernel));
+  return g;
+}
+
+// What the contrib passes make (ERNIE's experts built as the com.microsoft MoE): every residual add + RMSNorm
+// pair one SkipSimplifiedLayerNormalization, every rotary and attention a com.microsoft op, no opset-23 Attention / RotaryEmbedding left, and RMSNormalization only
 // where no residual add comes before the norm (layer 0's input norm; Granite's input norm of a layer whose input
 // has deepstack features added first). Numbers: the fixture tests run every case both ways.
 describe('decoders built with com.microsoft fused ops', () => {
@@ -45,15 +52,15 @@ describe('decoders built with com.microsoft fused ops', () => {
     graphs.ernieMoeLayers = ernie.mlpLayerTypes.filter((t) => t === 'sparse').length;
     graphs.ernie = {
       onnx: buildErnieTextDecoderModel(ew, ernie),
-      mha: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib', attentionKernel: 'mha' }),
-      gqa: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib', attentionKernel: 'gqa' }),
+      mha: fused(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' }), 'mha'),
+      gqa: fused(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' }), 'gqa'),
       layers: ernie.numHiddenLayers,
       unfused: 1,
     };
     graphs.granite = {
       onnx: buildGraniteTextDecoderModel(gw, granite, { levels }),
-      mha: buildGraniteTextDecoderModel(gw, granite, { levels, ops: 'contrib', attentionKernel: 'mha' }),
-      gqa: buildGraniteTextDecoderModel(gw, granite, { levels, ops: 'contrib', attentionKernel: 'gqa' }),
+      mha: fused(buildGraniteTextDecoderModel(gw, granite, { levels }), 'mha'),
+      gqa: fused(buildGraniteTextDecoderModel(gw, granite, { levels }), 'gqa'),
       layers: granite.numHiddenLayers,
       unfused: 1 + new Set(levels.filter((l) => l > 0)).size,
     };

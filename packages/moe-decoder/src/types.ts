@@ -1,5 +1,5 @@
 // Types shared by the ERNIE and Granite decoders.
-import type { Value } from '@vlmkit/onnx-graph';
+import type { OpSet, Value } from '@vlmkit/onnx-graph';
 
 /** One layer's KV cache: [B, Hkv, P, headDim] float32. */
 export interface KvPair {
@@ -20,3 +20,12 @@ export type { ParameterSpec } from '@vlmkit/onnx-graph';
  *   `capacity`).
  */
 export type KvCacheMode = 'concat' | 'append';
+
+/**
+ * A decoder builder's choice of ops for its norms and routed experts (see `OpSet`). Attention is always built
+ * with the opset-23 ops; onnx-graph's `CONTRIB_PASSES` fuse it after building.
+ */
+export interface DecoderOpsOptions {
+  /** 'onnx' (default): opset-23 RMSNormalization; 'contrib': com.microsoft fused norms and experts. */
+  ops?: OpSet;
+}

@@ -1,13 +1,21 @@
 import { ropeInverseFrequencies } from '@vlmkit/mrope';
-import type { ComputeDType, Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
-import type { DecoderOpsOptions } from '../attention-contrib.js';
+import {
+  applyPasses,
+  CONTRIB_PASSES,
+  type ComputeDType,
+  type Graph,
+  type QuantizeRequest,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { buildDecodeLoopModel } from '../decode-loop.js';
+import type { DecoderOpsOptions } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
 import { ERNIE_DECODER_INPUTS } from './standalone.js';
 
-/** `ops` / `attentionKernel` build the step as `buildErnieTextDecoderModel` does. */
+/** `ops` builds the step as `buildErnieTextDecoderModel` does. */
 export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
   /** How MoE layers run their routed experts (see `ErnieTextDecoderModelOptions`). */
   experts?: ExpertsImpl;
@@ -27,7 +35,7 @@ export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
 export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextConfig, options: ErnieDecodeLoopModelOptions = {}): Graph {
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const invFreq = ropeInverseFrequencies(hd, config.ropeTheta);
-  return buildDecodeLoopModel(
+  const g = buildDecodeLoopModel(
     {
       numHiddenLayers: config.numHiddenLayers,
       numKeyValueHeads: hkv,
@@ -54,7 +62,6 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
           {
             ...(options.experts ? { experts: options.experts } : {}),
             ...(options.ops ? { ops: options.ops } : {}),
-            ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
           },
         );
         return { logits: out.logits, present: out.present! };
@@ -73,6 +80,8 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
     },
     { name: options.name ?? 'ernie_decode_loop', quantize: options.quantize, computeDtype: options.computeDtype },
   );
+  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
+  return g;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Weights } from '@vlmkit/onnx-graph';
+import { applyPasses, type Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,7 +65,7 @@ function relErr(got: Float32Array, want: Float32Array, rows: boolean[], width: n
   return maxAbsDiff(got, want, keep) / maxAbs(want, keep);
 }
 
-describe.each(OPS_VARIANTS)('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny), $label', ({ options: ops }) => {
+describe.each(OPS_VARIANTS)('ERNIE text decoder vs HF transformers 5.17 (test-fixtures/ernie-tiny), $label', ({ options: ops, passes }) => {
   let cfg: ErnieTextConfig;
   let top: Record<string, unknown>;
   let ckpt: Checkpoint;
@@ -81,7 +81,9 @@ describe.each(OPS_VARIANTS)('ERNIE text decoder vs HF transformers 5.17 (test-fi
     const { decoder, report } = await mapErnieDecoder(ckpt, cfg);
     expect(report.missing).toEqual([]);
     decoderWeights = decoder;
-    session = await sessionFor(buildErnieTextDecoderModel(decoder, cfg, { outputHiddenStates: true, outputRouting: true, ...ops }));
+    const g = buildErnieTextDecoderModel(decoder, cfg, { outputHiddenStates: true, outputRouting: true, ...ops });
+    applyPasses(g, passes);
+    session = await sessionFor(g);
     console.log(`[ernie-tiny] build + session create: ${(performance.now() - t0).toFixed(0)} ms`);
     for (const name of CASES) cases.set(name, await loadCase(MODEL, name));
   });

@@ -1,11 +1,10 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { contribAttentionInputs, type DecoderOpsOptions } from '../attention-contrib.js';
 import { causalPaddingMask } from '../attention-mask.js';
 import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
 import { keepLastPositions } from '../logits-to-keep.js';
-import type { KvCacheMode, KvPair } from '../types.js';
+import type { DecoderOpsOptions, KvCacheMode, KvPair } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { ernieDecoderLayer } from './layer.js';
 import type { ErnieMoeOptions, MoeRouting } from './moe.js';
@@ -101,10 +100,6 @@ export function buildErnieTextDecoder(
         : g.cast(inputs.inputsEmbeds!, g.computeDtype);
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const ops = options.ops ?? 'onnx';
-    const contrib =
-      ops === 'contrib'
-        ? contribAttentionInputs(g, { cos: inputs.ropeCos, sin: inputs.ropeSin, mask }, options.attentionKernel)
-        : undefined;
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
     const routing: (MoeRouting | undefined)[] = [];
@@ -119,7 +114,6 @@ export function buildErnieTextDecoder(
         mask,
         moeTokenType: inputs.moeTokenType,
         ...(options.kvCache ? { kvCache: options.kvCache } : {}),
-        ...(contrib ? { contrib } : {}),
       };
       const r = g.scope(`layers.${i}`, () =>
         ernieDecoderLayer(

@@ -1,4 +1,6 @@
 import {
+  applyPasses,
+  CONTRIB_PASSES,
   type ComputeDType,
   contract,
   declareInputs,
@@ -8,9 +10,8 @@ import {
   type QuantizeRequest,
   type Weights,
 } from '@vlmkit/onnx-graph';
-import type { DecoderOpsOptions } from '../attention-contrib.js';
 import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
-import type { KvCacheMode } from '../types.js';
+import type { DecoderOpsOptions, KvCacheMode } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
@@ -160,7 +161,6 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       ...(options.experts ? { experts: options.experts } : {}),
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
       ...(options.ops ? { ops: options.ops } : {}),
-      ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
     },
   );
   g.output(out.logits, DECODER_OUTPUTS.names.logits);
@@ -174,5 +174,6 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     g.output(r.topkIds, ERNIE_DEBUG_OUTPUTS.routerTopkIds(i));
     g.output(r.topkWeights, ERNIE_DEBUG_OUTPUTS.routerTopkWeights(i));
   });
+  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
   return g;
 }

@@ -1,11 +1,19 @@
-import type { ComputeDType, Graph, QuantizeRequest, Value, Weights } from '@vlmkit/onnx-graph';
-import type { DecoderOpsOptions } from '../attention-contrib.js';
+import {
+  applyPasses,
+  CONTRIB_PASSES,
+  type ComputeDType,
+  type Graph,
+  type QuantizeRequest,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { buildDecodeLoopModel } from '../decode-loop.js';
+import type { DecoderOpsOptions } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 import { GRANITE_DECODER_INPUTS } from './standalone.js';
 
-/** `ops` / `attentionKernel` build the step as `buildGraniteTextDecoderModel` does. */
+/** `ops` builds the step as `buildGraniteTextDecoderModel` does. */
 export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
   /** Level k -> the LLM layer its features are added before; [] for a text-only graph (as `buildGraniteTextDecoderModel`). */
   levels: readonly number[];
@@ -24,7 +32,7 @@ export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
 export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTextConfig, options: GraniteDecodeLoopModelOptions): Graph {
   const D = config.hiddenSize;
   const levels = options.levels;
-  return buildDecodeLoopModel(
+  const g = buildDecodeLoopModel(
     {
       numHiddenLayers: config.numHiddenLayers,
       numKeyValueHeads: config.numKeyValueHeads,
@@ -53,7 +61,6 @@ export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTex
           {
             levels,
             ...(options.ops ? { ops: options.ops } : {}),
-            ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
           },
         );
         return { logits: out.logits, present: out.present! };
@@ -66,4 +73,6 @@ export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTex
     },
     { name: options.name ?? 'granite_decode_loop', quantize: options.quantize, computeDtype: options.computeDtype },
   );
+  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
+  return g;
 }

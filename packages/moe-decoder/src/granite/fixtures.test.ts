@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Weights } from '@vlmkit/onnx-graph';
+import { applyPasses, type Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import type ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,7 +47,10 @@ function relErr(got: Float32Array, want: Float32Array, rows: boolean[], width: n
   return maxAbsDiff(got, want, keep) / maxAbs(want, keep);
 }
 
-describe.each(OPS_VARIANTS)('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-tiny), $label', ({ options: ops }) => {
+describe.each(OPS_VARIANTS)('Granite text decoder vs HF transformers 5.17 (test-fixtures/granite-tiny), $label', ({
+  options: ops,
+  passes,
+}) => {
   let cfg: GraniteTextConfig;
   let top: Record<string, unknown>;
   let levels: number[];
@@ -65,7 +68,9 @@ describe.each(OPS_VARIANTS)('Granite text decoder vs HF transformers 5.17 (test-
     const { decoder, report } = await mapGraniteDecoder(ckpt, cfg);
     expect(report.missing).toEqual([]);
     decoderWeights = decoder;
-    session = await sessionFor(buildGraniteTextDecoderModel(decoder, cfg, { levels, outputHiddenStates: true, ...ops }));
+    const g = buildGraniteTextDecoderModel(decoder, cfg, { levels, outputHiddenStates: true, ...ops });
+    applyPasses(g, passes);
+    session = await sessionFor(g);
     console.log(`[granite-tiny] build + session create: ${(performance.now() - t0).toFixed(0)} ms`);
     for (const name of CASES) cases.set(name, await loadCase(MODEL, name));
   });

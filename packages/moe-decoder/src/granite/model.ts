@@ -1,11 +1,10 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { contribAttentionInputs, type DecoderOpsOptions } from '../attention-contrib.js';
 import { causalPaddingMask } from '../attention-mask.js';
 import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
 import { keepLastPositions } from '../logits-to-keep.js';
-import type { KvCacheMode, KvPair } from '../types.js';
+import type { DecoderOpsOptions, KvCacheMode, KvPair } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { addDeepstackFeatures, zeroRows } from './deepstack.js';
 import { graniteDecoderLayer } from './layer.js';
@@ -108,7 +107,6 @@ export function buildGraniteTextDecoder(
     const { cos, sin } = graniteRotaryTables(g, inputs.positionIds, config);
     const levelAt = new Map(options.levels.map((layer, k) => [layer, k]));
     const ops = options.ops ?? 'onnx';
-    const contrib = ops === 'contrib' ? contribAttentionInputs(g, { cos, sin, mask }, options.attentionKernel) : undefined;
 
     const layerInputs: Value[] = [];
     const layerOutputs: Value[] = [];
@@ -138,7 +136,6 @@ export function buildGraniteTextDecoder(
             mask,
             ...(past !== undefined ? { past } : {}),
             ...(options.kvCache ? { kvCache: options.kvCache } : {}),
-            ...(contrib ? { contrib } : {}),
           },
           ops,
         ),

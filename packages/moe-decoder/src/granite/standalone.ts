@@ -1,4 +1,6 @@
 import {
+  applyPasses,
+  CONTRIB_PASSES,
   type ComputeDType,
   contract,
   declareInputs,
@@ -9,9 +11,8 @@ import {
   type Value,
   type Weights,
 } from '@vlmkit/onnx-graph';
-import type { DecoderOpsOptions } from '../attention-contrib.js';
 import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
-import type { KvCacheMode } from '../types.js';
+import type { DecoderOpsOptions, KvCacheMode } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 
@@ -148,7 +149,6 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       levels: options.levels,
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
       ...(options.ops ? { ops: options.ops } : {}),
-      ...(options.attentionKernel ? { attentionKernel: options.attentionKernel } : {}),
     },
   );
   g.output(out.logits, DECODER_OUTPUTS.names.logits);
@@ -163,5 +163,6 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       g.output(f32(h), GRANITE_DEBUG_OUTPUTS.hiddenStates(i));
     });
   }
+  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
   return g;
 }
