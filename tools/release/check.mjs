@@ -2,9 +2,9 @@
 // pnpm release:check: the packages as a user gets them from the registry. Packs every public
 // package as `pnpm publish` would (workspace:* replaced by versions, `files` / `exports` / `bin`
 // honoured), installs the tarballs with npm into a fresh project in a temp folder, then runs the
-// installed `vlmkit` on a copy of the tiny ERNIE fixture and imports every export of every
-// package from a plain .mjs file. Needs `pnpm build` first; third-party dependencies come from
-// the npm registry. docs/releasing.md explains where it sits in a release.
+// installed `vlmkit` on a copy of the tiny ERNIE fixture, imports every export of every package
+// from a plain .mjs file and type-checks them from a .ts file. Needs `pnpm build` first;
+// third-party dependencies come from the npm registry. docs/releasing.md explains the release.
 //
 //   node tools/release/check.mjs [--keep]    # --keep: leave the temp folder and print its path
 import { spawnSync } from 'node:child_process';
@@ -165,6 +165,24 @@ try {
     writeFileSync(join(project, 'imports.mjs'), `${script.join('\n')}\n`);
     run(process.execPath, ['imports.mjs'], { cwd: project });
     return `${exportNames.size} packages`;
+  });
+
+  step('types of every package for a strict TypeScript consumer', () => {
+    const imports = packages.map((p, i) => `import * as m${i} from '${p.json.name}';`);
+    writeFileSync(
+      join(project, 'types.ts'),
+      `${imports.join('\n')}\nexport const all = [${packages.map((_, i) => `m${i}`).join(', ')}];\n`,
+    );
+    const compilerOptions = { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true };
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['types.ts'] }));
+    // Our .d.ts files are checked (no skipLibCheck); third-party ones have errors of their own
+    // under nodenext that are not ours to fix, so only errors in @vlmkit files or types.ts count.
+    const tsc = join(REPO, 'node_modules/typescript/bin/tsc');
+    const res = spawnSync(process.execPath, [tsc, '-p', '.'], { cwd: project, encoding: 'utf8' });
+    if (res.error) throw res.error;
+    const ours = res.stdout.split('\n').filter((line) => /^(node_modules\/@vlmkit\/|types\.ts\()/.test(line));
+    if (ours.length) throw new Error(`tsc:\n  ${ours.join('\n  ')}`);
+    return `${packages.length} packages`;
   });
 } catch (err) {
   failed = true;
