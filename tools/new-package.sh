@@ -24,8 +24,10 @@ cat > "$p/package.json" <<JSON
   },
   "main": "./dist/index.js",
   "types": "./dist/index.d.ts",
-  "files": ["dist", "src", "!src/**/*.test.ts"],
+  "files": ["dist", "src/**/*.ts", "!src/**/*.test.ts", "!src/**/test-utils/**"],
   "sideEffects": false,
+  "publishConfig": { "access": "public" },
+  "engines": { "node": ">=20.19" },
   "scripts": {
     "build": "tsc -p tsconfig.build.json",
     "typecheck": "tsc -p tsconfig.json --noEmit",
