@@ -1,8 +1,8 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import {
-  type DecodeLoop,
   defaultCacheDir,
+  type LoadOptions,
   loadPretrained,
   type ModelGenerateOptions,
   outputFile,
@@ -10,7 +10,6 @@ import {
   readNamedTensors,
   writeNamedTensors,
 } from '@vlmkit/models';
-import type { ComputeDType, OpSet, QuantizeMode } from '@vlmkit/onnx-graph';
 import { type DeviceRequest, int64 } from '@vlmkit/runtime';
 
 export type Out = (s: string) => void;
@@ -29,30 +28,22 @@ export interface CommonOptions {
   cacheDir?: string | undefined;
   /** A PEFT LoRA adapter directory merged at load (Granite 4 Vision). */
   adapter?: string | undefined;
-  /** The decoder's weights block-quantized at load: 'int8' or 'int4' (default float32). */
-  quantize?: QuantizeMode | undefined;
-  /** The vision encoder's weights block-quantized at load: 'int8' or 'int4' (default float32). */
-  quantizeVision?: QuantizeMode | undefined;
-  /** The decoder's ops: 'onnx' standard or 'contrib' com.microsoft fused kernels (default per device). */
-  ops?: OpSet | undefined;
-  /** The generation loop the decoder is built for: 'host' or 'graph' (the in-graph decode loop); default the models'. */
-  loop?: DecodeLoop | undefined;
-  /** The float type the graphs compute in (`--dtype`; default float32). */
-  computeDtype?: ComputeDType | undefined;
+  /** The load options of the same names (model-load's `LoadOptions`): quantization, compute dtype, profile. */
+  quantize?: LoadOptions['quantize'];
+  dtype?: LoadOptions['dtype'];
+  profile?: LoadOptions['profile'];
 }
 
 /** The load options every command that loads a model passes from its command line. */
-export function modelLoadOptions(o: CommonOptions) {
+export function modelLoadOptions(o: CommonOptions): LoadOptions {
   return {
     device: o.device,
     reference: o.reference,
     cacheDir: o.cacheDir,
     adapter: o.adapter,
     quantize: o.quantize,
-    quantizeVision: o.quantizeVision,
-    ops: o.ops,
-    loop: o.loop,
-    computeDtype: o.computeDtype,
+    dtype: o.dtype,
+    profile: o.profile,
   };
 }
 

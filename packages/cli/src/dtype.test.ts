@@ -31,8 +31,8 @@ describe('vlmkit --dtype', () => {
     expect(r.code).toBe(0);
     const got = (await readNamedTensors(r.out)).logits!.data as Float32Array;
     const inputs = await readNamedTensors(inputsPath);
-    const logits = async (computeDtype: 'float16' | 'float32') => {
-      const m = await loadPretrained(model, { device: 'cpu', cacheDir: r.cacheDir, computeDtype });
+    const logits = async (dtype: 'float16' | 'float32') => {
+      const m = await loadPretrained(model, { device: 'cpu', cacheDir: r.cacheDir, dtype });
       try {
         return (await m.forwardNamed(inputs)).logits!.data as Float32Array;
       } finally {

@@ -1,6 +1,18 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DECODE_LOOPS, FIXTURE_DIR, ModelError, type ModelGenerateOptions, supportedModelTypes, validateSampling } from '@vlmkit/models';
+import {
+  DECODE_LOOPS,
+  FIXTURE_DIR,
+  LOAD_OPTIONS,
+  type LoadOptions,
+  ModelError,
+  type ModelGenerateOptions,
+  PROFILE_NAMES,
+  PROFILES,
+  type ProfileOverrides,
+  supportedModelTypes,
+  validateSampling,
+} from '@vlmkit/models';
 import { COMPUTE_DTYPES, OP_SETS, QUANTIZE_MODES } from '@vlmkit/onnx-graph';
 import { forwardCommand, generateCommand, type Out, UsageError } from './commands.js';
 import { runGraphDemo } from './demo-graph.js';
@@ -45,29 +57,35 @@ const COMMANDS: Record<string, string> = {
   help: `help [COMMAND]  this text, or one command's (as vlmkit COMMAND --help)`,
 };
 
+/** Each load option's flag and its values (model-load's `LOAD_OPTIONS`); onProgress is the CLI's progress bars. */
+const LOAD_FLAGS: Readonly<Record<keyof LoadOptions, { flag: string; values: string } | undefined>> = {
+  device: { flag: 'device', values: 'auto|cpu|cuda' },
+  dtype: { flag: 'dtype', values: COMPUTE_DTYPES.join('|') },
+  quantize: { flag: 'quantize', values: QUANTIZE_MODES.join('|') },
+  profile: { flag: 'profile', values: PROFILE_NAMES.join('|') },
+  cacheDir: { flag: 'cache-dir', values: 'DIR' },
+  onProgress: undefined,
+  adapter: { flag: 'adapter', values: 'DIR' },
+  reference: { flag: 'reference', values: 'vllm|hf' },
+};
+
+/** One option's lines in the usage text: the flag in a column of 25, its text beside it (or below, when longer). */
+function optionLine(flag: string, text: string): string {
+  return flag.length <= 24 ? `  ${flag.padEnd(25)}${text}` : `  ${flag}\n${' '.repeat(27)}${text}`;
+}
+
 const COMMON = `common options:
-  --device auto|cpu|cuda   (default auto: CUDA when its EP binaries and a GPU are present)
-  --reference vllm|hf      where vLLM and HF transformers differ, whose behaviour to follow (default vllm)
-  --cache-dir DIR          where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit;
-                           keyed by the checkpoint's content, verified on load; never the model directory unless given)
-  --adapter DIR            a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load (Granite)
-  --quantize int8|int4     the decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32;
-                           run, generate, forward, export; default float32; measured accuracy: packages/models README)
-  --quantize-vision int8|int4
-                           the vision encoder's linear layers block-quantized too (run, generate, forward; default float32)
-  --ops onnx|contrib       the decoder's ops: standard ONNX (opset-23 Attention, RMSNormalization, RotaryEmbedding) or
-                           onnxruntime's com.microsoft fused kernels (run, generate, forward; default: onnx on CPU,
-                           contrib on CUDA; same numbers within float rounding)
-  --loop host|graph        where the generation loop runs (run, generate): host (one session run per token) or graph
-                           (an ONNX Loop: decoder step, token choice and KV cache in the graph, --loop-chunk tokens
-                           per run; the same ids). Default host (measured on CPU: packages/models README)
-  --loop-chunk N           with --loop graph: tokens per session run after the first (default 16)
-  --dtype float32|float16|bfloat16
-                           the float type the vision encoder and decoder compute in (run, generate, forward, export;
-                           default float32). bf16 checkpoints run as stored with bfloat16; norms, router and rotary stay
-                           float32 inside; logits float32. ORT's CPU EP has no bfloat16 kernels (NO_KERNEL): bfloat16 is
-                           for CUDA; float16 runs on CPU (slowly: many ops are cast to float32). packages/models README
-  --temperature T          sampling (run, generate): T > 0 samples, 0 (default) is greedy; --top-k K, --top-p P and
+${Object.entries(LOAD_FLAGS)
+  .flatMap(([name, f]) => (f ? [optionLine(`--${f.flag} ${f.values}`, LOAD_OPTIONS[name as keyof LoadOptions])] : []))
+  .join('\n')}
+${optionLine(`--quantize-vision ${QUANTIZE_MODES.join('|')}`, "the vision encoder's weights quantized too (quantize: { decoder, vision })")}
+  The profile (--profile, default the device's) decides the rest: KV cache layout, decode loop, ops, experts,
+  sessions (the models README, "Profiles"). Two of its fields can be set for benchmarks:
+${optionLine(`--loop ${DECODE_LOOPS.join('|')}`, 'profile loop: one session run per token, or an ONNX Loop (run, generate; same ids)')}
+${optionLine(`--ops ${OP_SETS.join('|')}`, "profile ops: standard ONNX ops or onnxruntime's com.microsoft fused kernels")}
+generation options (run, generate):
+${optionLine('--loop-chunk N', 'with --loop graph: tokens per session run after the first (default 16)')}
+  --temperature T          sampling: T > 0 samples, 0 (default) is greedy; --top-k K, --top-p P and
                            --seed S (an integer in [0, 4294967295]) need T > 0. A negative value is refused by name
                            (--seed -5 and --seed=-5 both read as -5)
   --help, -h               the command's usage`;
@@ -116,6 +134,7 @@ const OPTIONS = {
   adapter: { type: 'string' },
   quantize: { type: 'string' },
   'quantize-vision': { type: 'string' },
+  profile: { type: 'string' },
   ops: { type: 'string' },
   loop: { type: 'string' },
   'loop-chunk': { type: 'string' },
@@ -231,6 +250,17 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string)
   return v as T;
 }
 
+/** --profile and the profile fields given as flags (--loop, --ops): the load option `profile`. */
+function profileOption(v: { profile?: string; loop?: string; ops?: string }): LoadOptions['profile'] {
+  const name = v.profile === undefined ? undefined : oneOf(v.profile, PROFILE_NAMES, 'profile');
+  const fields: ProfileOverrides = {
+    ...(v.loop === undefined ? {} : { loop: oneOf(v.loop, DECODE_LOOPS, 'loop') }),
+    ...(v.ops === undefined ? {} : { ops: oneOf(v.ops, OP_SETS, 'ops') }),
+  };
+  if (Object.keys(fields).length === 0) return name;
+  return name === undefined ? fields : { ...PROFILES[name], ...fields };
+}
+
 /**
  * A string option's value that begins with a dash (`--seed -5`, `--temperature -1`, `--prompt -`) is taken as
  * its value, as `--seed=-5` is, rather than refused as "ambiguous" by parseArgs; a value beginning with `--` is
@@ -288,15 +318,21 @@ export async function main(
     const reference = oneOf(v.reference, ['vllm', 'hf'] as const, 'reference');
     const quantize = v.quantize === undefined ? undefined : oneOf(v.quantize, QUANTIZE_MODES, 'quantize');
     const quantizeVision = v['quantize-vision'] === undefined ? undefined : oneOf(v['quantize-vision'], QUANTIZE_MODES, 'quantize-vision');
-    const ops = v.ops === undefined ? undefined : oneOf(v.ops, OP_SETS, 'ops');
-    const loop = v.loop === undefined ? undefined : oneOf(v.loop, DECODE_LOOPS, 'loop');
-    const computeDtype = v.dtype === undefined ? undefined : oneOf(v.dtype, COMPUTE_DTYPES, 'dtype');
-    const common = { device, reference, cacheDir: v['cache-dir'], adapter: v.adapter, quantize, quantizeVision, ops, loop, computeDtype };
+    const dtype = v.dtype === undefined ? undefined : oneOf(v.dtype, COMPUTE_DTYPES, 'dtype');
+    const common = {
+      device,
+      reference,
+      cacheDir: v['cache-dir'],
+      adapter: v.adapter,
+      quantize: quantizeVision === undefined ? quantize : { decoder: quantize, vision: quantizeVision },
+      dtype,
+      profile: profileOption(v),
+    };
     const prompt = () => Promise.race([readPrompt(v, io.stdin ?? process.stdin), untilAborted(stop.signal, 'while reading the prompt')]);
     switch (command) {
       case 'export':
         await exportCommand(
-          { model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize, computeDtype },
+          { model: need(v.model, 'model'), out: need(v.out, 'out'), adapter: v.adapter, reference, quantize, computeDtype: dtype },
           out,
         );
         return 0;

@@ -22,7 +22,7 @@ describe('vlmkit --quantize', () => {
     expect(await main([...args, '--quantize', 'int8'], () => {})).toBe(0);
     const got = (await readNamedTensors(out)).logits!.data as Float32Array;
     const inputs = await readNamedTensors(inputsPath);
-    const logits = async (options: { quantize?: 'int8'; quantizeVision?: 'int8' } = {}) => {
+    const logits = async (options: { quantize?: 'int8' | { vision: 'int8' } } = {}) => {
       const m = await loadPretrained(model, { device: 'cpu', cacheDir, ...options });
       try {
         return (await m.forwardNamed(inputs)).logits!.data as Float32Array;
@@ -35,7 +35,7 @@ describe('vlmkit --quantize', () => {
     // --quantize-vision: the vision encoder's weights, independently of the decoder's.
     expect(await main([...args, '--quantize-vision', 'int8'], () => {})).toBe(0);
     const vision = (await readNamedTensors(out)).logits!.data as Float32Array;
-    expect(vision).toEqual(await logits({ quantizeVision: 'int8' }));
+    expect(vision).toEqual(await logits({ quantize: { vision: 'int8' } }));
     expect(vision).not.toEqual(await logits());
     expect(vision).not.toEqual(got);
   });

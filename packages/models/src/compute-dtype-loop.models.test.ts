@@ -38,9 +38,8 @@ function load(checkpoint: string, adapter: string | undefined, dtype: ComputeDTy
       cacheDir,
       reference: 'hf',
       adapter,
-      computeDtype: dtype,
-      emulateBfloat16: dtype === 'bfloat16',
-      loop,
+      dtype,
+      profile: { emulateBfloat16: dtype === 'bfloat16', loop },
     }) as unknown as Promise<Generator>;
     loaded.set(key, m);
   }
@@ -95,8 +94,8 @@ it('the bfloat16 loop graph without emulation: the session on the CPU EP fails w
   const err = await loadFailure(join(FIXTURE_DIR, 'ernie-tiny'), {
     device: 'cpu',
     cacheDir,
-    computeDtype: 'bfloat16',
-    loop: 'graph',
+    dtype: 'bfloat16',
+    profile: { loop: 'graph' },
   });
   expect(err).toBeInstanceOf(RuntimeError);
   const e = err as RuntimeError;

@@ -31,8 +31,8 @@ function model(checkpoint: string, dtype: ComputeDType): Promise<PretrainedModel
       device: 'cpu',
       cacheDir,
       reference: 'hf',
-      computeDtype: dtype,
-      emulateBfloat16: dtype === 'bfloat16',
+      dtype,
+      profile: { emulateBfloat16: dtype === 'bfloat16' },
     });
     loaded.set(key, m);
   }
@@ -121,7 +121,7 @@ describe.each(['ernie-tiny', 'granite-tiny'])('%s', (name) => {
 });
 
 it('a bfloat16 session on the CPU EP fails with NO_KERNEL naming the op and the dtype', async () => {
-  const err = await loadFailure(join(FIXTURES, 'granite-tiny'), { device: 'cpu', cacheDir, computeDtype: 'bfloat16' });
+  const err = await loadFailure(join(FIXTURES, 'granite-tiny'), { device: 'cpu', cacheDir, dtype: 'bfloat16' });
   expect(err).toBeInstanceOf(RuntimeError);
   const e = err as RuntimeError;
   expect(e.code).toBe('NO_KERNEL');
@@ -132,8 +132,8 @@ it('a bfloat16 session on the CPU EP fails with NO_KERNEL naming the op and the 
 
 it('computeDtype other than float32 with quantize is refused (with the in-graph loop it builds: compute-dtype-loop test)', async () => {
   const dir = join(FIXTURES, 'ernie-tiny');
-  for (const computeDtype of ['float16', 'bfloat16'] as const) {
-    const err = await loadPretrained(dir, { device: 'cpu', cacheDir, computeDtype, quantize: 'int8' }).catch((e: unknown) => e);
+  for (const dtype of ['float16', 'bfloat16'] as const) {
+    const err = await loadPretrained(dir, { device: 'cpu', cacheDir, dtype, quantize: 'int8' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelError);
     expect((err as ModelError).code).toBe('INCOMPATIBLE_OPTIONS');
     expect((err as ModelError).message).toMatch(/cannot be combined with quantize/);
@@ -174,7 +174,7 @@ it.each([
   const dir = join(FIXTURES, name);
   const inputs = await readTensors(join(dir, 'cases', caseName, 'inputs.safetensors'));
   const expected = await readTensors(join(dir, 'cases', caseName, 'expected.safetensors'));
-  const m = await loadPretrained(dir, { device: 'cpu', cacheDir, reference: 'hf', ops: 'contrib', computeDtype: 'float16' });
+  const m = await loadPretrained(dir, { device: 'cpu', cacheDir, reference: 'hf', profile: { ops: 'contrib' }, dtype: 'float16' });
   try {
     const logits = (await m.forwardNamed(inputs)).logits!.data as Float32Array;
     const hf = expected.logits!.data as Float32Array;

@@ -38,7 +38,7 @@ describe('decode memory', () => {
   // copies of the whole cache come and go, too noisy to bound here; the memory-pattern default itself is
   // checked in runtime's session tests).
   it('1500 decode steps at context lengths never seen leave RSS flat (no per-step or per-shape state kept)', async () => {
-    const model = await Ernie45VL.fromPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu', threads: 1 });
+    const model = await Ernie45VL.fromPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu', profile: { threads: 1 } });
     try {
       const steps = 500;
       // Warm-up at the longest lengths (past 1612 .. 2111): the arena's buffers reach their largest sizes, the
@@ -64,7 +64,7 @@ describe('decode memory', () => {
   }, 120_000);
 
   it('an aborted generate stops within one step and keeps nothing: batches of 20 aborted runs leave RSS flat', async () => {
-    const model = await Ernie45VL.fromPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu', threads: 1 });
+    const model = await Ernie45VL.fromPretrained(join(FIXTURE_DIR, 'ernie-tiny'), { device: 'cpu', profile: { threads: 1 } });
     try {
       const aborted = async (at: number): Promise<number> => {
         const controller = new AbortController();

@@ -10,46 +10,22 @@ import { ModelError } from './errors.js';
 import { type DecodeSteps, type GenerateResult, generateTokens, validateGenerateOptions } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import { DECODE_LOOPS, type DecodeLoop, generateInGraph, type ModelGenerateOptions, validateLoopChunk } from './graph-loop.js';
-import type { LoadedSessions } from './model-load.js';
+import { checkDtypeQuantize, type LoadedSessions, type ModelTimings } from './model-load.js';
 import type { VisionRunner } from './vision-session.js';
 
-/** The load option both models share: the float type their graphs compute in. */
+/** exportModel's option: the float type its graphs compute in (the load option is `dtype`, model-load.ts). */
 export interface ComputeDtypeOption {
   /**
    * The float type the vision encoder and decoder compute in (onnx-graph's `ComputeDType`): 'float32'
-   * (default), 'float16' or 'bfloat16'. Weights are stored in it: a bf16 checkpoint loaded with 'bfloat16' is
-   * used as stored; other dtypes are converted while the graph is written, one tensor at a time. Norms, the
-   * ERNIE router and the rotary embedding run in float32 inside, as HF. Inputs, vision features and logits
-   * stay float32; the KV cache is float16 for 'float16' and float32 otherwise (onnxruntime-node has no
-   * bfloat16 tensors); the in-graph loop (`loop: 'graph'`) carries the cache in the compute dtype inside the
-   * Loop. Not with `quantize`. Its own graph-cache entries. ORT's CPU EP
-   * has no bfloat16 compute kernels: a 'bfloat16' session on CPU fails with runtime's NO_KERNEL naming the op
-   * (the models README's 'Compute dtype' lists what runs where).
+   * (default), 'float16' or 'bfloat16'. Weights are stored in it: a bf16 checkpoint with 'bfloat16' is used as
+   * stored; other dtypes are converted while the graph is written. Not with `quantize`.
    */
   computeDtype?: ComputeDType | undefined;
 }
 
-/** Refuses option combinations a compute dtype other than float32 does not build (quantized weights). */
-export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown; quantizeVision?: unknown }): ComputeDType {
-  const dtype = options.computeDtype ?? 'float32';
-  for (const option of ['quantize', 'quantizeVision'] as const) {
-    if (dtype !== 'float32' && options[option] !== undefined) {
-      throw new ModelError(
-        'INCOMPATIBLE_OPTIONS',
-        `computeDtype '${dtype}' cannot be combined with ${option} (quantized weights are built in float32); drop one of them.`,
-      );
-    }
-  }
-  return dtype;
-}
-
-export interface ModelTimings {
-  /** Reading config.json and the safetensors headers, mapping weights. */
-  loadMs: number;
-  /** Building the graphs and writing (or finding) them in the cache. */
-  buildMs: number;
-  /** Creating the ORT sessions. */
-  sessionMs: number;
+/** exportModel's check of `computeDtype` against `quantize` (model-load.ts `checkDtypeQuantize`). */
+export function checkComputeDtype(options: ComputeDtypeOption & { quantize?: unknown }): ComputeDType {
+  return checkDtypeQuantize(options.computeDtype, 'computeDtype', { quantize: options.quantize });
 }
 
 /** What the decode loop reads of a model's parsed text config. */
@@ -80,15 +56,12 @@ export interface DecoderIo extends KvCacheNames {
  */
 export const KV_CACHE_CHUNK = 256;
 
-/** The KV cache mode models load with unless told (see `DecoderModel.kvCache`). */
-export const DEFAULT_KV_CACHE: KvCacheMode = 'append';
-
 export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
   protected readonly vision: VisionRunner;
   protected readonly decoder: VlmSession;
   readonly timings: ModelTimings;
 
-  /** The sessions of a load (model-load.ts `loadSessions`) and how its decoder graph was built. */
+  /** The sessions of a load (model-load.ts `loadSessions`) and what its decoder graph was built for. */
   protected constructor(loaded: LoadedSessions) {
     this.vision = loaded.vision;
     this.decoder = loaded.decoder;
@@ -111,7 +84,7 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
    * the same. 'append': a cache pre-allocated for prompt + new tokens, each step writes its new rows only.
    */
   protected readonly kvCache: KvCacheMode;
-  /** The float type the subclass built its graphs in (`ComputeDtypeOption`); sizes the KV cache's dtype. */
+  /** The float type the subclass built its graphs in (load option `dtype`); sizes the KV cache's dtype. */
   protected readonly computeDtype: ComputeDType;
   /**
    * Which generation loop the decoder session serves (`DecodeLoop`): 'host', the decoder step graph (one run
@@ -129,7 +102,7 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
   /** Each row's position of the first generated token (the in-graph loop's `loop.next_positions`), as `stepFeeds` derives it. */
   protected abstract loopPositions(prompt: Prompt): readonly number[];
 
-  /** The generation loop this model was loaded with (`loop` load option). */
+  /** The generation loop this model was loaded with (its profile's `loop`). */
   get decodeLoop(): DecodeLoop {
     return this.loop;
   }
@@ -167,9 +140,10 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
 
   /** Refuses `what` on a model whose decoder session is the other loop's graph (DECODE_LOOP_UNAVAILABLE). */
   protected loopUnavailable(what: string): never {
+    const other = this.loop === 'host' ? 'graph' : 'host';
     throw new ModelError(
       'DECODE_LOOP_UNAVAILABLE',
-      `${what} needs the decoder built for loop '${this.loop === 'host' ? 'graph' : 'host'}', but this model was loaded with loop: '${this.loop}' (one decoder graph per load). Load it with loop: '${this.loop === 'host' ? 'graph' : 'host'}' (CLI --loop) for that.`,
+      `${what} needs the decoder built for loop '${other}', but this model was loaded with loop: '${this.loop}' (one decoder graph per load). Load it with profile: { loop: '${other}' } (CLI --loop ${other}) for that.`,
     );
   }
 

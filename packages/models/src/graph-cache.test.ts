@@ -78,7 +78,7 @@ describe('graph cache', () => {
     const cacheDir = join(work, 'cache-ro');
     try {
       const { lines, logger } = logs();
-      const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger });
+      const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, profile: { logger } });
       const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
       const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
       const expected = await readTensors(join(c.dir, 'expected.safetensors'));
@@ -99,7 +99,7 @@ describe('graph cache', () => {
 
   it('cacheDir set to the model directory (asked for): tensors used as stored point into the .safetensors; folded ones are written once', async () => {
     const dir = await checkpointCopy('in-model-dir');
-    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir: dir, logger: () => {} });
+    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir: dir, profile: { logger: () => {} } });
     const c = fixtureCases('ernie-tiny').find((x) => x.name === 'images')!;
     const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
     await m.release();
@@ -130,7 +130,7 @@ describe('graph cache', () => {
   it('a cache on the checkpoint filesystem holds copies, never links: tensors used as stored are in the entry data file', async () => {
     const dir = await checkpointCopy('no-links');
     const cacheDir = join(work, 'cache-no-links');
-    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger: () => {} });
+    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, profile: { logger: () => {} } });
     const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
     const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
     await m.release();
@@ -153,7 +153,7 @@ describe('graph cache', () => {
     const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
     const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
     const logits = async (logger: (m: string) => void) => {
-      const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, logger });
+      const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, profile: { logger } });
       try {
         return (await m.forward(inputs as never)).logits.data as Float32Array;
       } finally {

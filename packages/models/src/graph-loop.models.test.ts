@@ -32,8 +32,8 @@ async function load(family: 'ernie' | 'granite', checkpoint: string, adapter: st
   if (!m) {
     m =
       family === 'ernie'
-        ? await Ernie45VL.fromPretrained(checkpoint, { device: 'cpu', reference: 'hf', loop })
-        : await Granite4Vision.fromPretrained(checkpoint, { device: 'cpu', adapter, loop });
+        ? await Ernie45VL.fromPretrained(checkpoint, { device: 'cpu', reference: 'hf', profile: { loop } })
+        : await Granite4Vision.fromPretrained(checkpoint, { device: 'cpu', adapter, profile: { loop } });
     loaded.set(key, m as Generator);
   }
   return m as Generator;
@@ -137,7 +137,7 @@ describe('loop graph = loop host: maxNewTokens 0 and 1, abort', () => {
 describe('loop graph = loop host with other decoder builds', () => {
   for (const [label, load] of [
     ['int8 weights (MatMulNBits inside the body)', { quantize: 'int8' }],
-    ["ops: 'contrib' (fused kernels inside the body)", { ops: 'contrib' }],
+    ["ops: 'contrib' (fused kernels inside the body)", { profile: { ops: 'contrib' } }],
   ] as const) {
     it(`${label}: greedy and sampled ids equal, ERNIE images and Granite batch-2`, async () => {
       const picks = [
@@ -146,10 +146,12 @@ describe('loop graph = loop host with other decoder builds', () => {
       ];
       for (const { family, c } of picks) {
         const inputs = (await readTensors(`${c.dir}/inputs.safetensors`)) as never;
-        const open = (loop: DecodeLoop) =>
-          family === 'ernie'
-            ? Ernie45VL.fromPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', loop, ...load })
-            : Granite4Vision.fromPretrained(c.checkpoint, { device: 'cpu', loop, ...load });
+        const open = (loop: DecodeLoop) => {
+          const o = { device: 'cpu' as const, ...load, profile: { ...('profile' in load ? load.profile : {}), loop } };
+          return family === 'ernie'
+            ? Ernie45VL.fromPretrained(c.checkpoint, { ...o, reference: 'hf' })
+            : Granite4Vision.fromPretrained(c.checkpoint, o);
+        };
         const [host, graph] = [await open('host'), await open('graph')];
         try {
           for (const o of [

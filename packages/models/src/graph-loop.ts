@@ -12,21 +12,12 @@ import { seededRandom } from './sampling.js';
 export type DecodeLoop = 'host' | 'graph';
 export const DECODE_LOOPS: readonly DecodeLoop[] = ['host', 'graph'];
 
-/**
- * The loop models load with unless told: 'host'. On CPU by measurement (models README, "Generation loop": the
- * medium ERNIE decodes at 56-66 ms/token on the host loop against 72-92 on the in-graph loop, whose carried
- * cache is copied each step; on the same concat cache the in-graph loop is faster, 86 against 106); on CUDA the
- * in-graph loop keeps the KV cache on the device for a chunk, and whether it becomes the default there awaits
- * a GPU measurement.
- */
-export const DEFAULT_DECODE_LOOP: DecodeLoop = 'host';
-
 /** Tokens per session run of the in-graph loop unless `loopChunk` says otherwise. */
 export const DEFAULT_LOOP_CHUNK = 16;
 
 /** generate's options with the choice of loop. */
 export interface ModelGenerateOptions extends GenerateOptions {
-  /** The loop the model was loaded with (default); asking for the other is a DECODE_LOOP_UNAVAILABLE error. */
+  /** The loop the model was loaded with (its profile's, default); asking for the other is a DECODE_LOOP_UNAVAILABLE error. */
   loop?: DecodeLoop | undefined;
   /**
    * 'graph' loop: tokens per session run after the first (which runs the prompt and makes one token), default

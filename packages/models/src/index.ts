@@ -76,7 +76,6 @@ export {
 export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions, sha256File } from './graph-cache.js';
 export {
   DECODE_LOOPS,
-  DEFAULT_DECODE_LOOP,
   DEFAULT_LOOP_CHUNK,
   type DecodeLoop,
   type GraphLoopRun,
@@ -92,9 +91,18 @@ export {
   type InspectReport,
   inspectCheckpoint,
 } from './inspect.js';
-export type { DecoderBuild, DecoderLoadOptions } from './model-load.js';
+export { type DecoderBuild, LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
 export { type OutputDir, type OutputFile, outputDir, outputFile, type ReadPaths } from './output-file.js';
 export { FamilyModel, type ModelChatOptions, type ModelOrigin, type NamedTensors, type PretrainedModel } from './pretrained-model.js';
+export {
+  PROFILE_FIELDS,
+  PROFILE_NAMES,
+  PROFILES,
+  type Profile,
+  type ProfileName,
+  type ProfileOverrides,
+  resolveProfile,
+} from './profiles.js';
 export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
 export { loadPretrained } from './registry.js';
 export { argmax, MAX_SEED, type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
@@ -104,5 +112,4 @@ export {
   type VisionRunner,
   VisionSession,
   type VisionSessionMode,
-  type VisionSessionOption,
 } from './vision-session.js';

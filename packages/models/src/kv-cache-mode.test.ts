@@ -14,7 +14,7 @@ describe.each([
     const inputs = await readTensors(join(FIXTURES, model, 'cases', name, 'inputs.safetensors'));
     const ids: number[][][] = [];
     for (const kvCache of ['concat', 'append'] as const) {
-      const m = await loadPretrained(join(FIXTURES, model), { device: 'cpu', kvCache });
+      const m = await loadPretrained(join(FIXTURES, model), { device: 'cpu', profile: { kvCache } });
       try {
         // eos: [] so every row runs all steps: past KV_CACHE_CHUNK (256) generated tokens the append cache
         // grows once (reserve), then fills to its last slot.

@@ -1,65 +1,87 @@
-// How both assembled models load: their common load options, and the steps every load takes (weights mapped
-// from the checkpoint, the vision encoder's session, the decoder's, from the graph cache or built into it), each
-// model saying only how its weights map and how its two graphs are built.
-import type { KvCacheMode } from '@vlmkit/moe-decoder';
+// How both assembled models load: the load options (the user's choices; the rest is the profile's,
+// ./profiles.ts), and the steps every load takes (weights mapped from the checkpoint, the vision encoder's
+// session, the decoder's, from the graph cache or built into it), each model saying only how its weights map
+// and how its two graphs are built.
+import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
 import { type ComputeDType, type Graph, type OpSet, type QuantizeRequest, quantizeOptions } from '@vlmkit/onnx-graph';
-import type { VlmSession } from '@vlmkit/runtime';
+import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { type ComputeDtypeOption, checkComputeDtype, DEFAULT_KV_CACHE, type ModelTimings } from './decoder-model.js';
+import type { ErnieReference } from './ernie/config.js';
 import { ModelError } from './errors.js';
-import { DEFAULT_DECODE_LOOP, type DecodeLoop } from './graph-loop.js';
+import type { DecodeLoop } from './graph-loop.js';
 import { LoadResources } from './load-resources.js';
-import { resolveOps } from './ops-choice.js';
+import { PROFILE_FIELDS, type Profile, type ProfileName, type ProfileOverrides, resolveProfile } from './profiles.js';
 import { LoadSteps, type OnLoadProgress } from './progress.js';
 import { cachedSession, type SessionCacheOptions } from './session-cache.js';
-import { VisionSession, type VisionSessionOption } from './vision-session.js';
+import { VisionSession } from './vision-session.js';
 
-/** The load options both models take (each adds its own: ERNIE's `reference`, Granite's `adapter`). */
-export interface DecoderLoadOptions extends SessionCacheOptions, ComputeDtypeOption, VisionSessionOption {
-  /** Called as each load step (weights, then each session's graph) starts and ends: for progress bars. */
+/** Block-quantized weights: the decoder's ('int8' / 'int4' / `QuantizeOptions`), or each side's. */
+export type QuantizeChoice = QuantizeRequest | { decoder?: QuantizeRequest | undefined; vision?: QuantizeRequest | undefined };
+
+/**
+ * What a user chooses when loading a model (`fromPretrained`, `loadPretrained`): the device, the compute
+ * dtype, quantization and the profile, plus where graphs are cached and two options of one family each.
+ * How the model runs on the device (cache layout, decode loop, ops, experts, sessions) is the profile's.
+ */
+export interface LoadOptions {
+  /** 'auto' (default): CUDA when its EP binaries are present and a GPU answers, else CPU; or 'cpu', 'cuda'. */
+  device?: DeviceRequest | undefined;
+  /**
+   * The float type the vision encoder and decoder compute in: 'float32' (default), 'float16' or 'bfloat16'
+   * (models README, "Compute dtype": what runs where; ORT's CPU EP has no bfloat16 kernels). Not with `quantize`.
+   */
+  dtype?: ComputeDType | undefined;
+  /**
+   * Block-quantized weights (MatMulNBits, block 32), quantized while the checkpoint streams in: 'int8' or
+   * 'int4' for the decoder's linear layers, experts and LM head (the vision side stays float), or
+   * `{ decoder, vision }` for either side (vision: the tower's and the projector's linear layers). Also
+   * `QuantizeOptions` for measurements. Default: float.
+   */
+  quantize?: QuantizeChoice | undefined;
+  /**
+   * How the model runs: a profile by name ('cpu', 'cuda'), or profile fields over the device's profile (for
+   * benchmarks: `{ loop: 'graph' }`, `{ ...PROFILES.cuda, threads: 4 }`). Default: the device's (`PROFILES`).
+   */
+  profile?: ProfileName | ProfileOverrides | undefined;
+  /**
+   * Where built graphs are cached. Default: `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`; never the
+   * model directory unless it is passed here. Entries are keyed by the checkpoint's content and verified on load.
+   */
+  cacheDir?: string | undefined;
+  /** Called as each load step (weights, then each session's graph and session) starts and ends: for progress bars. */
   onProgress?: OnLoadProgress | undefined;
-  /**
-   * The decoder's linear layers, experts and LM head block-quantized at load (MatMulNBits, block 32): 'int8'
-   * or 'int4', quantized while the checkpoint streams in; embeddings, norms, routers and the vision side
-   * stay float. Its own graph-cache entry. Options (`QuantizeOptions`: symmetric, accuracyLevel, lmHead) for
-   * measurements. Default: float32.
-   */
-  quantize?: QuantizeRequest | undefined;
-  /**
-   * The vision encoder's linear layers (tower, and resampler or projectors) block-quantized too, 'int8' or
-   * 'int4' as `quantize` (which leaves the vision side float): for memory, where the vision weights are most of
-   * a quantized model's (Granite's SigLIP tower and projectors: 2.3 GB in float32). Convolutions and norms
-   * stay float. Its own graph-cache entry. Default: float32.
-   */
-  quantizeVision?: QuantizeRequest | undefined;
-  /**
-   * The decoder's KV cache (moe-decoder's `KvCacheMode`): 'append' (default) pre-allocates prompt + new tokens
-   * once and each decode step writes only its new rows; 'concat' is the HF / optimum layout (each step returns
-   * past + new, a copy of the whole cache). Its own graph-cache entry.
-   */
-  kvCache?: KvCacheMode | undefined;
-  /**
-   * The generation loop the decoder session is built for (`DecodeLoop`): 'host' (default, `DEFAULT_DECODE_LOOP`;
-   * the step graph: one run per token, and `forward`) or 'graph' (the in-graph decode loop: the decoder step,
-   * the token choice and the KV cache inside one ONNX Loop, a chunk of tokens per run; `kvCache` does not
-   * apply, the Loop carries its cache). Its own graph-cache entry.
-   */
-  loop?: DecodeLoop | undefined;
-  /**
-   * The decoder's ops (onnx-graph's `OpSet`): 'onnx' the standard opset-23 Attention / RMSNormalization /
-   * RotaryEmbedding, 'contrib' onnxruntime's com.microsoft fused kernels (MultiHeadAttention or
-   * GroupQueryAttention, SkipSimplifiedLayerNormalization, RotaryEmbedding). Same numbers either way (within
-   * float rounding). Default per device (`DEFAULT_OPS`). Its own graph-cache entry.
-   */
-  ops?: OpSet | undefined;
+  /** Granite 4 Vision: a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged at load. */
+  adapter?: string | undefined;
+  /** ERNIE-4.5-VL: where vLLM and HF transformers differ, whose rule to follow: 'vllm' (default) or 'hf'. */
+  reference?: ErnieReference | undefined;
 }
 
-/** What the load options decide about the decoder graph, resolved (defaults applied, combinations checked). */
+/** Every load option with a line about it: what the CLI's flags and the benchmark tools read. */
+export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
+  device: "'auto' (default: CUDA when its EP and a GPU answer, else CPU), 'cpu' or 'cuda'",
+  dtype: "the float type the graphs compute in: 'float32' (default), 'float16' or 'bfloat16'; not with quantize",
+  quantize: "block-quantized weights: 'int8' | 'int4' (the decoder) or { decoder, vision }",
+  profile: "how the model runs: 'cpu' | 'cuda' (default: the device's) or profile fields over it (PROFILES)",
+  cacheDir: 'where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit)',
+  onProgress: 'called as each load step (weights, each graph, each session) starts and ends',
+  adapter: 'Granite 4 Vision: a PEFT LoRA adapter directory merged into the decoder at load',
+  reference: "ERNIE-4.5-VL: where vLLM and HF differ, whose rule to follow: 'vllm' (default) or 'hf'",
+};
+
+/** Load options of earlier builds that are spelled differently now. */
+const RENAMED: Readonly<Record<string, string>> = {
+  computeDtype: 'dtype',
+  quantizeVision: "quantize: { decoder, vision: 'int8' | 'int4' }",
+};
+
+/** What the load options and the profile decide about the decoder graph. */
 export interface DecoderBuild {
   loop: DecodeLoop;
   kvCache: KvCacheMode;
   quantize: QuantizeRequest | undefined;
   ops: OpSet;
+  /** ERNIE's routed experts (Granite's decoder is dense). */
+  experts: ExpertsImpl;
   computeDtype: ComputeDType;
 }
 
@@ -75,15 +97,24 @@ export interface ModelLoadSpec<Mapped> {
   name: string;
   /** The checkpoint directory (absolute). */
   root: string;
-  options: DecoderLoadOptions;
+  options: LoadOptions;
   /** When the load began (before the config was read): `timings.loadMs` counts from here. */
   startedAt: number;
   /** Maps the checkpoint's weights (lazy tensors: read while the graphs are written, then the checkpoint closes). */
-  weights(ckpt: Checkpoint): Promise<Mapped>;
+  weights(ckpt: Checkpoint, build: DecoderBuild): Promise<Mapped>;
   visionGraph(mapped: Mapped, build: VisionBuild): Graph;
   decoderGraph(mapped: Mapped, build: DecoderBuild): Graph;
   /** Files besides the checkpoint that the decoder's graph-cache entry depends on (a LoRA adapter's). */
   extraFiles?: ((mapped: Mapped) => string[]) | undefined;
+}
+
+export interface ModelTimings {
+  /** Reading config.json and the safetensors headers, mapping weights. */
+  loadMs: number;
+  /** Building the graphs and writing (or finding) them in the cache. */
+  buildMs: number;
+  /** Creating the ORT sessions. */
+  sessionMs: number;
 }
 
 /** A loaded model's sessions and how its decoder was built: what `DecoderModel`'s constructor takes. */
@@ -94,6 +125,59 @@ export interface LoadedSessions {
   timings: ModelTimings;
 }
 
+/** The load options checked and resolved against the profile: what the load builds and how it opens sessions. */
+export interface ResolvedLoad {
+  profile: Profile;
+  decoder: DecoderBuild;
+  vision: VisionBuild;
+  session: SessionCacheOptions;
+}
+
+/**
+ * Checks the load options (BAD_LOAD_OPTIONS naming the option; INCOMPATIBLE_OPTIONS for a 16-bit dtype with
+ * quantized weights) and resolves them with the profile, before anything is opened.
+ */
+export function resolveLoad(options: LoadOptions): ResolvedLoad {
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined || key in LOAD_OPTIONS) continue;
+    const now = (PROFILE_FIELDS as string[]).includes(key)
+      ? `is a profile field now: profile: { ${key}: ... }`
+      : RENAMED[key] !== undefined
+        ? `is ${RENAMED[key]} now`
+        : 'is not one';
+    throw new ModelError('BAD_LOAD_OPTIONS', `load option '${key}' ${now} (load options: ${Object.keys(LOAD_OPTIONS).join(', ')})`);
+  }
+  const quantize = quantizeParts(options.quantize);
+  const computeDtype = checkDtypeQuantize(options.dtype, 'dtype', {
+    quantize: quantize.decoder,
+    'quantize.vision': quantize.vision,
+  });
+  const profile = resolveProfile(options.profile, options.device);
+  return {
+    profile,
+    decoder: {
+      loop: profile.loop,
+      kvCache: profile.kvCache,
+      quantize: quantize.decoder,
+      ops: profile.ops,
+      // A quantized decoder's experts are MatMulNBits: the fused MoE kernel takes float weights.
+      experts: quantize.decoder !== undefined && profile.experts === 'fused' ? 'sparse' : profile.experts,
+      computeDtype,
+    },
+    vision: { computeDtype, quantize: quantize.vision },
+    session: {
+      cacheDir: options.cacheDir,
+      device: options.device,
+      verifyCache: profile.verifyCache,
+      threads: profile.threads,
+      logger: profile.logger,
+      prepack: profile.prepack === 'quantized' ? undefined : profile.prepack,
+      memoryCheck: profile.memoryCheck,
+      emulateBfloat16: profile.emulateBfloat16,
+    },
+  };
+}
+
 /**
  * The load both models run: options resolved and checked first, the checkpoint mapped, the vision encoder's and
  * the decoder's sessions found in the graph cache or built into it. A failure part-way closes the checkpoint and
@@ -101,43 +185,30 @@ export interface LoadedSessions {
  */
 export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise<LoadedSessions> {
   const { name, root, options } = spec;
-  for (const option of ['quantize', 'quantizeVision'] as const) checkQuantize(option, options[option]);
-  const build: DecoderBuild = {
-    loop: options.loop ?? DEFAULT_DECODE_LOOP,
-    kvCache: options.kvCache ?? DEFAULT_KV_CACHE,
-    quantize: options.quantize,
-    ops: resolveOps(options.ops, options.device),
-    computeDtype: checkComputeDtype(options),
-  };
+  const { profile, decoder: build, vision: visionBuild, session } = resolveLoad(options);
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
   try {
-    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(await Checkpoint.open(root))));
+    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(await Checkpoint.open(root)), build));
     const t1 = performance.now();
     const visionName = `${name}-vision`;
-    const vision = held.session(
-      await steps.session(visionName, (onSession) =>
-        cachedSession(
-          spec.visionGraph(mapped, { computeDtype: build.computeDtype, quantize: options.quantizeVision }),
-          root,
-          visionName,
-          options,
-          {
-            onSession,
-          },
-        ),
-      ),
+    // Each session is held as soon as it exists: a progress callback that throws after it still releases it.
+    const vision = await steps.session(visionName, async (onSession) =>
+      held.session(await cachedSession(spec.visionGraph(mapped, visionBuild), root, visionName, session, { onSession })),
     );
     const decoderName = build.loop === 'graph' ? `${name}-decode-loop` : `${name}-decoder`;
     const extraFiles = spec.extraFiles?.(mapped);
-    const decoder = held.session(
-      await steps.session(decoderName, (onSession) =>
-        cachedSession(spec.decoderGraph(mapped, build), root, decoderName, options, { ...(extraFiles ? { extraFiles } : {}), onSession }),
+    const decoder = await steps.session(decoderName, async (onSession) =>
+      held.session(
+        await cachedSession(spec.decoderGraph(mapped, build), root, decoderName, session, {
+          ...(extraFiles ? { extraFiles } : {}),
+          onSession,
+        }),
       ),
     );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.
     await held.closeCheckpoint();
-    const visionSession = await VisionSession.open(vision.session, vision.reopen, options.visionSession);
+    const visionSession = await VisionSession.open(vision.session, vision.reopen, profile.visionSession);
     held.keep();
     return {
       vision: visionSession,
@@ -154,12 +225,51 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   }
 }
 
-/** Refuses a malformed quantize request before anything is opened (BAD_LOAD_OPTIONS naming the option). */
-function checkQuantize(option: 'quantize' | 'quantizeVision', request: QuantizeRequest | undefined): void {
-  if (request === undefined) return;
-  try {
-    quantizeOptions(request, option);
-  } catch (e) {
-    throw new ModelError('BAD_LOAD_OPTIONS', e instanceof Error ? e.message : String(e));
+/**
+ * Refuses a compute dtype other than float32 with quantized weights (they are built in float32), naming the
+ * options as the caller spells them (`quantized`: option name -> its request, undefined when not given).
+ */
+export function checkDtypeQuantize(
+  dtype: ComputeDType | undefined,
+  dtypeName: string,
+  quantized: Readonly<Record<string, unknown>>,
+): ComputeDType {
+  const d = dtype ?? 'float32';
+  for (const [option, request] of Object.entries(quantized)) {
+    if (d !== 'float32' && request !== undefined) {
+      throw new ModelError(
+        'INCOMPATIBLE_OPTIONS',
+        `${dtypeName} '${d}' cannot be combined with ${option} (quantized weights are built in float32); drop one of them.`,
+      );
+    }
   }
+  return d;
+}
+
+/** `quantize` as each side's request, each checked (BAD_LOAD_OPTIONS naming it) before anything is opened. */
+function quantizeParts(q: QuantizeChoice | undefined): { decoder?: QuantizeRequest; vision?: QuantizeRequest } {
+  if (q === undefined) return {};
+  const sides = typeof q === 'object' && q !== null && !('bits' in q);
+  if (sides) {
+    for (const key of Object.keys(q)) {
+      if (key !== 'decoder' && key !== 'vision')
+        throw new ModelError(
+          'BAD_LOAD_OPTIONS',
+          `quantize: unknown key '${key}' (a mode 'int8' | 'int4', QuantizeOptions, or { decoder, vision })`,
+        );
+    }
+  }
+  const parts = sides ? (q as { decoder?: QuantizeRequest; vision?: QuantizeRequest }) : { decoder: q as QuantizeRequest };
+  const out: { decoder?: QuantizeRequest; vision?: QuantizeRequest } = {};
+  for (const side of ['decoder', 'vision'] as const) {
+    const request = parts[side];
+    if (request === undefined) continue;
+    try {
+      quantizeOptions(request, sides ? `quantize.${side}` : 'quantize');
+    } catch (e) {
+      throw new ModelError('BAD_LOAD_OPTIONS', e instanceof Error ? e.message : String(e));
+    }
+    out[side] = request;
+  }
+  return out;
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_OPS, resolveOps } from './ops-choice.js';
+import { PROFILES, resolveProfile } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { type FixtureCase, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 
@@ -20,7 +20,7 @@ async function loadFor(c: FixtureCase, ops: OpSet): Promise<PretrainedModel> {
   const key = `${c.checkpoint}|${adapter ?? ''}|${ops}`;
   let m = loaded.get(key);
   if (!m) {
-    m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, ops, ...(adapter ? { adapter } : {}) });
+    m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, profile: { ops }, ...(adapter ? { adapter } : {}) });
     loaded.set(key, m);
   }
   return m;
@@ -69,7 +69,7 @@ describe("ops 'contrib' inside the in-graph decode loop (loop: 'graph')", () => 
     const c = fixtureCases(model).find((x) => x.name === name)!;
     const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
     const host = await (await loadFor(c, 'onnx')).generate(inputs, { maxNewTokens: 8, eos: [] });
-    const m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, ops: 'contrib', loop: 'graph' });
+    const m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, profile: { ops: 'contrib', loop: 'graph' } });
     try {
       expect((await m.generate(inputs, { maxNewTokens: 8, eos: [] })).tokens).toEqual(host.tokens);
     } finally {
@@ -90,11 +90,12 @@ describe('the graphs built', () => {
   });
 });
 
-describe('the default op set', () => {
-  it('is the per-device default unless asked; cpu and cuda each have one', () => {
-    expect(resolveOps(undefined, 'cpu')).toBe(DEFAULT_OPS.cpu);
-    expect(resolveOps('contrib', 'cpu')).toBe('contrib');
-    expect(resolveOps('onnx', 'cuda')).toBe('onnx');
-    expect(Object.keys(DEFAULT_OPS).sort()).toEqual(['cpu', 'cuda']);
+describe('the op set of each profile', () => {
+  it('cpu: standard ops, cuda: the fused ones; a profile field overrides the device profile', () => {
+    expect(PROFILES.cpu.ops).toBe('onnx');
+    expect(PROFILES.cuda.ops).toBe('contrib');
+    expect(resolveProfile(undefined, 'cpu').ops).toBe('onnx');
+    expect(resolveProfile({ ops: 'contrib' }, 'cpu').ops).toBe('contrib');
+    expect(resolveProfile({ ops: 'onnx' }, 'cuda').ops).toBe('onnx');
   });
 });

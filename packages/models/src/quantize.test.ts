@@ -152,7 +152,7 @@ describe.each([
     const inputs = await readTensors(join(dir, 'cases', name, 'inputs.safetensors'));
     const float = await logitsOf(dir, inputs, cacheDir);
     const [floatGraph] = visionGraphs();
-    const m = await loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int8' });
+    const m = await loadPretrained(dir, { device: 'cpu', cacheDir, quantize: { vision: 'int8' } });
     let q: HostTensor;
     try {
       q = (await m.forwardNamed(inputs)).logits!;
@@ -176,9 +176,9 @@ describe.each([
   });
 
   it('a malformed request is refused before loading (BAD_LOAD_OPTIONS naming the option)', async () => {
-    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int3' as 'int8' })).rejects.toMatchObject({
+    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantize: { vision: 'int3' as 'int8' } })).rejects.toMatchObject({
       code: 'BAD_LOAD_OPTIONS',
-      message: "quantizeVision: expected one of int8, int4, found 'int3'",
+      message: "quantize.vision: expected one of int8, int4, found 'int3'",
     });
     await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantize: { bits: 5 as 4 } })).rejects.toMatchObject({
       code: 'BAD_LOAD_OPTIONS',
@@ -187,9 +187,9 @@ describe.each([
   });
 
   it('refused with a 16-bit compute dtype (INCOMPATIBLE_OPTIONS)', async () => {
-    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantizeVision: 'int4', computeDtype: 'float16' })).rejects.toMatchObject({
+    await expect(loadPretrained(dir, { device: 'cpu', cacheDir, quantize: { vision: 'int4' }, dtype: 'float16' })).rejects.toMatchObject({
       code: 'INCOMPATIBLE_OPTIONS',
-      message: expect.stringContaining('quantizeVision'),
+      message: expect.stringContaining('quantize.vision'),
     });
   });
 });

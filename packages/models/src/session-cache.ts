@@ -1,5 +1,5 @@
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { emulateInFloat32, type Graph } from '@vlmkit/onnx-graph';
+import { emulateInFloat32, everyNode, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import { GraphCache } from './graph-cache.js';
@@ -18,7 +18,7 @@ export interface SessionCacheOptions {
   logger?: ((msg: string) => void) | undefined;
   /**
    * ORT's prepacking of constant weights at session creation (see `SessionOptions.prepack`). Default false,
-   * except for a graph built with `quantize`: MatMulNBits runs on its packed blocks only (unpacked it
+   * except for a quantized graph (MatMulNBits nodes): MatMulNBits runs on its packed blocks only (unpacked it
    * dequantizes the weight on every run: one [1, 1024] x [1024, 4096] product 28-45x slower, tools/bench/quant-matmul.mjs).
    */
   prepack?: boolean | undefined;
@@ -94,7 +94,7 @@ export async function cachedSession(
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
-      ...(o.prepack !== undefined ? { prepack: o.prepack } : g.quantize !== undefined ? { prepack: true } : {}),
+      ...(o.prepack !== undefined ? { prepack: o.prepack } : quantized(g) ? { prepack: true } : {}),
       computeDtype: g.computeDtype,
     });
   let session: VlmSession | undefined;
@@ -156,7 +156,7 @@ export function ensureMemory(name: string, needBytes: number, availableBytes: nu
   if (needBytes <= availableBytes) return;
   throw new ModelError(
     'INSUFFICIENT_MEMORY',
-    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath} and its data, float32) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); memoryCheck: false skips this check.`,
+    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath} and its data, float32) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); profile: { memoryCheck: false } skips this check.`,
   );
 }
 
@@ -168,4 +168,10 @@ async function stillThere(modelPath: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** `g` has block-quantized weights (MatMulNBits, `quantizeLinearPass`). */
+function quantized(g: Graph): boolean {
+  for (const node of everyNode(g.snapshot().nodes)) if (node.opType === 'MatMulNBits') return true;
+  return false;
 }

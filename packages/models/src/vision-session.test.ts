@@ -29,7 +29,10 @@ const visionOf = (m: Loaded) => (m as unknown as { vision: VisionSession }).visi
 
 describe.each(fixtures)('$name', ({ Model, checkpoint, inputs: inputsPath }) => {
   const load = async (visionSession: VisionSessionMode) => {
-    const m = await (Model as typeof Ernie45VL).fromPretrained(join(FIXTURE_DIR, checkpoint), { device: 'cpu', visionSession });
+    const m = await (Model as typeof Ernie45VL).fromPretrained(join(FIXTURE_DIR, checkpoint), {
+      device: 'cpu',
+      profile: { visionSession },
+    });
     loaded.push(m);
     return m as Loaded;
   };

@@ -3,7 +3,7 @@ import { type Feed, type HostTensor, type RunOptions, RuntimeError, type VlmSess
 import { ModelError } from './errors.js';
 
 /**
- * How long the vision encoder's session lives (the `visionSession` load option):
+ * How long the vision encoder's session lives (the profile's `visionSession`, ./profiles.ts):
  * - 'resident' (default): created at load, kept until `release()`;
  * - 'per-call': created for each encoding (from the graph cache: the float32 weights are memory-mapped, so this
  *   takes well under a second) and released right after it, so its weights leave the process before the decoder
@@ -15,12 +15,6 @@ import { ModelError } from './errors.js';
 export type VisionSessionMode = 'resident' | 'per-call';
 
 export const VISION_SESSION_MODES: readonly VisionSessionMode[] = ['resident', 'per-call'];
-
-/** The load option both models share. */
-export interface VisionSessionOption {
-  /** How long the vision encoder's session lives: 'resident' (default) or 'per-call' (see `VisionSessionMode`). */
-  visionSession?: VisionSessionMode | undefined;
-}
 
 /** What the models call on their vision encoder: a `VlmSession` or a `VisionSession`. */
 export type VisionRunner = Pick<VlmSession, 'run' | 'release'>;

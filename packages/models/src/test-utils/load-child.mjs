@@ -15,7 +15,7 @@ try {
   console.log('ready');
   await go;
   lines.close();
-  const options = { device: 'cpu', cacheDir, threads: 1, logger: () => {}, ...(quantize ? { quantize } : {}) };
+  const options = { device: 'cpu', cacheDir, profile: { threads: 1, logger: () => {} }, ...(quantize ? { quantize } : {}) };
   const model = checkpoint.includes('granite')
     ? await Granite4Vision.fromPretrained(checkpoint, options)
     : await Ernie45VL.fromPretrained(checkpoint, { ...options, reference: 'hf' });

@@ -1,4 +1,5 @@
-import { type LoadOptions, loadPretrained } from '../registry.js';
+import type { LoadOptions } from '../model-load.js';
+import { loadPretrained } from '../registry.js';
 
 /** What `loadPretrained(dir, options)` throws; undefined (the model released again) when it loads. */
 export async function loadFailure(dir: string, options: LoadOptions): Promise<unknown> {

@@ -1,0 +1,152 @@
+// Execution profiles: how a model runs on a device, decided once per device from measurements. The user
+// chooses the device, the compute dtype and quantization (model-load.ts `LoadOptions`); everything else is
+// here, and a benchmark overrides it by passing `profile: { loop: 'graph' }` or another profile by name.
+import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
+import { OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
+import { chooseDevice, type DeviceRequest, findCudaBinaries, probeNvidiaGpu } from '@vlmkit/runtime';
+import { ModelError } from './errors.js';
+import { DECODE_LOOPS, type DecodeLoop } from './graph-loop.js';
+import { VISION_SESSION_MODES, type VisionSessionMode } from './vision-session.js';
+
+export type ProfileName = 'cpu' | 'cuda';
+
+/** Everything about a load that is not the user's choice. */
+export interface Profile {
+  /** 'cpu', 'cuda', or a benchmark's own name for an overridden profile. */
+  readonly name: string;
+  /** The decoder's KV cache layout (moe-decoder `KvCacheMode`). */
+  readonly kvCache: KvCacheMode;
+  /** Where the generation loop runs (`DecodeLoop`): one decoder graph per load. */
+  readonly loop: DecodeLoop;
+  /** The decoder's ops: standard ONNX, or onnxruntime's com.microsoft fused kernels (onnx-graph `OpSet`). */
+  readonly ops: OpSet;
+  /** How ERNIE's MoE layers run their routed experts (moe-decoder `ExpertsImpl`); a quantized decoder keeps 'sparse'. */
+  readonly experts: ExpertsImpl;
+  /** How long the vision encoder's session lives (`VisionSessionMode`). */
+  readonly visionSession: VisionSessionMode;
+  /** ORT's prepacking of constant weights: always, never, or for quantized graphs only (MatMulNBits needs it). */
+  readonly prepack: boolean | 'quantized';
+  /** ORT's intra-op threads; undefined: ORT's default (one per physical core). */
+  readonly threads: number | undefined;
+  /** Refuse a CPU session larger than the memory available (INSUFFICIENT_MEMORY) before ORT loads it. */
+  readonly memoryCheck: boolean;
+  /** How much of a cached graph's external data is re-hashed on load (`GraphCacheOptions.verify`). */
+  readonly verifyCache: 'auto' | 'full';
+  /** Run bfloat16 graphs on float32 kernels, rounding each result (for checking numbers on ORT's CPU EP). */
+  readonly emulateBfloat16: boolean;
+  /** Where the graph cache and the sessions report (default: stderr, when enabled). */
+  readonly logger: ((msg: string) => void) | undefined;
+}
+
+/** A profile's fields to change: on the device's profile, or on a whole profile given with them. */
+export type ProfileOverrides = Partial<Profile>;
+
+/**
+ * One profile per device. Every choice cites what decided it; the CUDA ones marked pending are stated
+ * choices that tools/gpu/bench.mjs measures (tools/gpu/README.md).
+ */
+export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
+  cpu: {
+    name: 'cpu',
+    // models README "Generation loop": 'append' writes only the new rows; 'concat' copies the cache each step.
+    kvCache: 'append',
+    // models README "Generation loop" (tools/bench/loop-ab.mjs): the host loop decodes faster on CPU.
+    loop: 'host',
+    // models README "Op set" (tools/bench/ops-ab.mjs): 'contrib' prefills faster but decodes slower.
+    ops: 'onnx',
+    // models README "Op set" (tools/bench/ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
+    experts: 'sparse',
+    // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
+    visionSession: 'resident',
+    // runtime README "Memory": unpacked float weights stay mapped and load faster, at the same speed;
+    // models README "Quantized weights": MatMulNBits needs packed blocks (tools/bench/quant-matmul.mjs).
+    prepack: 'quantized',
+    threads: undefined,
+    memoryCheck: true,
+    verifyCache: 'auto',
+    emulateBfloat16: false,
+    logger: undefined,
+  },
+  cuda: {
+    name: 'cuda',
+    // As on CPU; the in-graph loop on the device is pending (tools/gpu/bench.mjs times both loops).
+    kvCache: 'append',
+    loop: 'host',
+    // Pending (tools/gpu/README.md "Fused ops"): the fused attention kernels are what the CUDA EP has for
+    // 16-bit graphs, and every contrib node stayed on the device in the placement list.
+    ops: 'contrib',
+    // Pending with `ops`: onnxruntime's MoE kernel per modality, no host-read If per layer.
+    experts: 'fused',
+    visionSession: 'resident',
+    prepack: 'quantized',
+    threads: undefined,
+    memoryCheck: true,
+    verifyCache: 'auto',
+    emulateBfloat16: false,
+    logger: undefined,
+  },
+};
+
+export const PROFILE_NAMES = Object.keys(PROFILES) as ProfileName[];
+
+const KV_CACHE_MODES = ['append', 'concat'] as const satisfies readonly KvCacheMode[];
+const EXPERTS = ['sparse', 'all', 'fused'] as const satisfies readonly ExpertsImpl[];
+
+/** What each field accepts: a list of values, or a check with what it expects. */
+const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) => boolean, string] } = {
+  name: [(v) => typeof v === 'string' && v !== '', 'a non-empty string'],
+  kvCache: KV_CACHE_MODES,
+  loop: DECODE_LOOPS,
+  ops: OP_SETS,
+  experts: EXPERTS,
+  visionSession: VISION_SESSION_MODES,
+  prepack: [true, false, 'quantized'],
+  threads: [(v) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1), 'an integer >= 1, or undefined'],
+  memoryCheck: [true, false],
+  verifyCache: ['auto', 'full'],
+  emulateBfloat16: [true, false],
+  logger: [(v) => v === undefined || typeof v === 'function', 'a function (msg) => void, or undefined'],
+};
+
+/** The profile fields, for messages and tools. */
+export const PROFILE_FIELDS = Object.keys(FIELD_VALUES) as (keyof Profile)[];
+
+/**
+ * The profile a load runs with: the named one, or the device's with `choice`'s fields over it. The device's
+ * is the one `device` plans for (runtime's `chooseDevice`: 'auto' is CUDA when its EP and a GPU answer).
+ */
+export function resolveProfile(choice: ProfileName | ProfileOverrides | undefined, device: DeviceRequest | undefined): Profile {
+  if (typeof choice === 'string') {
+    const named = PROFILES[choice as ProfileName];
+    if (named === undefined)
+      throw badProfile(`profile must be one of ${PROFILE_NAMES.join(', ')} or an object of profile fields, got '${choice}'`);
+    return named;
+  }
+  if (choice !== undefined && (typeof choice !== 'object' || choice === null || Array.isArray(choice))) {
+    throw badProfile(`profile must be one of ${PROFILE_NAMES.join(', ')} or an object of profile fields, got ${String(choice)}`);
+  }
+  const base = PROFILES[deviceProfile(device)];
+  if (choice === undefined) return base;
+  for (const [key, value] of Object.entries(choice)) checkField(key, value);
+  return { ...base, ...choice };
+}
+
+/** The profile a device request plans for. */
+export function deviceProfile(device: DeviceRequest | undefined): ProfileName {
+  if (device === 'cpu' || device === 'cuda') return device;
+  return chooseDevice(device ?? 'auto', { binaries: findCudaBinaries(), gpu: probeNvidiaGpu }).device;
+}
+
+function checkField(key: string, value: unknown): void {
+  const allowed = FIELD_VALUES[key as keyof Profile];
+  if (allowed === undefined) throw badProfile(`profile: unknown field '${key}'; the fields are ${PROFILE_FIELDS.join(', ')}`);
+  const [check, expects]: [(v: unknown) => boolean, string] =
+    typeof allowed[0] === 'function'
+      ? (allowed as [(v: unknown) => boolean, string])
+      : [(v) => (allowed as readonly unknown[]).includes(v), `one of ${allowed.map((v) => String(v)).join(', ')}`];
+  if (!check(value)) throw badProfile(`profile.${key} must be ${expects}, got ${typeof value === 'string' ? `'${value}'` : String(value)}`);
+}
+
+function badProfile(message: string): ModelError {
+  return new ModelError('BAD_LOAD_OPTIONS', message);
+}
