@@ -1,7 +1,7 @@
 // kvCache 'append' against 'concat' on the same weights and steps: prefill then decode steps of a left-padded
 // batch, the append graph fed slot buffers (free slots hold junk, masked) and its new rows written into them.
 
-import { APPEND_ATTENTION_PASSES, applyPasses, type Graph } from '@vlmkit/onnx-graph';
+import type { Graph } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
@@ -94,9 +94,9 @@ class Caches {
   }
 }
 
-/** The append graph as a CPU load runs it: built plainly, every layer's attention then rewritten to read the slots in place. */
+/** The append graph as built: each layer's attention an If that reads the slots in place (`APPEND_ATTENTION_PASSES`). */
 function appendAttention(g: Graph, layers: number): Graph {
-  expect(applyPasses(g, APPEND_ATTENTION_PASSES)).toEqual({ 'append-attention': layers });
+  expect(g.nodes.filter((n) => n.opType === 'If' && n.name?.includes('.self_attn.'))).toHaveLength(layers);
   return g;
 }
 

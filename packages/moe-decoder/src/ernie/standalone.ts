@@ -1,4 +1,5 @@
 import {
+  APPEND_ATTENTION_PASSES,
   applyPasses,
   CONTRIB_PASSES,
   type ComputeDType,
@@ -175,5 +176,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     g.output(r.topkWeights, ERNIE_DEBUG_OUTPUTS.routerTopkWeights(i));
   });
   if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
+  // A float32 'append' cache is read in place (the op would copy it each step); a causal decoder, as the pass needs.
+  if (options.kvCache === 'append') applyPasses(g, APPEND_ATTENTION_PASSES);
   return g;
 }

@@ -1,4 +1,5 @@
 import {
+  APPEND_ATTENTION_PASSES,
   applyPasses,
   CONTRIB_PASSES,
   type ComputeDType,
@@ -164,5 +165,7 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
     });
   }
   if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
+  // A float32 'append' cache is read in place (the op would copy it each step); a causal decoder, as the pass needs.
+  if (options.kvCache === 'append') applyPasses(g, APPEND_ATTENTION_PASSES);
   return g;
 }
