@@ -3,11 +3,12 @@
 // Needs `pnpm build` (the script does it) and the Python reference env .venv-ref (tools/fixtures/README.md,
 // tools/bench/requirements.txt). Not part of the tests or CI. See tools/bench/README.md for the options.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { LOAD_OPTIONS } from '../../packages/models/dist/index.js';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const here = join(root, 'tools/bench');
@@ -66,14 +67,9 @@ for (const c of configs) {
   if (!['medium', 'granite', 'ernie28b'].includes(c)) throw new Error(`--only: unknown config '${c}' (medium, granite, ernie28b)`);
 }
 
-/** Quantized modes the models package offers: `quantize` in its load options (declared somewhere in its dist .d.ts). */
+/** Quantized modes the models package offers: `quantize` in its load options (`LOAD_OPTIONS`). */
 function quantModes() {
-  const dist = join(root, 'packages/models/dist');
-  const offered =
-    existsSync(dist) &&
-    readdirSync(dist, { recursive: true })
-      .filter((f) => String(f).endsWith('.d.ts'))
-      .some((f) => /\bquantize\??:/.test(readFileSync(join(dist, String(f)), 'utf8')));
+  const offered = 'quantize' in LOAD_OPTIONS;
   const wanted = (o.quantize ?? 'float32,int8,int4').split(',');
   return wanted.filter((q) => q === 'float32' || (offered && ['int8', 'int4'].includes(q)));
 }
@@ -230,8 +226,9 @@ async function benchConfig(name) {
   const onlyFloat = name === 'granite-full';
   for (const q of onlyFloat ? ['float32'] : modes) {
     const graphs = join(cache, 'graphs', `${name}-${q}`);
-    // --quantize-vision: the quantized modes' vision encoders block-quantized too (load option quantizeVision).
-    const qopt = q === 'float32' ? {} : { quantize: q, ...(quantizeVision ? { load: { quantizeVision } } : {}) };
+    // --quantize-vision: the quantized modes' vision encoders block-quantized too (load option quantize: { decoder, vision }).
+    const qopt =
+      q === 'float32' ? {} : { quantize: q, ...(quantizeVision ? { load: { quantize: { decoder: q, vision: quantizeVision } } } : {}) };
     log(`${name}: vlmkit ${q}: cold load + teacher-forced logits`);
     const cold = await vlmkitSide('cold', dir, graphs, { ...qopt, hfOut: pt.error ? undefined : hfOut }, `vlmkit ${q} cold ${name}`);
     log(`${name}: vlmkit ${q}: cached load + generate`);

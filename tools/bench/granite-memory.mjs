@@ -25,7 +25,7 @@ function mem() {
 }
 
 const t0 = performance.now();
-const model = await Granite4Vision.fromPretrained(dir, { cacheDir, threads, logger: (m) => console.error(`vlmkit: ${m}`) });
+const model = await Granite4Vision.fromPretrained(dir, { cacheDir, profile: { threads, logger: (m) => console.error(`vlmkit: ${m}`) } });
 const loadMs = performance.now() - t0;
 const afterLoad = mem();
 const cfg = model.config;

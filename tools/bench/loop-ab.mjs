@@ -1,5 +1,5 @@
 // A/B of the generation loops on one device: the host loop (one decoder session run per token) against the
-// in-graph decode loop (`loop: 'graph'`: an ONNX Loop making a chunk of tokens per run), both models loaded side
+// in-graph decode loop (profile `loop: 'graph'`: an ONNX Loop making a chunk of tokens per run), both models loaded side
 // by side and timed interleaved (the order rotated every repetition), so a shared machine's load hits all alike.
 // Prints medians over the repetitions of: the prompt (generate's prefillMs: the prompt run and the first token),
 // decode ms/token (generate's per-step timings; the in-graph loop's are each chunk's time over its tokens), the
@@ -35,8 +35,13 @@ const median = (xs) => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
+// Each variant is a profile override (the load option `profile`: fields over the device's profile).
 const load = (loop, extra = {}) =>
-  loadPretrained(dir, { device: o.device, cacheDir, loop, ...extra, ...(o.threads ? { threads: Number(o.threads) } : {}) });
+  loadPretrained(dir, {
+    device: o.device,
+    cacheDir,
+    profile: { loop, ...extra, ...(o.threads ? { threads: Number(o.threads) } : {}) },
+  });
 // The host loop with its default KV cache ('append': no copy per step) and, with --concat, with 'concat' (each
 // step returns past + new: the copy the in-graph loop's carried cache makes too; one more graph in the cache).
 const models = {};

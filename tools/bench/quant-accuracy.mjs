@@ -54,7 +54,7 @@ async function child(dir, inputsPath, mode, outPath, speed, threads) {
   try {
     const quantize = parseMode(mode);
     const t0 = performance.now();
-    const model = await loadPretrained(dir, { device: 'cpu', threads, cacheDir, ...(quantize ? { quantize } : {}) });
+    const model = await loadPretrained(dir, { device: 'cpu', profile: { threads }, cacheDir, ...(quantize ? { quantize } : {}) });
     const loadMs = performance.now() - t0;
     const inputs = await readNamedTensors(inputsPath);
     const out = await model.forwardNamed(inputs);

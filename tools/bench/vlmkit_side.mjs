@@ -9,13 +9,14 @@
 //   node vlmkit_side.mjs curves DIR CACHE_DIR JSON_OPTS   vision against patches, prefill and decode against length.
 //
 // JSON_OPTS: { threads, repeats, newTokens, quantize?, hfOut?, points?, device?, load?, generate? }. `quantize` is
-// passed to fromPretrained only when set (bench.mjs sets it only when the models package declares the option);
+// passed to fromPretrained only when set (bench.mjs sets it only when the models package offers the option);
 // `device` (default 'cpu') and the objects `load` / `generate` (extra fromPretrained / generate options, e.g. the
-// decode loop or the compute dtype: tools/gpu/bench.mjs) likewise.
+// compute dtype or profile fields such as the decode loop: tools/gpu/bench.mjs) likewise. `threads` is the
+// profile's (over a profile `load` names or gives).
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ernie45VL, Granite4Vision, readNamedTensors } from '../../packages/models/dist/index.js';
+import { Ernie45VL, Granite4Vision, PROFILES, readNamedTensors } from '../../packages/models/dist/index.js';
 
 const [mode, dirArg, cacheArg, optsArg] = process.argv.slice(2);
 const dir = resolve(dirArg);
@@ -23,12 +24,13 @@ const cacheDir = resolve(cacheArg);
 const opts = JSON.parse(optsArg ?? '{}');
 const info = JSON.parse(readFileSync(join(dir, 'bench.json'), 'utf8'));
 const Model = info.model === 'ernie' ? Ernie45VL : Granite4Vision;
+const { profile, ...extraLoad } = opts.load ?? {};
 const loadOptions = {
   device: opts.device ?? 'cpu',
-  threads: opts.threads,
   cacheDir,
   ...(opts.quantize ? { quantize: opts.quantize } : {}),
-  ...opts.load,
+  ...extraLoad,
+  profile: { ...(typeof profile === 'string' ? PROFILES[profile] : profile), threads: opts.threads },
 };
 const generateOptions = opts.generate ?? {};
 

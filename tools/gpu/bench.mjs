@@ -17,10 +17,11 @@
 //      peak (nvidia-smi, sampled every 100 ms, minus what was in use before the child started).
 // Prints the table (markdown) and, last, one JSON line; writes the JSON to --out (default $OUT/gpu-bench.json).
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { LOAD_OPTIONS, PROFILE_FIELDS } from '../../packages/models/dist/index.js';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const bench = join(root, 'tools/bench');
@@ -49,36 +50,30 @@ const outFile = o.out ?? join(process.env.OUT ?? dir, 'gpu-bench.json');
 const log = (msg) => process.stderr.write(`[gpu-bench] ${msg}\n`);
 
 // ---------------------------------------------------------------------------------------------------------------
-// the variants: what the built models package offers (its declarations say which options exist)
+// the variants: what the built models package offers (its exported LOAD_OPTIONS and PROFILE_FIELDS)
 
-const dts = (() => {
-  // Every declaration file of the built package: the option names, wherever they are declared.
-  const d = join(root, 'packages/models/dist');
-  if (!existsSync(d)) return '';
-  return readdirSync(d, { recursive: true })
-    .filter((f) => String(f).endsWith('.d.ts'))
-    .map((f) => readFileSync(join(d, String(f)), 'utf8'))
-    .join('\n');
-})();
-const offers = (option) => new RegExp(`\\b${option}\\??:`).test(dts);
+const offers = (option) => option in LOAD_OPTIONS;
+const profileHas = (field) => PROFILE_FIELDS.includes(field);
 
-/** vlmkit variants: a label, extra fromPretrained options, extra generate options. */
+/**
+ * vlmkit variants: a label, extra fromPretrained options, extra generate options. The device's profile is what the
+ * first row runs; the others override its fields (the load option `profile`), to choose its values by measurement.
+ */
 function variants() {
   const out = [{ label: 'float32, host loop', load: {}, generate: {} }];
-  if (offers('loop')) {
-    out[0] = { label: 'float32, host loop', load: { loop: 'host' }, generate: { loop: 'host' } };
-    out.push({ label: 'float32, graph loop', load: { loop: 'graph' }, generate: { loop: 'graph' } });
+  const loop = profileHas('loop') ? { loop: 'graph' } : {};
+  const graph = profileHas('loop') ? ', graph loop' : '';
+  if (profileHas('loop')) {
+    out[0] = { label: 'float32, host loop', load: { profile: { loop: 'host' } }, generate: { loop: 'host' } };
+    out.push({ label: 'float32, graph loop', load: { profile: loop }, generate: loop });
   }
-  if (offers('ops')) {
-    // The device's default op set is what the rows above use; this row is the other one (standard ONNX ops when the
-    // default is onnxruntime's com.microsoft fused kernels), to choose the default by measurement.
-    const loop = offers('loop') ? { loop: 'graph' } : {};
-    out.push({ label: `float32${offers('loop') ? ', graph loop' : ''}, ops onnx`, load: { ops: 'onnx', ...loop }, generate: loop });
+  if (profileHas('ops')) {
+    // The other op set than the device profile's (standard ONNX ops where it has onnxruntime's fused kernels).
+    out.push({ label: `float32${graph}, ops onnx`, load: { profile: { ops: 'onnx', ...loop } }, generate: loop });
   }
-  if (offers('computeDtype')) {
+  if (offers('dtype')) {
     for (const dtype of ['float16', 'bfloat16']) {
-      const loop = offers('loop') ? { loop: 'graph' } : {};
-      out.push({ label: `${dtype}${offers('loop') ? ', graph loop' : ''}`, load: { computeDtype: dtype, ...loop }, generate: loop, dtype });
+      out.push({ label: `${dtype}${graph}`, load: { dtype, profile: loop }, generate: loop, dtype });
     }
   }
   return out;
@@ -148,7 +143,7 @@ if (made.error) {
 }
 const torchRuns = [];
 const hfOut = join(dir, `pytorch-${device}.safetensors`);
-for (const dtype of ['float32', ...(offers('computeDtype') ? ['bfloat16'] : [])]) {
+for (const dtype of ['float32', ...(offers('dtype') ? ['bfloat16'] : [])]) {
   log(`PyTorch ${dtype} on ${device}`);
   const r = await py(
     ['run', '--dir', dir, '--device', device, '--dtype', dtype, '--threads', String(threads), '--repeats', String(repeats)].concat([

@@ -5,7 +5,7 @@
 // the standard ops; the placement section lists, per graph, every node not on DEVICE's provider by op type and name.
 // Each op set runs once per compute dtype (`--dtype`, default float32,float16,bfloat16): 16-bit rows report the
 // logits against the CPU float32 run and HF (not judged against 1e-4) and their greedy ids against CPU float32's.
-// Every row also has the loop check: greedy ids on DEVICE with the in-graph loop (load option loop 'graph', chunks
+// Every row also has the loop check: greedy ids on DEVICE with the in-graph loop (profile field loop 'graph', chunks
 // of `--loop-chunk`, default 3) against the host loop in the same op set and dtype (must be equal). A model that
 // fails to load or run (e.g. bfloat16 on the CPU EP: NO_KERNEL) is a row with its error, not a crash.
 // usage: node tools/gpu/fixture-check.mjs [--device cuda|cpu] [--ops onnx,contrib] [--dtype float32,float16,bfloat16]
@@ -88,9 +88,8 @@ async function model(checkpoint, adapter, device, ops, dtype = 'float32', loop =
         device,
         cacheDir,
         reference: 'hf',
-        ops,
-        computeDtype: dtype,
-        loop,
+        dtype,
+        profile: { ops, loop },
         ...(adapter ? { adapter: join(args.fixtures, adapter) } : {}),
       });
       if (m.device !== device) throw new Error(`${key}: got device ${m.device} (${m.deviceReason})`);

@@ -56,7 +56,7 @@ for (const model of ['ernie-tiny', 'granite-tiny']) {
   for (const ops of args.ops) {
     const cacheDir = mkdtempSync(join(tmpdir(), 'vlmkit-placement-'));
     try {
-      const m = await loadPretrained(join(args.fixtures, model), { device: args.device, cacheDir, ops });
+      const m = await loadPretrained(join(args.fixtures, model), { device: args.device, cacheDir, profile: { ops } });
       if (m.device !== args.device) throw new Error(`${model}: got device ${m.device} (${m.deviceReason})`);
       await m.release();
       for (const file of readdirSync(cacheDir)
