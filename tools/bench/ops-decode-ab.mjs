@@ -18,7 +18,7 @@ import {
   ernieTextConfigFromHf,
   ernieTextExpectedParameters,
 } from '../../packages/moe-decoder/dist/index.js';
-import { serializeModel } from '../../packages/onnx-graph/dist/index.js';
+import { applyPasses, CONTRIB_PASSES, contribAttentionPass, serializeModel } from '../../packages/onnx-graph/dist/index.js';
 import { Checkpoint } from '../../packages/safetensors/dist/index.js';
 import { mapErnie45VL } from '../../packages/weight-mapper/dist/index.js';
 
@@ -38,22 +38,27 @@ if (!o.model) throw new Error('usage: ops-decode-ab.mjs --model DIR [--past 1024
 const dir = resolve(o.model);
 const config = ernieTextConfigFromHf(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
 const [P, steps, rounds] = [Number(o.past), Number(o.steps), Number(o.rounds)];
+// Build options, then passes: ops 'contrib' applies CONTRIB_PASSES (float32: MultiHeadAttention) itself; the
+// GQA variant builds the fused MoE plainly and picks the kernel through the attention pass.
+const gqaPasses = CONTRIB_PASSES.map((p) => (p.name === 'contrib-attention' ? contribAttentionPass({ kernel: 'gqa' }) : p));
 const VARIANTS = {
-  onnx: {},
-  'contrib-mha': { ops: 'contrib', attentionKernel: 'mha', experts: 'sparse' },
-  'contrib-moe': { ops: 'contrib', attentionKernel: 'mha' },
-  'contrib-gqa': { ops: 'contrib', attentionKernel: 'gqa' },
+  onnx: [{}, []],
+  'contrib-mha': [{ ops: 'contrib', experts: 'sparse' }, []],
+  'contrib-moe': [{ ops: 'contrib' }, []],
+  'contrib-gqa': [{ experts: 'fused' }, gqaPasses],
 };
 const ckpt = await Checkpoint.open(dir);
 const sessions = {};
-for (const [name, opts] of Object.entries(VARIANTS)) {
+for (const [name, [opts, passes]] of Object.entries(VARIANTS)) {
   const parameters = ernieTextExpectedParameters(config, opts.experts ? { experts: opts.experts } : {});
   const { decoder } = await mapErnie45VL(ckpt, {
     vision: { parameters: [] },
     resampler: { parameters: [] },
     decoder: { parameters, config },
   });
-  const { bytes, externalData } = await serializeModel(buildErnieTextDecoderModel(decoder, config, opts));
+  const graph = buildErnieTextDecoderModel(decoder, config, opts);
+  applyPasses(graph, passes);
+  const { bytes, externalData } = await serializeModel(graph);
   sessions[name] = await ort.InferenceSession.create(bytes, {
     externalData,
     executionProviders: ['cpu'],
