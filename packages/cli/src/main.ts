@@ -80,7 +80,7 @@ ${Object.entries(LOAD_FLAGS)
   .join('\n')}
 ${optionLine(`--quantize-vision ${QUANTIZE_MODES.join('|')}`, "the vision encoder's weights quantized too (quantize: { decoder, vision })")}
   The profile (--profile, default the device's) decides the rest: KV cache layout, decode loop, ops, experts,
-  sessions (the models README, "Profiles"). Two of its fields can be set for benchmarks:
+  sessions (the models README, "Load options and profiles"). Two of its fields can be set for benchmarks:
 ${optionLine(`--loop ${DECODE_LOOPS.join('|')}`, 'profile loop: one session run per token, or an ONNX Loop (run, generate; same ids)')}
 ${optionLine(`--ops ${OP_SETS.join('|')}`, "profile ops: standard ONNX ops or onnxruntime's com.microsoft fused kernels")}
 generation options (run, generate):

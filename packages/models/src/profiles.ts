@@ -58,8 +58,8 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     experts: 'sparse',
     // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
     visionSession: 'resident',
-    // runtime README "Memory": unpacked float weights stay mapped and load faster, at the same speed;
-    // models README "Quantized weights": MatMulNBits needs packed blocks (tools/bench/quant-matmul.mjs).
+    // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
+    // models do not fit); "Quantized weights": MatMulNBits runs on packed blocks only (tools/bench/quant-matmul.mjs).
     prepack: 'quantized',
     threads: undefined,
     memoryCheck: true,
