@@ -135,4 +135,20 @@ export function maskToBias(g: Graph, mask: Value, dtype: Value['dtype'] = 'float
 }
 
 export { causalChunkedAttention, type StepAttentionSizes, stepAttention } from './nn-attention.js';
-export { type Residual, repeatKvHeads, residualLayerNorm, residualRmsNorm, settle } from './nn-fused.js';
+
+/**
+ * KV heads repeated for the query heads: [B, Hkv, T, hd] -> [B, Hkv*rep, T, hd], each KV head `rep`
+ * times in a row (the GQA grouping of the opset-23 Attention op and HF's repeat_kv). Identity for rep 1.
+ */
+export function repeatKvHeads(g: Graph, kv: Value, rep: number): Value {
+  if (rep === 1) return kv;
+  const [b, h, t, hd] = [kv.dim(0), kv.dim(1), kv.dim(2), kv.dim(3)];
+  if (typeof h !== 'number' || typeof hd !== 'number') {
+    throw new GraphError('BAD_ARGUMENT', `repeatKvHeads needs static heads and head size, got ${kv}`);
+  }
+  return g.scope('repeat_kv', () => {
+    // [B, Hkv, 1, T, hd] broadcast against [1, 1, rep, 1, 1] (Expand broadcasts both ways): constant shapes only.
+    const e = g.expand(g.unsqueeze(kv, [2]), [1, 1, rep, 1, 1], [b, h, rep, t, hd]);
+    return g.reshape(e, [0, h * rep, -1, hd], [b, h * rep, t, hd]);
+  });
+}

@@ -1,7 +1,7 @@
-// Both towers built with `ops: 'contrib'` (each residual add + LayerNorm one com.microsoft SkipLayerNormalization):
+// Both towers after onnx-graph's CONTRIB_PASSES (each residual add + LayerNorm one com.microsoft SkipLayerNormalization):
 // the ERNIE tower against the plain-TypeScript reference on random weights, SigLIP against HF on the granite-tiny
 // fixture, each with the node counts that show the fusion happened.
-import type { Graph } from '@vlmkit/onnx-graph';
+import { applyPasses, CONTRIB_PASSES, type Graph } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErnieVisionConfig } from './ernie/config.js';
@@ -18,7 +18,12 @@ import { loadSiglipFixtureTower } from './test-utils/siglip-fixtures.js';
 
 const count = (g: Graph, op: string) => g.snapshot().nodes.filter((n) => n.opType === op).length;
 
-describe("vision towers with ops 'contrib'", () => {
+/** `g` after CONTRIB_PASSES, with the skip-layer-norm rewrites they made. */
+function fused(g: Graph): { g: Graph; skipLayerNorms: number } {
+  return { g, skipLayerNorms: applyPasses(g, CONTRIB_PASSES)['skip-layer-norm']! };
+}
+
+describe('vision towers after CONTRIB_PASSES', () => {
   it('ERNIE, 3 blocks, 3 grids / 4 frames: within 1e-5 of the reference; 2 LayerNorms per block fused with their adds', async () => {
     const config = ErnieVisionConfig.fromHfConfig({
       vision_config: { depth: 3, embed_dim: 16, hidden_size: 16, num_heads: 2, mlp_ratio: 3, patch_size: 2, in_channels: 3 },
@@ -32,11 +37,12 @@ describe("vision towers with ops 'contrib'", () => {
     const inputs = ernieVisionInputs(grids, config);
     const patchDim = config.inChannels * config.patchSize ** 2;
     const pixels = randn(inputs.numPatches * patchDim, 9);
-    const [onnx, fused] = [buildErnieVisionTowerModel(weights, config), buildErnieVisionTowerModel(weights, config, { ops: 'contrib' })];
+    const onnx = buildErnieVisionTowerModel(weights, config);
+    const { g, skipLayerNorms } = fused(buildErnieVisionTowerModel(weights, config));
     // norm1 of block 0 has no residual before it; every other norm (norm2s, later norm1s, the final ln) is fused.
     expect([count(onnx, 'LayerNormalization'), count(onnx, 'SkipLayerNormalization')]).toEqual([2 * 3 + 1, 0]);
-    expect([count(fused, 'LayerNormalization'), count(fused, 'SkipLayerNormalization')]).toEqual([1, 2 * 3]);
-    const s = await session(fused);
+    expect([count(g, 'LayerNormalization'), count(g, 'SkipLayerNormalization'), skipLayerNorms]).toEqual([1, 2 * 3, 2 * 3]);
+    const s = await session(g);
     try {
       const got = await runTower(s, pixels, patchDim, inputs);
       expect(relMaxError(got, referenceErnieTower(float32, referenceConfigOf(config), pixels, grids))).toBeLessThan(1e-5);
@@ -58,9 +64,9 @@ describe("vision towers with ops 'contrib'", () => {
 
     it('every hidden state within 1e-4 of HF (as the standard graph); the adds fused with the next LayerNorm', async () => {
       const L = config.numHiddenLayers;
-      const g = buildSiglipVisionTowerModel(tower.weights, config, { ops: 'contrib', postLayerNorm: true });
+      const { g, skipLayerNorms } = fused(buildSiglipVisionTowerModel(tower.weights, config, { postLayerNorm: true }));
       // 2L + 1 norms with post_layernorm: layer 0's layer_norm1 alone stays a LayerNormalization.
-      expect([count(g, 'LayerNormalization'), count(g, 'SkipLayerNormalization')]).toEqual([1, 2 * L]);
+      expect([count(g, 'LayerNormalization'), count(g, 'SkipLayerNormalization'), skipLayerNorms]).toEqual([1, 2 * L, 2 * L]);
       const t = await loadCase('granite-tiny', 'anyres');
       const pv = t.get('pixel_values')!;
       const s = await session(g);

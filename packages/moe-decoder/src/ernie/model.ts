@@ -103,12 +103,11 @@ export function buildErnieTextDecoder(
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
     const routing: (MoeRouting | undefined)[] = [];
-    // Each layer's last residual add is done by the norm after it (the next layer's input_layernorm, the final norm).
-    let stream: nn.Residual = { hidden: x0 };
+    let x = x0;
     for (let i = 0; i < L; i++) {
       const past = inputs.past?.[i];
       const step = {
-        ...stream,
+        hidden: x,
         cos: inputs.ropeCos,
         sin: inputs.ropeSin,
         mask,
@@ -124,14 +123,12 @@ export function buildErnieTextDecoder(
           { layerIndex: i, ops, routing: options.routing ?? false, ...(options.experts ? { experts: options.experts } : {}) },
         ),
       );
-      if (i > 0) layerOutputs.push(r.input);
-      stream = r.next;
+      x = r.hidden;
+      layerOutputs.push(x);
       routing.push(r.routing);
       if (r.present !== undefined) present.push(r.present);
     }
-    const final = nn.residualRmsNorm(g, stream, weights, 'norm', config.rmsNormEps, ops);
-    layerOutputs.push(final.sum);
-    const lastHiddenState = final.normed;
+    const lastHiddenState = nn.rmsNorm(g, x, weights, 'norm', config.rmsNormEps);
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
     // HF: lm_head in the compute dtype; the logits leave as float32 (host sampling reads float32).
     const logits = g.cast(lmHead(g, weights, config, kept), 'float32');

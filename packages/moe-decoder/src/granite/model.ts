@@ -106,48 +106,33 @@ export function buildGraniteTextDecoder(
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const { cos, sin } = graniteRotaryTables(g, inputs.positionIds, config);
     const levelAt = new Map(options.levels.map((layer, k) => [layer, k]));
-    const ops = options.ops ?? 'onnx';
 
     const layerInputs: Value[] = [];
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
-    // Each layer's last residual add is done by the norm after it (the next layer's input_layernorm, the final norm).
-    let stream: nn.Residual = { hidden: x0 };
+    let x = x0;
     for (let i = 0; i < L; i++) {
       const k = levelAt.get(i);
       if (k !== undefined && deepstack.length > 0) {
-        // The features are added to the settled stream (the previous layer's output), not fused with a norm.
-        const prev = nn.settle(g, stream);
-        if (i > 0) layerOutputs.push(prev);
-        stream = {
-          hidden: g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, prev, { positions: positions!, features: deepstack[k]! }, D)),
-        };
+        x = g.scope(`deepstack.${k}`, () => addDeepstackFeatures(g, x, { positions: positions!, features: deepstack[k]! }, D));
       }
       const past = inputs.past?.[i];
+      layerInputs.push(x);
       const r = g.scope(`layers.${i}`, () =>
-        graniteDecoderLayer(
-          g,
-          weights.sub(`layers.${i}`),
-          config,
-          {
-            ...stream,
-            cos,
-            sin,
-            mask,
-            ...(past !== undefined ? { past } : {}),
-            ...(options.kvCache ? { kvCache: options.kvCache } : {}),
-          },
-          ops,
-        ),
+        graniteDecoderLayer(g, weights.sub(`layers.${i}`), config, {
+          hidden: x,
+          cos,
+          sin,
+          mask,
+          ...(past !== undefined ? { past } : {}),
+          ...(options.kvCache ? { kvCache: options.kvCache } : {}),
+        }),
       );
-      if (i > 0 && stream.addend !== undefined) layerOutputs.push(r.input);
-      layerInputs.push(r.input);
-      stream = r.next;
+      x = r.hidden;
+      layerOutputs.push(x);
       if (r.present !== undefined) present.push(r.present);
     }
-    const final = nn.residualRmsNorm(g, stream, weights, 'norm', config.rmsNormEps, ops);
-    layerOutputs.push(final.sum);
-    const lastHiddenState = final.normed;
+    const lastHiddenState = nn.rmsNorm(g, x, weights, 'norm', config.rmsNormEps);
     // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
     // HF: lm_head and the division in the compute dtype; the logits leave as float32 (host sampling reads float32).

@@ -59,10 +59,12 @@ describe('skipRmsNormPass: Add then RMSNorm -> SkipSimplifiedLayerNormalization'
     expect(g.snapshot().domains).toContain('com.microsoft');
   });
 
-  it('keeps the sum (4th output) only where the stream reads on', () => {
+  it("keeps the sum (4th output) only where the stream reads on; names each node in its norm's scope", () => {
     const g = preNormStack('float32');
     applyPasses(g, [skipRmsNormPass]);
     const fused = g.nodes.filter((n) => n.opType === 'SkipSimplifiedLayerNormalization');
+    const names = ['layers.1.norm', 'layers.2.norm', 'norm'].map((s) => `${s}.SkipSimplifiedLayerNormalization`);
+    expect(fused.map((n) => n.name)).toEqual(names);
     // Layers 1..L-1's norms: the sum goes on to the next add; the final norm's sum is read by nothing else.
     expect(fused.map((n) => n.output!.length)).toEqual([...Array(L - 1).fill(4), 1]);
   });

@@ -124,11 +124,10 @@ function fuse(body: PassBody, index: NodeIndex, m: Match | undefined): boolean {
   const sum = m.add.output![0]!;
   const pattern = new Set([m.add, ...m.rest]);
   const sumRead = body.outputs.has(sum) || index.readersOf(sum).some((r) => !pattern.has(r));
-  const scope = m.norm.name?.includes('/') ? m.norm.name.slice(0, m.norm.name.lastIndexOf('/') + 1) : '';
   // Inputs as the builders wrote them: x = the branch just added, skip = the stream; outputs: out, mean,
   // inv_std_var (unused), sum.
   const fused = makeNode(m.opType, [b, a, ...m.params], sumRead ? [m.out, '', '', sum] : [m.out], {
-    name: body.graph.freshName(`${scope}${m.opType}`),
+    name: body.graph.freshName(`${scopeOf(m.norm)}${m.opType}`),
     domain: MS_DOMAIN,
     attrs: { epsilon: { float: m.epsilon } },
   });
@@ -200,9 +199,16 @@ function paramAsHalf(
   const after = p !== undefined && index.position(p) > index.position(add);
   const dead = p !== undefined && fromCast !== undefined && after && index.onlyReadBy(name, norm) ? [p] : [];
   if (sourceType.dtype === dtype) return { name: source, make: [], dead };
-  const cast = body.graph.freshName(`${source}/cast_${dtype}`, { dtype, shape: sourceType.shape });
-  const node = makeNode('Cast', [source], [cast], { name: cast, attrs: { to: { int: onnxDataType(dtype) } } });
+  const nodeName = body.graph.freshName(`${scopeOf(norm)}Cast`);
+  const cast = body.graph.freshName(`${nodeName}/out`, { dtype, shape: sourceType.shape });
+  const node = makeNode('Cast', [source], [cast], { name: nodeName, attrs: { to: { int: onnxDataType(dtype) } } });
   return { name: cast, make: [node], dead };
+}
+
+/** The scope `node` was built in (`decoder.layers.3.input_layernorm.`): new nodes are named in it, as a builder would. */
+function scopeOf(node: Node): string {
+  const name = node.name ?? '';
+  return name.slice(0, name.lastIndexOf('.') + 1);
 }
 
 /** Normalises over the last axis, with float32 statistics (stash_type 1, the default). */

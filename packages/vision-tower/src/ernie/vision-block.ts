@@ -1,4 +1,4 @@
-import { type Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { activation } from '../activation.js';
 import type { FrameMask } from './attention-mask.js';
 import type { ErnieVisionConfig } from './config.js';
@@ -11,25 +11,13 @@ export function visionMlp(g: Graph, w: Weights, config: ErnieVisionConfig, x: Va
   return nn.linear(g, activation(g, h, config.hiddenAct), w, 'fc2', { in: i, out: d });
 }
 
-/**
- * vLLM: Ernie4_5_VisionBlock. x += attn(norm1(x)); x += mlp(norm2(x)). The block's input is `stream`'s
- * hidden + addend (the previous block's MLP branch), added together with norm1, and its own last add is left
- * to the norm after it (`next`): with `ops: 'contrib'` each add and its LayerNorm are one
- * SkipLayerNormalization. `input` is the block's input.
- */
-export function visionBlock(
-  g: Graph,
-  w: Weights,
-  config: ErnieVisionConfig,
-  stream: nn.Residual,
-  rotary: VisionRotary,
-  frames: FrameMask,
-  ops: OpSet = 'onnx',
-): { input: Value; next: nn.Residual } {
+/** vLLM: Ernie4_5_VisionBlock. x = x + attn(norm1(x)); x = x + mlp(norm2(x)). */
+export function visionBlock(g: Graph, w: Weights, config: ErnieVisionConfig, x: Value, rotary: VisionRotary, frames: FrameMask): Value {
   const eps = config.blockNormEps;
-  const { sum: x, normed } = nn.residualLayerNorm(g, stream, w, 'norm1', eps, ops);
+  const normed = nn.layerNorm(g, x, w, 'norm1', eps);
   const attn = g.scope('attn', () => visionAttention(g, w.sub('attn'), config, normed, rotary, frames));
-  const { sum: h, normed: normed2 } = nn.residualLayerNorm(g, { hidden: x, addend: attn }, w, 'norm2', eps, ops);
+  const h = g.add(x, attn);
+  const normed2 = nn.layerNorm(g, h, w, 'norm2', eps);
   const mlp = g.scope('mlp', () => visionMlp(g, w.sub('mlp'), config, normed2));
-  return { input: x, next: { hidden: h, addend: mlp } };
+  return g.add(h, mlp);
 }

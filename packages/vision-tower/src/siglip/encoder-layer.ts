@@ -1,4 +1,4 @@
-import { type Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { activation } from '../activation.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -22,24 +22,13 @@ export function siglipMlp(g: Graph, w: Weights, config: SiglipVisionConfig, x: V
   return nn.linear(g, activation(g, nn.linear(g, x, w, 'fc1', { in: d, out: i }), config.hiddenAct), w, 'fc2', { in: i, out: d });
 }
 
-/**
- * vLLM: SiglipEncoderLayer. x += self_attn(layer_norm1(x)); x += mlp(layer_norm2(x)). The layer input is
- * `stream`'s hidden + addend (the previous layer's MLP branch), added with layer_norm1; its own last add is
- * left to the norm after it (`next`). With `ops: 'contrib'` each add and its LayerNorm are one
- * SkipLayerNormalization. `input` is the layer's input (the previous layer's output, a hidden state).
- */
-export function siglipEncoderLayer(
-  g: Graph,
-  w: Weights,
-  config: SiglipVisionConfig,
-  stream: nn.Residual,
-  op: AttentionOp,
-  ops: OpSet = 'onnx',
-): { input: Value; next: nn.Residual } {
+/** vLLM: SiglipEncoderLayer. x = x + self_attn(layer_norm1(x)); x = x + mlp(layer_norm2(x)). */
+export function siglipEncoderLayer(g: Graph, w: Weights, config: SiglipVisionConfig, x: Value, op: AttentionOp): Value {
   const eps = config.layerNormEps;
-  const { sum: x, normed } = nn.residualLayerNorm(g, stream, w, 'layer_norm1', eps, ops);
+  const normed = nn.layerNorm(g, x, w, 'layer_norm1', eps);
   const attn = g.scope('self_attn', () => siglipAttention(g, w.sub('self_attn'), config, normed, op));
-  const { sum: h, normed: normed2 } = nn.residualLayerNorm(g, { hidden: x, addend: attn }, w, 'layer_norm2', eps, ops);
+  const h = g.add(x, attn);
+  const normed2 = nn.layerNorm(g, h, w, 'layer_norm2', eps);
   const mlp = g.scope('mlp', () => siglipMlp(g, w.sub('mlp'), config, normed2));
-  return { input: x, next: { hidden: h, addend: mlp } };
+  return g.add(h, mlp);
 }

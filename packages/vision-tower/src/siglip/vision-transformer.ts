@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type OpSet, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -8,8 +8,6 @@ import { siglipEncoderLayer } from './encoder-layer.js';
 export interface SiglipVisionBuildOptions {
   /** Attention kernel (default com.microsoft MultiHeadAttention; no mask is needed). */
   attentionOp?: AttentionOp;
-  /** 'contrib': each residual add and the LayerNorm after it are one com.microsoft SkipLayerNormalization (default 'onnx'). */
-  ops?: OpSet;
   /** Apply `post_layernorm` to the last hidden state (default false, as vLLM's Granite 4 Vision: require_post_norm=False). */
   postLayerNorm?: boolean;
   /** Scope of the tower's nodes and initializers (default `vision_tower`). */
@@ -52,25 +50,23 @@ export function buildSiglipVisionTower(
   return g.scope(options.scope ?? 'vision_tower', () => {
     const x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, g.cast(pv, g.computeDtype)));
     const hiddenStates = [x];
-    // Each layer's last add is done by the norm after it; its sum (the layer's output) is the next layer's `input`.
-    let stream: nn.Residual = { hidden: x };
+    let h = x;
     for (let l = 0; l < config.numHiddenLayers; l++) {
       const name = `encoder.layers.${l}`;
-      const r = g.scope(name, () => siglipEncoderLayer(g, weights.sub(name), config, stream, op, options.ops));
-      if (l > 0) hiddenStates.push(r.input);
-      stream = r.next;
+      h = g.scope(name, () => siglipEncoderLayer(g, weights.sub(name), config, h, op));
+      hiddenStates.push(h);
     }
-    const post = options.postLayerNorm
-      ? nn.residualLayerNorm(g, stream, weights, 'post_layernorm', config.layerNormEps, options.ops)
-      : { sum: nn.settle(g, stream), normed: undefined };
-    hiddenStates.push(post.sum);
-    return { hiddenStates, pooled: post.normed };
+    const pooled = options.postLayerNorm ? nn.layerNorm(g, h, weights, 'post_layernorm', config.layerNormEps) : undefined;
+    return { hiddenStates, pooled };
   });
 }
 
+/** The standalone SigLIP tower's input; `channels` and `image_size` are bound from the config. */
+export const SIGLIP_VISION_TOWER_INPUTS = contract({ pixel_values: ['float32', ['batch', 'channels', 'image_size', 'image_size']] });
+
 /** Input and output names of `buildSiglipVisionTowerModel`'s graph. */
 export const SIGLIP_VISION_TOWER_IO = {
-  pixelValues: 'pixel_values',
+  pixelValues: SIGLIP_VISION_TOWER_INPUTS.names.pixel_values,
   hiddenStates: 'vision_hidden_states',
   postLayerNorm: 'vision_post_layernorm',
 } as const;
@@ -88,7 +84,9 @@ export function buildSiglipVisionTowerModel(
   const g = new Graph({ name: 'siglip_vision_tower', computeDtype: options.computeDtype });
   const s = config.imageSize;
   const io = SIGLIP_VISION_TOWER_IO;
-  const pixelValues = g.input(io.pixelValues, 'float32', ['batch', config.numChannels, s, s]);
+  const { pixel_values: pixelValues } = declareInputs(g, SIGLIP_VISION_TOWER_INPUTS, {
+    sizes: { channels: config.numChannels, image_size: s },
+  });
   const { hiddenStates, pooled } = buildSiglipVisionTower(g, weights, config, { pixelValues }, options);
   g.output(
     g.cast(
