@@ -24,14 +24,14 @@ function opCounts(g: Graph): Map<string, number> {
 }
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
-/** `g` rewritten by the contrib passes, its attention fused into `kernel`. */
-function fused(g: Graph, kernel: 'mha' | 'gqa'): Graph {
-  applyPasses(g, contribPasses(kernel));
+/** `g` rewritten by the contrib passes, its attention fused into GroupQueryAttention (not float32's default). */
+function withGqa(g: Graph): Graph {
+  applyPasses(g, contribPasses('gqa'));
   return g;
 }
 
-// What the contrib passes make (ERNIE's experts built as the com.microsoft MoE): every residual add + RMSNorm
-// pair one SkipSimplifiedLayerNormalization, every rotary and attention a com.microsoft op, no opset-23 Attention / RotaryEmbedding left, and RMSNormalization only
+// What the contrib passes make (`ops: 'contrib'`, and GroupQueryAttention on a plain build with ERNIE's experts as
+// the com.microsoft MoE): every residual add + RMSNorm pair one SkipSimplifiedLayerNormalization, every rotary and attention a com.microsoft op, no opset-23 Attention / RotaryEmbedding left, and RMSNormalization only
 // where no residual add comes before the norm (layer 0's input norm; Granite's input norm of a layer whose input
 // has deepstack features added first). Numbers: the fixture tests run every case both ways.
 describe('decoders built with com.microsoft fused ops', () => {
@@ -52,15 +52,15 @@ describe('decoders built with com.microsoft fused ops', () => {
     graphs.ernieMoeLayers = ernie.mlpLayerTypes.filter((t) => t === 'sparse').length;
     graphs.ernie = {
       onnx: buildErnieTextDecoderModel(ew, ernie),
-      mha: fused(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' }), 'mha'),
-      gqa: fused(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' }), 'gqa'),
+      mha: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib' }),
+      gqa: withGqa(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' })),
       layers: ernie.numHiddenLayers,
       unfused: 1,
     };
     graphs.granite = {
       onnx: buildGraniteTextDecoderModel(gw, granite, { levels }),
-      mha: fused(buildGraniteTextDecoderModel(gw, granite, { levels }), 'mha'),
-      gqa: fused(buildGraniteTextDecoderModel(gw, granite, { levels }), 'gqa'),
+      mha: buildGraniteTextDecoderModel(gw, granite, { levels, ops: 'contrib' }),
+      gqa: withGqa(buildGraniteTextDecoderModel(gw, granite, { levels })),
       layers: granite.numHiddenLayers,
       unfused: 1 + new Set(levels.filter((l) => l > 0)).size,
     };
