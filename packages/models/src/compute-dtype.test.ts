@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
 import { exportModel } from './export.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
-import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
+import { FIXTURES, fixtureCases, meanRel, readTensors, relError } from './test-utils/fixtures.js';
 import { loadFailure } from './test-utils/load-failure.js';
 
 const work = mkdtempSync(join(tmpdir(), 'vlmkit-dtype-test-'));
@@ -37,17 +37,6 @@ function model(checkpoint: string, dtype: ComputeDType): Promise<PretrainedModel
     loaded.set(key, m);
   }
   return m;
-}
-
-/** mean |a - b| / mean |b| over the entries `keep` selects. */
-function meanRel(a: Float32Array, b: Float32Array, keep: (i: number) => boolean): number {
-  let [diff, scale] = [0, 0];
-  for (let i = 0; i < a.length; i++) {
-    if (!keep(i)) continue;
-    diff += Math.abs(a[i]! - b[i]!);
-    scale += Math.abs(b[i]!);
-  }
-  return diff / scale;
 }
 
 interface Run {

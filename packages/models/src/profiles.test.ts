@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LOAD_OPTIONS, type LoadOptions, type QuantizeChoice } from './model-load.js';
 import { PROFILE_NAMES, PROFILES, type ProfileName, resolveProfile } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
-import { type FixtureCase, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
+import { agreement, type FixtureCase, fixtureCases, meanRel, readTensors, relError } from './test-utils/fixtures.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'vlmkit-profiles-test-'));
 const QUANTIZE: readonly (QuantizeChoice | undefined)[] = [undefined, 'int8', 'int4', { decoder: 'int4', vision: 'int8' }];
@@ -76,48 +76,6 @@ function model(combo: Combo, c: FixtureCase): Promise<PretrainedModel> {
     models.set(key, m);
   }
   return m;
-}
-
-/** mean |a - b| / mean |b| over the entries `keep` selects. */
-function meanRel(a: Float32Array, b: Float32Array, keep: (i: number) => boolean): number {
-  let [diff, scale] = [0, 0];
-  for (let i = 0; i < a.length; i++) {
-    if (!keep(i)) continue;
-    diff += Math.abs(a[i]! - b[i]!);
-    scale += Math.abs(b[i]!);
-  }
-  return diff / scale;
-}
-
-/** The lowest cosine between rows' last-position logits, and the share of real positions whose argmax agrees. */
-function agreement(
-  a: Float32Array,
-  b: Float32Array,
-  [B, S, V]: readonly number[],
-  real: (position: number) => boolean,
-): { cosine: number; top1: number } {
-  const argmax = (d: Float32Array, base: number) => {
-    let best = 0;
-    for (let v = 1; v < V!; v++) if (d[base + v]! > d[base + best]!) best = v;
-    return best;
-  };
-  let [cosine, same, positions] = [1, 0, 0];
-  for (let r = 0; r < B!; r++) {
-    for (let s = 0; s < S!; s++) {
-      if (!real(r * S! + s)) continue;
-      positions++;
-      if (argmax(a, (r * S! + s) * V!) === argmax(b, (r * S! + s) * V!)) same++;
-    }
-    const base = (r * S! + S! - 1) * V!;
-    let [dot, na, nb] = [0, 0, 0];
-    for (let v = 0; v < V!; v++) {
-      dot += a[base + v]! * b[base + v]!;
-      na += a[base + v]! ** 2;
-      nb += b[base + v]! ** 2;
-    }
-    cosine = Math.min(cosine, dot / Math.sqrt(na * nb));
-  }
-  return { cosine, top1: same / positions };
 }
 
 const CASES = [...fixtureCases('ernie-tiny'), ...fixtureCases('granite-tiny')];

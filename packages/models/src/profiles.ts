@@ -41,49 +41,43 @@ export interface Profile {
 /** A profile's fields to change: on the device's profile, or on a whole profile given with them. */
 export type ProfileOverrides = Partial<Profile>;
 
+/** The CPU EP's profile: every choice measured on CPU. */
+const CPU: Profile = {
+  name: 'cpu',
+  // models README "Generation loop": 'append' writes only the new rows; 'concat' copies the cache each step.
+  kvCache: 'append',
+  // models README "Generation loop" (tools/bench/loop-ab.mjs): the host loop decodes faster on CPU.
+  loop: 'host',
+  // models README "Op set" (tools/bench/ops-ab.mjs): 'contrib' prefills faster but decodes slower.
+  ops: 'onnx',
+  // models README "Op set" (tools/bench/ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
+  experts: 'sparse',
+  // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
+  visionSession: 'resident',
+  // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
+  // models do not fit); "Quantized weights": MatMulNBits runs on packed blocks only (tools/bench/quant-matmul.mjs).
+  prepack: 'quantized',
+  threads: undefined,
+  memoryCheck: true,
+  verifyCache: 'auto',
+  emulateBfloat16: false,
+  logger: undefined,
+};
+
 /**
- * One profile per device. Every choice cites what decided it; the CUDA ones marked pending are stated
- * choices that tools/gpu/bench.mjs measures (tools/gpu/README.md).
+ * One profile per device. The CUDA choices are stated ones that tools/gpu measures (tools/gpu/README.md, "What
+ * the runs decide"); until then kvCache and loop are the CPU's (tools/gpu/bench.mjs times both loops).
  */
 export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
-  cpu: {
-    name: 'cpu',
-    // models README "Generation loop": 'append' writes only the new rows; 'concat' copies the cache each step.
-    kvCache: 'append',
-    // models README "Generation loop" (tools/bench/loop-ab.mjs): the host loop decodes faster on CPU.
-    loop: 'host',
-    // models README "Op set" (tools/bench/ops-ab.mjs): 'contrib' prefills faster but decodes slower.
-    ops: 'onnx',
-    // models README "Op set" (tools/bench/ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
-    experts: 'sparse',
-    // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
-    visionSession: 'resident',
-    // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
-    // models do not fit); "Quantized weights": MatMulNBits runs on packed blocks only (tools/bench/quant-matmul.mjs).
-    prepack: 'quantized',
-    threads: undefined,
-    memoryCheck: true,
-    verifyCache: 'auto',
-    emulateBfloat16: false,
-    logger: undefined,
-  },
+  cpu: CPU,
   cuda: {
+    ...CPU,
     name: 'cuda',
-    // As on CPU; the in-graph loop on the device is pending (tools/gpu/bench.mjs times both loops).
-    kvCache: 'append',
-    loop: 'host',
-    // Pending (tools/gpu/README.md "Fused ops"): the fused attention kernels are what the CUDA EP has for
-    // 16-bit graphs, and every contrib node stayed on the device in the placement list.
+    // tools/gpu/README.md "Fused ops": the fused attention kernels are what the CUDA EP has for 16-bit graphs,
+    // and every contrib node stayed on the device in the placement list.
     ops: 'contrib',
-    // Pending with `ops`: onnxruntime's MoE kernel per modality, no host-read If per layer.
+    // With `ops`: onnxruntime's MoE kernel per modality, no If whose condition is read on the host per layer.
     experts: 'fused',
-    visionSession: 'resident',
-    prepack: 'quantized',
-    threads: undefined,
-    memoryCheck: true,
-    verifyCache: 'auto',
-    emulateBfloat16: false,
-    logger: undefined,
   },
 };
 

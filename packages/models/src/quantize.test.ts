@@ -8,7 +8,7 @@ import type { HostTensor } from '@vlmkit/runtime';
 import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPretrained } from './registry.js';
-import { FIXTURES, readTensors, relError } from './test-utils/fixtures.js';
+import { agreement, FIXTURES, readTensors, relError } from './test-utils/fixtures.js';
 
 /** The decoder's Linear weights in the HF checkpoint (what the quantized graph reads, before q/k/v and gate/up fusion). */
 const DECODER_LINEAR = /^model\.(language_model\.)?layers\.\d+\..*_proj\.weight$/;
@@ -62,32 +62,6 @@ async function logitsOf(dir: string, inputs: Record<string, HostTensor>, cacheDi
   }
 }
 
-/** The lowest cosine between rows' last-position logits, and the share of positions whose argmax agrees. */
-function agreement(a: HostTensor, b: HostTensor): { cosine: number; top1: number } {
-  const [B, S, V] = a.dims as [number, number, number];
-  const x = a.data as Float32Array;
-  const y = b.data as Float32Array;
-  let cosine = 1;
-  let same = 0;
-  const argmax = (d: Float32Array, base: number) => {
-    let best = 0;
-    for (let v = 1; v < V; v++) if (d[base + v]! > d[base + best]!) best = v;
-    return best;
-  };
-  for (let r = 0; r < B; r++) {
-    for (let s = 0; s < S; s++) if (argmax(x, (r * S + s) * V) === argmax(y, (r * S + s) * V)) same++;
-    const base = (r * S + S - 1) * V;
-    let [dot, nx, ny] = [0, 0, 0];
-    for (let v = 0; v < V; v++) {
-      dot += x[base + v]! * y[base + v]!;
-      nx += x[base + v]! ** 2;
-      ny += y[base + v]! ** 2;
-    }
-    cosine = Math.min(cosine, dot / Math.sqrt(nx * ny));
-  }
-  return { cosine, top1: same / (B * S) };
-}
-
 // The exact check once per bit width (int4 on ERNIE's experts, int8 on Granite's dense MLP): CI time.
 describe.each([
   ['ernie-tiny', 'text-only', [4] as const],
@@ -123,7 +97,7 @@ describe.each([
     const before = decoderEntries();
     const q = await logitsOf(dir, inputs, cacheDir, mode);
     expect(q.dims).toEqual(float.dims);
-    const a = agreement(q, float);
+    const a = agreement(q.data as Float32Array, float.data as Float32Array, q.dims);
     expect(a.cosine).toBeGreaterThan(cos);
     expect(a.top1).toBeGreaterThan(top1);
     // A decoder graph of its own in the cache (float32, int8, int4: the cache keeps 3 per graph and checkpoint);
@@ -135,7 +109,7 @@ describe.each([
   });
 });
 
-// quantizeVision: the vision encoder's linear layers block-quantized too (the decoder stays float32 here).
+// quantize: { vision }: the vision encoder's linear layers block-quantized too (the decoder stays float32 here).
 describe.each([
   ['ernie-tiny', 'images'],
   ['granite-tiny', 'multi-image'],
@@ -166,9 +140,9 @@ describe.each([
     expect(linears).toBeGreaterThan(4);
     // Every float MatMul with a weight became MatMulNBits: what MatMuls remain multiply activations (attention).
     expect(opCount(quantGraph, 'MatMul')).toBe(opCount(floatGraph!, 'MatMul') - linears);
-    const a = agreement(q, float);
+    const a = agreement(q.data as Float32Array, float.data as Float32Array, q.dims);
     console.info(
-      `[${model}] quantizeVision int8: ${linears} MatMulNBits, last-token cosine ${a.cosine.toFixed(5)}, top-1 ${a.top1}, rel error ${relError(q.data as Float32Array, float.data as Float32Array).toExponential(2)}`,
+      `[${model}] quantize.vision int8: ${linears} MatMulNBits, last-token cosine ${a.cosine.toFixed(5)}, top-1 ${a.top1}, rel error ${relError(q.data as Float32Array, float.data as Float32Array).toExponential(2)}`,
     );
     expect(a.cosine).toBeGreaterThan(0.99);
     expect(a.top1).toBeGreaterThan(0.8);

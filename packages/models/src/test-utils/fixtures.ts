@@ -41,3 +41,48 @@ export function relError(a: ArrayLike<number>, b: ArrayLike<number>, keep: (i: n
   }
   return diff / scale;
 }
+
+/** mean |a - b| / mean |b| over the entries `keep` selects. */
+export function meanRel(a: ArrayLike<number>, b: ArrayLike<number>, keep: (i: number) => boolean = () => true): number {
+  let [diff, scale] = [0, 0];
+  for (let i = 0; i < a.length; i++) {
+    if (!keep(i)) continue;
+    diff += Math.abs(a[i]! - b[i]!);
+    scale += Math.abs(b[i]!);
+  }
+  return diff / scale;
+}
+
+/**
+ * Two [B, S, V] logits: the lowest cosine between rows' last-position logits, and the share of the positions
+ * `real` keeps (index b * S + s; default all) whose argmax agrees.
+ */
+export function agreement(
+  a: Float32Array,
+  b: Float32Array,
+  [B, S, V]: readonly number[],
+  real: (position: number) => boolean = () => true,
+): { cosine: number; top1: number } {
+  const argmax = (d: Float32Array, base: number) => {
+    let best = 0;
+    for (let v = 1; v < V!; v++) if (d[base + v]! > d[base + best]!) best = v;
+    return best;
+  };
+  let [cosine, same, positions] = [1, 0, 0];
+  for (let r = 0; r < B!; r++) {
+    for (let s = 0; s < S!; s++) {
+      if (!real(r * S! + s)) continue;
+      positions++;
+      if (argmax(a, (r * S! + s) * V!) === argmax(b, (r * S! + s) * V!)) same++;
+    }
+    const base = (r * S! + S! - 1) * V!;
+    let [dot, na, nb] = [0, 0, 0];
+    for (let v = 0; v < V!; v++) {
+      dot += a[base + v]! * b[base + v]!;
+      na += a[base + v]! ** 2;
+      nb += b[base + v]! ** 2;
+    }
+    cosine = Math.min(cosine, dot / Math.sqrt(na * nb));
+  }
+  return { cosine, top1: same / positions };
+}
