@@ -240,6 +240,26 @@ describe('vlmkit run on a terminal, and the demo', () => {
     expect(text).not.toMatch(/"type":"progress"/);
   });
 
+  it("run --video on a family without video support is refused before the load, by the spec's flag", async () => {
+    let text = '';
+    let stdout = '';
+    const argv = ['run', '--model', join(FIXTURE_DIR, 'granite-tiny'), '--video', FRAMES, '--prompt', 'x', '--json'];
+    const code = await main(
+      argv,
+      (s) => {
+        stdout += s;
+      },
+      {
+        err: (s) => {
+          text += s;
+        },
+      },
+    );
+    expect(code).toBe(2);
+    expect(text).toMatch(/^vlmkit: --video: Granite 4 Vision takes images only, not videos/);
+    expect(stdout).not.toMatch(/"type":"progress"/);
+  });
+
   it('--video with a .safetensors lacking uint8 frames [N, H, W, 3] is a usage error', async () => {
     let text = '';
     const argv = ['preprocess', '--model', join(FIXTURE_DIR, 'ernie-tiny'), '--prompt', 'x', '--out', join(tmpdir(), 'x.safetensors')];

@@ -123,8 +123,9 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
   const { messages, processor } = await Promise.race([
     (async () => {
       await assertMedia(o);
-      const m = await userMessage(o);
       const family = await familyAt(o.model);
+      if (o.video !== undefined && !family.supports.video) throw new UsageError(`--video: ${family.name} takes images only, not videos`);
+      const m = await userMessage(o);
       return { messages: m, processor: await Processor.fromPretrained(o.model, family.processor) };
     })(),
     interrupted,

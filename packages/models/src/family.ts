@@ -52,6 +52,7 @@ export interface FamilyCheckpoint<Config extends FamilyConfig, Weights extends F
   readonly supports: {
     /** LoRA adapters merged into the decoder at load (and export, and checked by inspect). */
     readonly adapter: boolean;
+    /** Videos as input (its processor's `video`). */
     readonly video: boolean;
   };
   /** The processor's rules (@vlmkit/processors): the model's `processor()` uses them. */

@@ -44,7 +44,7 @@ export interface ModelChatOptions extends ChatOptions {
 
 /** What a family's load tells its model besides the sessions. */
 export interface ModelOrigin {
-  /** The checkpoint directory (absolute): the processor is read from it. */
+  /** The checkpoint directory as the caller named it: the processor is read from it (its errors name it so). */
   readonly dir: string;
   readonly modelType: string;
   /** The family's processor rules (`ModelFamily.processor`). */

@@ -20,7 +20,7 @@ export interface ErnieWeights {
 export const ERNIE_CHECKPOINT: FamilyCheckpoint<Ernie45VLConfig, ErnieWeights> = {
   name: 'ERNIE-4.5-VL',
   modelTypes: ['ernie4_5_vl_moe', 'ernie4_5_moe_vl'],
-  supports: { adapter: false, video: true },
+  supports: { adapter: false, video: ERNIE_PROCESSOR.video },
   processor: ERNIE_PROCESSOR,
   cacheName: 'ernie',
   config: (json, generation, { reference }) => ernie45VLConfig(json, reference ?? 'vllm', generation),

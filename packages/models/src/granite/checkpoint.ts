@@ -21,7 +21,7 @@ export interface GraniteWeights {
 export const GRANITE_CHECKPOINT: FamilyCheckpoint<Granite4VisionConfig, GraniteWeights> = {
   name: 'Granite 4 Vision',
   modelTypes: ['granite4_vision'],
-  supports: { adapter: true, video: false },
+  supports: { adapter: true, video: GRANITE_PROCESSOR.video },
   processor: GRANITE_PROCESSOR,
   cacheName: 'granite',
   config: (json, generation) => granite4VisionConfig(json, generation),
