@@ -2,10 +2,12 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   DECODE_LOOPS,
+  FAMILIES,
   FIXTURE_DIR,
   LOAD_OPTIONS,
   type LoadOptions,
   ModelError,
+  type ModelFamily,
   type ModelGenerateOptions,
   PROFILE_NAMES,
   PROFILES,
@@ -21,6 +23,13 @@ import { inspectCommand } from './inspect-command.js';
 import { Interrupted, untilAborted } from './interrupt.js';
 import { readPrompt } from './prompt-input.js';
 import { preprocessCommand, runCommand } from './run.js';
+
+/** The names of the registered families that `has`, for the usage text. */
+function familyNames(has: (f: ModelFamily) => boolean): string {
+  return FAMILIES.filter(has)
+    .map((f) => f.name)
+    .join(', ');
+}
 
 /** Each command's line in the usage text; `vlmkit <command> --help` prints its own with the common options. */
 const COMMANDS: Record<string, string> = {
@@ -102,11 +111,11 @@ beside it, then renamed over it. --image, --video and --inputs must be regular f
 --video PATH: a video file, decoded as HF's PyAV backend does by the optional dependency node-av (FFmpeg, prebuilt;
 'npm install node-av'), or already decoded frames: a .safetensors with 'frames' uint8 [N, H, W, 3] and the frame rate
 as metadata 'fps' (as test-fixtures/processors/video/frames.safetensors). Frames are sampled as the model's video
-processor samples them (video_preprocessor_config.json). ERNIE-4.5-VL only.
+processor samples them (video_preprocessor_config.json). Models that take videos: ${familyNames((f) => f.supports.video)}.
 
-IN holds the HF forward kwargs by their HF names (ERNIE: input_ids, attention_mask, pixel_values, image_grid_thw,
-pixel_values_videos, video_grid_thw, moe_mm_token_type_ids; Granite: input_ids, attention_mask, pixel_values,
-image_sizes, position_ids). The model type comes from config.json (supported: ${supportedModelTypes().join(', ')}).
+The model type comes from config.json (supported: ${supportedModelTypes().join(', ')}). IN holds the HF forward kwargs
+by their HF names:
+${FAMILIES.map((f) => `  ${f.name}: ${f.inputNames.join(', ')}`).join('\n')}
 `;
 
 const USAGE = `usage: vlmkit <command> [options]

@@ -86,6 +86,8 @@ export interface ModelFamily<
   Weights extends FamilyWeights = FamilyWeights,
   Model extends PretrainedModel = PretrainedModel,
 > extends FamilyCheckpoint<Config, Weights> {
+  /** The HF forward kwargs the model reads, by name (`forwardNamed`, `generate`; others are refused). */
+  readonly inputNames: readonly string[];
   /** The names `forwardNamed` writes its outputs under (a function for an indexed family of outputs). */
   readonly forwardOutputs: Readonly<Record<string, string | ((k: number) => string)>>;
   /** The export manifest's host-side rules: under `key`, what a port computes on the host and how. */

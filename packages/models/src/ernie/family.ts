@@ -5,12 +5,13 @@ import type { ModelFamily } from '../family.js';
 import { ERNIE_CHECKPOINT, type ErnieWeights } from './checkpoint.js';
 import { type Ernie45VLConfig, ernie45VLConfig } from './config.js';
 import { ernieManifestRules } from './manifest.js';
-import { ERNIE_FORWARD_OUTPUTS, Ernie45VL } from './model.js';
+import { ERNIE_FORWARD_OUTPUTS, ERNIE_INPUT_NAMES, Ernie45VL } from './model.js';
 import { ernie28b } from './published-config.js';
 import { ernieComponents } from './weights.js';
 
 export const ernie45VL: ModelFamily<Ernie45VLConfig, ErnieWeights, Ernie45VL> = {
   ...ERNIE_CHECKPOINT,
+  inputNames: ERNIE_INPUT_NAMES,
   forwardOutputs: ERNIE_FORWARD_OUTPUTS,
   manifest: { key: 'ernie', rules: ernieManifestRules },
   parameterDocs: () => {

@@ -5,12 +5,13 @@ import type { ModelFamily } from '../family.js';
 import { GRANITE_CHECKPOINT, type GraniteWeights } from './checkpoint.js';
 import { type Granite4VisionConfig, granite4VisionConfig } from './config.js';
 import { graniteManifestRules } from './manifest.js';
-import { GRANITE_FORWARD_OUTPUTS, Granite4Vision } from './model.js';
+import { GRANITE_FORWARD_OUTPUTS, GRANITE_INPUT_NAMES, Granite4Vision } from './model.js';
 import { granite3b } from './published-config.js';
 import { graniteComponents } from './weights.js';
 
 export const granite4Vision: ModelFamily<Granite4VisionConfig, GraniteWeights, Granite4Vision> = {
   ...GRANITE_CHECKPOINT,
+  inputNames: GRANITE_INPUT_NAMES,
   forwardOutputs: GRANITE_FORWARD_OUTPUTS,
   manifest: { key: 'granite', rules: graniteManifestRules },
   parameterDocs: () => {
