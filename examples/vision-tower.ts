@@ -10,10 +10,10 @@ import { decodeImage, ernieImageProcessorConfig, processErnieImages } from '@vlm
 import { Checkpoint } from '@vlmkit/safetensors';
 import {
   buildErnieVisionTowerModel,
-  ERNIE_VISION_TOWER_IO,
+  ERNIE_VISION_TOWER_INPUTS,
+  ERNIE_VISION_TOWER_OUTPUTS,
   ErnieVisionConfig,
   ernieVisionInputs,
-  ernieVisionTowerFeeds,
   expectedErnieVisionParameters,
 } from '@vlmkit/vision-tower';
 import { mapErnie45VL } from '@vlmkit/weight-mapper';
@@ -45,13 +45,13 @@ await ckpt.close();
 
 // 4. Per-patch 2D rotary tables and frame ids from the grid, then one run.
 const x = ernieVisionInputs(grids, config);
-const feeds = ernieVisionTowerFeeds<ort.Tensor>({
-  pixelValues: new ort.Tensor('float32', images.pixelValues, [...images.pixelValuesShape]),
-  rotaryCos: new ort.Tensor('float32', x.rotaryCos, x.rotaryShape),
-  rotarySin: new ort.Tensor('float32', x.rotarySin, x.rotaryShape),
-  segmentIds: new ort.Tensor('int32', x.segmentIds, [x.numPatches]),
+const feeds = ERNIE_VISION_TOWER_INPUTS.feeds<ort.Tensor>({
+  pixel_values: new ort.Tensor('float32', images.pixelValues, [...images.pixelValuesShape]),
+  rotary_cos: new ort.Tensor('float32', x.rotaryCos, x.rotaryShape),
+  rotary_sin: new ort.Tensor('float32', x.rotarySin, x.rotaryShape),
+  segment_ids: new ort.Tensor('int32', x.segmentIds, [x.numPatches]),
 });
-const hidden = (await session.run(feeds))[ERNIE_VISION_TOWER_IO.visionHidden]!;
+const hidden = (await session.run(feeds))[ERNIE_VISION_TOWER_OUTPUTS.names.vision_hidden]!;
 const values = hidden.data as Float32Array;
 
 console.log(`image ${imagePath}: grid_thw [${grids[0]!.join(', ')}], pixel_values [${images.pixelValuesShape.join(', ')}]`);

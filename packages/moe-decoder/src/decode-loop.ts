@@ -10,6 +10,7 @@ import {
   type ContractEntry,
   contract,
   declareInputs,
+  declareTensors,
   Graph,
   type QuantizeRequest,
   tensorSpecs,
@@ -141,7 +142,11 @@ export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLo
   const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd } = spec;
   // The loop's order: ids, mask, the model's inputs, the cache (the decoder contract's own order may differ).
   const stepInputs = tensorSpecs(spec.contract, { ...spec.binding, dtypes: { kv_cache: kvCacheDType(g.computeDtype) } } as Binding<S>);
-  const declare = (keys: (k: string) => boolean) => stepInputs.filter((t) => keys(t.key)).map((t) => g.input(t.name, t.dtype, t.dims));
+  const declare = (keys: (k: string) => boolean) =>
+    declareTensors(
+      g,
+      stepInputs.filter((t) => keys(t.key)),
+    );
   const [inputIds, attentionMask] = [declare((k) => k === 'input_ids')[0]!, declare((k) => k === 'attention_mask')[0]!];
   const modelInputs = declare((k) => !LOOP_OWN.includes(k));
   const cache = declare((k) => k === 'past_key_values');

@@ -108,6 +108,12 @@ export function contract<const S extends Schema>(schema: S): Contract<S> {
   return c;
 }
 
+/** `entry` without `optional`: for a graph that always declares what another graph may leave out. */
+export function required<const E extends ContractEntry>(entry: E): readonly [E[0], E[1], Omit<Opts<E>, 'optional'>] {
+  const { optional: _, ...rest } = entry[2] ?? {};
+  return [entry[0], entry[1], rest as Omit<Opts<E>, 'optional'>] as const;
+}
+
 function fill(template: string, i: number, part: string | undefined): string {
   return template.replace('{i}', String(i)).replace('{part}', part ?? '');
 }
@@ -185,6 +191,23 @@ function bindDType(key: string, dt: DType | DTypeVar, dtypes: Binding['dtypes'])
   return chosen;
 }
 
+const DECLARED = new WeakMap<Graph, TensorSpec[]>();
+
+/** Declares `specs` as `g`'s inputs (`g.input`, in order) and records them for `declaredTensors`. */
+export function declareTensors(g: Graph, specs: readonly TensorSpec[]): Value[] {
+  const list = DECLARED.get(g) ?? [];
+  DECLARED.set(g, list);
+  return specs.map((s) => {
+    list.push(s);
+    return g.input(s.name, s.dtype, s.dims);
+  });
+}
+
+/** The inputs contracts declared on `g` (`declareInputs`, `declareTensors`), in order, with their docs: a manifest's inputs. */
+export function declaredTensors(g: Graph): readonly TensorSpec[] {
+  return DECLARED.get(g) ?? [];
+}
+
 /**
  * Declares the contract's tensors as `g`'s inputs (`g.input`, in schema order) and returns them by key:
  * one Value, an array for a counted entry (of `{ [part]: Value }` with parts), undefined for an optional
@@ -193,19 +216,19 @@ function bindDType(key: string, dt: DType | DTypeVar, dtypes: Binding['dtypes'])
 export function declareInputs<S extends Schema>(g: Graph, c: Contract<S>, binding: Binding<S> = {}): DeclaredInputs<S> {
   const out: Record<string, unknown> = {};
   const specs = tensorSpecs(c, binding);
+  const values = declareTensors(g, specs);
   for (const [key, [, , o = {}]] of Object.entries(c.schema)) {
-    const mine = specs.filter((s) => s.key === key);
+    const mine = values.filter((_, i) => specs[i]!.key === key);
     if (o.each === undefined) {
-      out[key] = mine[0] && g.input(mine[0].name, mine[0].dtype, mine[0].dims);
+      out[key] = mine[0];
       continue;
     }
-    const values = mine.map((s) => g.input(s.name, s.dtype, s.dims));
     const parts = o.parts;
     out[key] =
       parts === undefined
-        ? values
-        : Array.from({ length: values.length / parts.length }, (_, i) =>
-            Object.fromEntries(parts.map((p, j) => [p, values[i * parts.length + j]])),
+        ? mine
+        : Array.from({ length: mine.length / parts.length }, (_, i) =>
+            Object.fromEntries(parts.map((p, j) => [p, mine[i * parts.length + j]])),
           );
   }
   return out as DeclaredInputs<S>;

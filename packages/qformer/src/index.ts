@@ -7,6 +7,7 @@ export {
   type Blip2QFormerOutputs,
   buildBlip2QFormer,
   buildBlip2QFormerModel,
+  QFORMER_INPUTS,
   QFORMER_IO,
 } from './qformer.js';
 export {
@@ -30,6 +31,7 @@ export {
   buildWindowQFormerDownsampler,
   buildWindowQFormerDownsamplerModel,
   type DownsampleMode,
+  WINDOW_QFORMER_INPUTS,
   WINDOW_QFORMER_IO,
   type WindowQFormerInputs,
   type WindowQFormerOptions,

@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { QFormerError } from './errors.js';
 import { type Blip2QFormerConfig, validateQFormerConfig } from './qformer-config.js';
 
@@ -53,10 +53,16 @@ export function buildBlip2QFormer(
   });
 }
 
-/** Names of the standalone model's inputs and output. */
+/** The standalone model's inputs; `hidden` and `encoder_hidden` are bound from the config. */
+export const QFORMER_INPUTS = contract({
+  query_embeds: ['float32', ['batch', 'num_queries', 'hidden']],
+  encoder_hidden_states: ['float32', ['batch', 'encoder_len', 'encoder_hidden']],
+});
+
+/** Names of the standalone model's inputs (`QFORMER_INPUTS`) and output. */
 export const QFORMER_IO = {
-  queryEmbeds: 'query_embeds',
-  encoderHiddenStates: 'encoder_hidden_states',
+  queryEmbeds: QFORMER_INPUTS.names.query_embeds,
+  encoderHiddenStates: QFORMER_INPUTS.names.encoder_hidden_states,
   hidden: 'last_hidden_state',
 } as const;
 
@@ -68,8 +74,9 @@ export const QFORMER_IO = {
 export function buildBlip2QFormerModel(weights: Weights, config: Blip2QFormerConfig, options: Blip2QFormerOptions = {}): Graph {
   const cfg = validateQFormerConfig(config);
   const g = new Graph({ name: 'blip2_qformer', computeDtype: options.computeDtype });
-  const queryEmbeds = g.input(QFORMER_IO.queryEmbeds, 'float32', ['batch', 'num_queries', cfg.hiddenSize]);
-  const encoderHiddenStates = g.input(QFORMER_IO.encoderHiddenStates, 'float32', ['batch', 'encoder_len', cfg.encoderHiddenSize]);
+  const { query_embeds: queryEmbeds, encoder_hidden_states: encoderHiddenStates } = declareInputs(g, QFORMER_INPUTS, {
+    sizes: { hidden: cfg.hiddenSize, encoder_hidden: cfg.encoderHiddenSize },
+  });
   const { hidden } = buildBlip2QFormer(g, weights, cfg, { queryEmbeds, encoderHiddenStates }, options);
   g.output(g.cast(hidden, 'float32'), QFORMER_IO.hidden, ['batch', 'num_queries', cfg.hiddenSize]);
   return g;

@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { interpolateDownsample, spatialOffsetDownsample } from './downsample.js';
 import { QFormerError } from './errors.js';
 import { buildBlip2QFormer } from './qformer.js';
@@ -81,8 +81,11 @@ export function buildWindowQFormerDownsampler(
   });
 }
 
-/** Names of the standalone model's input and output. */
-export const WINDOW_QFORMER_IO = { features: 'features', projected: 'projected' } as const;
+/** The standalone model's input: one tile's s*s vision features; `window_tokens` and `vision_hidden` are bound from the config. */
+export const WINDOW_QFORMER_INPUTS = contract({ features: ['float32', ['num_tiles', 'window_tokens', 'vision_hidden']] });
+
+/** Names of the standalone model's input (`WINDOW_QFORMER_INPUTS`) and output. */
+export const WINDOW_QFORMER_IO = { features: WINDOW_QFORMER_INPUTS.names.features, projected: 'projected' } as const;
 
 /**
  * One downsampler alone as a complete graph: input `features` float32
@@ -92,7 +95,9 @@ export const WINDOW_QFORMER_IO = { features: 'features', projected: 'projected' 
 export function buildWindowQFormerDownsamplerModel(weights: Weights, config: WindowQFormerConfig, options: WindowQFormerOptions): Graph {
   const cfg = validateWindowQFormerConfig(config);
   const g = new Graph({ name: 'window_qformer_downsampler', computeDtype: options.computeDtype });
-  const features = g.input(WINDOW_QFORMER_IO.features, 'float32', ['num_tiles', cfg.imageSide ** 2, cfg.visionHiddenSize]);
+  const { features } = declareInputs(g, WINDOW_QFORMER_INPUTS, {
+    sizes: { window_tokens: cfg.imageSide ** 2, vision_hidden: cfg.visionHiddenSize },
+  });
   const { projected } = buildWindowQFormerDownsampler(g, weights, cfg, { features }, options);
   g.output(g.cast(projected, 'float32'), WINDOW_QFORMER_IO.projected, ['num_tiles', windowGeometry(cfg).tokensPerTile, cfg.textHiddenSize]);
   return g;

@@ -10,5 +10,7 @@ export {
   type ErnieResamplerInputs,
   type ErnieResamplerOptions,
   type ErnieResamplerOutputs,
+  RESAMPLER_INPUTS,
   RESAMPLER_IO,
+  RESAMPLER_OUTPUTS,
 } from './resampler.js';

@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 
@@ -52,12 +52,25 @@ export function buildErnieResampler(
   });
 }
 
-/** Names of the standalone model's inputs and output. */
+/**
+ * The standalone model's inputs: `first_slice` / `second_slice` (`resamplerInputs`) only with temporal conv;
+ * `vision_hidden_size` is bound from the config.
+ */
+export const RESAMPLER_INPUTS = contract({
+  vision_hidden: ['float32', ['num_patches', 'vision_hidden_size'], { doc: 'the vision tower output' }],
+  first_slice: ['int64', ['num_tokens'], { optional: true, doc: 'per merged token, its row of the first frame of its pair' }],
+  second_slice: ['int64', ['num_tokens'], { optional: true, doc: 'per merged token, its row of the second frame of its pair' }],
+});
+
+/** The standalone model's output: `embeds` [num_tokens, D] float32. */
+export const RESAMPLER_OUTPUTS = contract({ embeds: ['float32', ['num_tokens', 'hidden']] });
+
+/** Names of the standalone model's inputs and output (`RESAMPLER_INPUTS`, `RESAMPLER_OUTPUTS`). */
 export const RESAMPLER_IO = {
-  visionHidden: 'vision_hidden',
-  firstSlice: 'first_slice',
-  secondSlice: 'second_slice',
-  embeds: 'embeds',
+  visionHidden: RESAMPLER_INPUTS.names.vision_hidden,
+  firstSlice: RESAMPLER_INPUTS.names.first_slice,
+  secondSlice: RESAMPLER_INPUTS.names.second_slice,
+  embeds: RESAMPLER_OUTPUTS.names.embeds,
 } as const;
 
 /**
@@ -72,13 +85,12 @@ export function buildErnieResamplerModel(
 ): Graph {
   const cfg = validateResamplerConfig(config);
   const g = new Graph({ name: 'ernie_resampler', computeDtype: options.computeDtype });
-  const visionHidden = g.input(RESAMPLER_IO.visionHidden, 'float32', ['num_patches', cfg.visionHiddenSize]);
-  const slices = cfg.useTemporalConv
-    ? {
-        firstSlice: g.input(RESAMPLER_IO.firstSlice, 'int64', ['num_tokens']),
-        secondSlice: g.input(RESAMPLER_IO.secondSlice, 'int64', ['num_tokens']),
-      }
-    : {};
+  const x = declareInputs(g, RESAMPLER_INPUTS, {
+    sizes: { vision_hidden_size: cfg.visionHiddenSize },
+    include: { first_slice: cfg.useTemporalConv, second_slice: cfg.useTemporalConv },
+  });
+  const visionHidden = x.vision_hidden;
+  const slices = x.first_slice && x.second_slice ? { firstSlice: x.first_slice, secondSlice: x.second_slice } : {};
   const { embeds } = buildErnieResampler(g, weights, cfg, { visionHidden, ...slices }, options);
   g.output(g.cast(embeds, 'float32'), RESAMPLER_IO.embeds, [cfg.useTemporalConv ? 'num_tokens' : 'num_merged', cfg.textHiddenSize]);
   return g;

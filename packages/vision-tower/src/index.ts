@@ -16,12 +16,13 @@ export {
   buildErnieVisionTower,
   buildErnieVisionTowerModel,
   DEFAULT_ATTENTION_OP,
-  ERNIE_VISION_TOWER_IO,
+  ERNIE_VISION_TOWER_INPUTS,
+  ERNIE_VISION_TOWER_OUTPUTS,
   type ErnieVisionBuildOptions,
   type ErnieVisionTowerFeeds,
   type ErnieVisionTowerInputs,
   type ErnieVisionTowerOutputs,
-  ernieVisionTowerFeeds,
+  ernieVisionTowerSizes,
   patchEmbed,
 } from './ernie/vision-transformer.js';
 export { VisionTowerError, type VisionTowerErrorCode } from './errors.js';
@@ -32,6 +33,7 @@ export { expectedSiglipVisionParameters } from './siglip/parameters.js';
 export {
   buildSiglipVisionTower,
   buildSiglipVisionTowerModel,
+  SIGLIP_VISION_TOWER_INPUTS,
   SIGLIP_VISION_TOWER_IO,
   type SiglipVisionBuildOptions,
   type SiglipVisionTowerOutputs,

@@ -1,33 +1,48 @@
-import { Graph, type Weights } from '@vlmkit/onnx-graph';
-import { buildErnieResampler, type GridThw, RESAMPLER_IO, resamplerInputs } from '@vlmkit/resampler';
+import { contract, declareInputs, type Feeds, Graph, required, type Weights } from '@vlmkit/onnx-graph';
+import { buildErnieResampler, type GridThw, RESAMPLER_INPUTS, RESAMPLER_OUTPUTS, resamplerInputs } from '@vlmkit/resampler';
 import { float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import {
   buildErnieVisionTower,
-  ERNIE_VISION_TOWER_IO,
-  ernieVisionHeadDim,
+  ERNIE_VISION_TOWER_INPUTS,
+  ERNIE_VISION_TOWER_OUTPUTS,
   ernieVisionInputs,
-  ernieVisionTowerFeeds,
+  ernieVisionTowerSizes,
 } from '@vlmkit/vision-tower';
 import type { VisionBuild } from '../model-load.js';
 import type { Ernie45VLConfig } from './config.js';
 
-/** Input and output names of the ERNIE vision encoder session: the tower's inputs, the resampler's slices, both outputs. */
-export const ERNIE_VISION_ENCODER_IO = {
-  pixelValues: ERNIE_VISION_TOWER_IO.pixelValues,
-  rotaryCos: ERNIE_VISION_TOWER_IO.rotaryCos,
-  rotarySin: ERNIE_VISION_TOWER_IO.rotarySin,
-  segmentIds: ERNIE_VISION_TOWER_IO.segmentIds,
-  firstSlice: RESAMPLER_IO.firstSlice,
-  secondSlice: RESAMPLER_IO.secondSlice,
-  visionHidden: ERNIE_VISION_TOWER_IO.visionHidden,
-  embeds: RESAMPLER_IO.embeds,
-} as const;
+/**
+ * The vision encoder session's inputs: the tower's (`ERNIE_VISION_TOWER_INPUTS`), then the resampler's
+ * slices, declared whether or not the config slices temporally (the resampler reads them only then).
+ */
+export const ERNIE_VISION_ENCODER_INPUTS = contract({
+  ...ERNIE_VISION_TOWER_INPUTS.schema,
+  first_slice: required(RESAMPLER_INPUTS.schema.first_slice),
+  second_slice: required(RESAMPLER_INPUTS.schema.second_slice),
+});
+
+/** Its outputs: the tower's last hidden state and the resampler's embeddings. */
+export const ERNIE_VISION_ENCODER_OUTPUTS = contract({ ...ERNIE_VISION_TOWER_OUTPUTS.schema, ...RESAMPLER_OUTPUTS.schema });
 
 /** The vision encoder's feeds by input name. */
-export type ErnieVisionEncoderFeeds = Record<
-  (typeof ERNIE_VISION_ENCODER_IO)['pixelValues' | 'rotaryCos' | 'rotarySin' | 'segmentIds' | 'firstSlice' | 'secondSlice'],
-  HostTensor
->;
+export type ErnieVisionEncoderFeeds = Feeds<typeof ERNIE_VISION_ENCODER_INPUTS.schema, HostTensor>;
+
+const I = ERNIE_VISION_ENCODER_INPUTS.names;
+const O = ERNIE_VISION_ENCODER_OUTPUTS.names;
+/**
+ * Input and output names of the session, from its contracts.
+ * @deprecated Use `ERNIE_VISION_ENCODER_INPUTS.names` and `ERNIE_VISION_ENCODER_OUTPUTS.names`.
+ */
+export const ERNIE_VISION_ENCODER_IO = {
+  pixelValues: I.pixel_values,
+  rotaryCos: I.rotary_cos,
+  rotarySin: I.rotary_sin,
+  segmentIds: I.segment_ids,
+  firstSlice: I.first_slice,
+  secondSlice: I.second_slice,
+  visionHidden: O.vision_hidden,
+  embeds: O.embeds,
+} as const;
 
 /**
  * The vision encoder session: tower then resampler, one graph.
@@ -44,18 +59,20 @@ export function buildErnieVisionEncoder(
 ): Graph {
   const g = new Graph({ name: 'ernie_vision_encoder', computeDtype: build.computeDtype ?? 'float32', quantize: build.quantize });
   const v = config.vision;
-  const half = ernieVisionHeadDim(v) / 2;
-  const io = ERNIE_VISION_ENCODER_IO;
-  const pixelValues = g.input(io.pixelValues, 'float32', ['num_patches', v.inChannels * v.patchSize ** 2]);
-  const rotaryCos = g.input(io.rotaryCos, 'float32', ['num_patches', half]);
-  const rotarySin = g.input(io.rotarySin, 'float32', ['num_patches', half]);
-  const segmentIds = g.input(io.segmentIds, 'int32', ['num_patches']);
-  const firstSlice = g.input(io.firstSlice, 'int64', ['num_tokens']);
-  const secondSlice = g.input(io.secondSlice, 'int64', ['num_tokens']);
-  const { hidden } = buildErnieVisionTower(g, vision, v, { pixelValues, rotaryCos, rotarySin, segmentIds });
-  const { embeds } = buildErnieResampler(g, resampler, config.resampler, { visionHidden: hidden, firstSlice, secondSlice });
-  g.output(g.cast(hidden, 'float32'), io.visionHidden);
-  g.output(g.cast(embeds, 'float32'), io.embeds);
+  const x = declareInputs(g, ERNIE_VISION_ENCODER_INPUTS, { sizes: ernieVisionTowerSizes(v) });
+  const { hidden } = buildErnieVisionTower(g, vision, v, {
+    pixelValues: x.pixel_values,
+    rotaryCos: x.rotary_cos,
+    rotarySin: x.rotary_sin,
+    segmentIds: x.segment_ids,
+  });
+  const { embeds } = buildErnieResampler(g, resampler, config.resampler, {
+    visionHidden: hidden,
+    firstSlice: x.first_slice,
+    secondSlice: x.second_slice,
+  });
+  g.output(g.cast(hidden, 'float32'), O.vision_hidden);
+  g.output(g.cast(embeds, 'float32'), O.embeds);
   return g;
 }
 
@@ -68,14 +85,12 @@ export function ernieVisionEncoderFeeds(
   const v = ernieVisionInputs(grids, config.vision);
   const r = resamplerInputs(grids, config.resampler);
   const patchDim = config.vision.inChannels * config.vision.patchSize ** 2;
-  return {
-    ...ernieVisionTowerFeeds<HostTensor>({
-      pixelValues: float32(pixelValues, [v.numPatches, patchDim]),
-      rotaryCos: float32(v.rotaryCos, v.rotaryShape),
-      rotarySin: float32(v.rotarySin, v.rotaryShape),
-      segmentIds: hostTensor('int32', v.segmentIds, [v.numPatches]),
-    }),
-    [ERNIE_VISION_ENCODER_IO.firstSlice]: int64(r.firstSlice, [r.numTokens]),
-    [ERNIE_VISION_ENCODER_IO.secondSlice]: int64(r.secondSlice, [r.numTokens]),
-  };
+  return ERNIE_VISION_ENCODER_INPUTS.feeds<HostTensor>({
+    pixel_values: float32(pixelValues, [v.numPatches, patchDim]),
+    rotary_cos: float32(v.rotaryCos, v.rotaryShape),
+    rotary_sin: float32(v.rotarySin, v.rotaryShape),
+    segment_ids: hostTensor('int32', v.segmentIds, [v.numPatches]),
+    first_slice: int64(r.firstSlice, [r.numTokens]),
+    second_slice: int64(r.secondSlice, [r.numTokens]),
+  });
 }

@@ -1,23 +1,35 @@
-import { GRANITE_DECODER_IO } from '@vlmkit/moe-decoder';
-import { Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { GRANITE_DECODER_INPUTS } from '@vlmkit/moe-decoder';
+import { contract, declareInputs, type Feeds, Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
-import { buildSiglipVisionTower, SIGLIP_VISION_TOWER_IO } from '@vlmkit/vision-tower';
+import { buildSiglipVisionTower } from '@vlmkit/vision-tower';
 import { ModelError } from '../errors.js';
 import { pixelsFor } from '../inputs-check.js';
 import type { VisionBuild } from '../model-load.js';
 import { type PackPlan, packPlan, type Size } from './anyres.js';
 import type { Granite4VisionConfig } from './config.js';
 
-/** Input and output names of the Granite vision encoder session; level k's output is the decoder's input of that name. */
-export const GRANITE_VISION_ENCODER_IO = {
-  pixelValues: SIGLIP_VISION_TOWER_IO.pixelValues,
-  packIndices: 'pack_indices',
-  deepstack: GRANITE_DECODER_IO.deepstack,
-} as const;
+/** The Granite vision encoder session's inputs; `channels` and `image_size` are bound from the config. */
+export const GRANITE_VISION_ENCODER_INPUTS = contract({
+  pixel_values: ['float32', ['tiles', 'channels', 'image_size', 'image_size'], { doc: 'the real tiles of every image, base tile first' }],
+  pack_indices: ['int64', ['image_tokens'], { doc: 'the rows of the projected tiles (and image_newline) in packing order (`packPlan`)' }],
+});
+
+/** Its outputs: level k's packed features, named as the decoder input they are fed to. */
+export const GRANITE_VISION_ENCODER_OUTPUTS = contract({ deepstack: GRANITE_DECODER_INPUTS.schema.deepstack });
 
 /** The vision encoder's feeds by input name. */
-export type GraniteVisionEncoderFeeds = Record<(typeof GRANITE_VISION_ENCODER_IO)['pixelValues' | 'packIndices'], HostTensor>;
+export type GraniteVisionEncoderFeeds = Feeds<typeof GRANITE_VISION_ENCODER_INPUTS.schema, HostTensor>;
+
+/**
+ * Input and output names of the session, from its contracts.
+ * @deprecated Use `GRANITE_VISION_ENCODER_INPUTS.names` and `GRANITE_VISION_ENCODER_OUTPUTS.names`.
+ */
+export const GRANITE_VISION_ENCODER_IO = {
+  pixelValues: GRANITE_VISION_ENCODER_INPUTS.names.pixel_values,
+  packIndices: GRANITE_VISION_ENCODER_INPUTS.names.pack_indices,
+  deepstack: GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack,
+} as const;
 
 /**
  * The Granite vision encoder session: SigLIP (every hidden state), the
@@ -35,9 +47,9 @@ export function buildGraniteVisionEncoder(
 ): Graph {
   const g = new Graph({ name: 'granite_vision_encoder', computeDtype: build.computeDtype ?? 'float32', quantize: build.quantize });
   const v = config.vision;
-  const io = GRANITE_VISION_ENCODER_IO;
-  const pixelValues = g.input(io.pixelValues, 'float32', ['tiles', v.numChannels, v.imageSize, v.imageSize]);
-  const packIndices = g.input(io.packIndices, 'int64', ['image_tokens']);
+  const { pixel_values: pixelValues, pack_indices: packIndices } = declareInputs(g, GRANITE_VISION_ENCODER_INPUTS, {
+    sizes: { channels: v.numChannels, image_size: v.imageSize },
+  });
   const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
   const D = config.projector.textHiddenSize;
   // The newline row joins the projected features, in the compute dtype (cast like every weight).
@@ -65,7 +77,7 @@ export function buildGraniteVisionEncoder(
     const table = newline ? g.concat([rows, newline], 0) : rows;
     g.output(
       g.scope(`pack.${level.k}`, () => g.cast(g.gather(table, packIndices, 0), 'float32')),
-      io.deepstack(level.k),
+      GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack(level.k),
     );
   }
   return g;
@@ -111,10 +123,10 @@ export function graniteVisionEncoderFeeds(
     );
   }
   return {
-    feeds: {
-      [GRANITE_VISION_ENCODER_IO.pixelValues]: float32(out, [total, C, S, S]),
-      [GRANITE_VISION_ENCODER_IO.packIndices]: int64(plan.indices, [plan.indices.length]),
-    },
+    feeds: GRANITE_VISION_ENCODER_INPUTS.feeds<HostTensor>({
+      pixel_values: float32(out, [total, C, S, S]),
+      pack_indices: int64(plan.indices, [plan.indices.length]),
+    }),
     plan,
   };
 }

@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, contract, declareInputs, type Feeds, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import { blockDiagonalMask } from './attention-mask.js';
@@ -77,23 +77,27 @@ export function buildErnieVisionTower(
   });
 }
 
-/** Input and output names of `buildErnieVisionTowerModel`'s graph. */
-export const ERNIE_VISION_TOWER_IO = {
-  pixelValues: 'pixel_values',
-  rotaryCos: 'rotary_cos',
-  rotarySin: 'rotary_sin',
-  segmentIds: 'segment_ids',
-  visionHidden: 'vision_hidden',
-} as const;
+/**
+ * The tower's inputs (all from `ernieVisionInputs`), as the standalone model and the ERNIE vision encoder
+ * declare them; `ernieVisionTowerSizes(config)` binds `patch_dim` and `half_head_dim`.
+ */
+export const ERNIE_VISION_TOWER_INPUTS = contract({
+  pixel_values: ['float32', ['num_patches', 'patch_dim'], { doc: 'the flattened patches, C*p*p each' }],
+  rotary_cos: ['float32', ['num_patches', 'half_head_dim'], { doc: 'per-patch 2D rotary cos table (`ernieVisionInputs`)' }],
+  rotary_sin: ['float32', ['num_patches', 'half_head_dim'], { doc: 'per-patch 2D rotary sin table (`ernieVisionInputs`)' }],
+  segment_ids: ['int32', ['num_patches'], { doc: 'index of the frame each patch belongs to' }],
+});
 
-/** The tower's feeds by input name, as tensors of the caller's type (this package does not import onnxruntime). */
-export type ErnieVisionTowerFeeds<T> = Record<(typeof ERNIE_VISION_TOWER_IO)['pixelValues' | 'rotaryCos' | 'rotarySin' | 'segmentIds'], T>;
+/** The standalone tower's output: the last hidden state [Np, Dv]. */
+export const ERNIE_VISION_TOWER_OUTPUTS = contract({ vision_hidden: ['float32', ['num_patches', 'vision_hidden_size']] });
 
-/** Names the tower's feeds: `pixelValues` [Np, C*p*p], rotary tables and segment ids from `ernieVisionInputs`. */
-export function ernieVisionTowerFeeds<T>(x: { pixelValues: T; rotaryCos: T; rotarySin: T; segmentIds: T }): ErnieVisionTowerFeeds<T> {
-  const io = ERNIE_VISION_TOWER_IO;
-  return { [io.pixelValues]: x.pixelValues, [io.rotaryCos]: x.rotaryCos, [io.rotarySin]: x.rotarySin, [io.segmentIds]: x.segmentIds };
+/** The config's sizes of the tower's inputs. */
+export function ernieVisionTowerSizes(config: ErnieVisionConfig): { patch_dim: number; half_head_dim: number } {
+  return { patch_dim: config.inChannels * config.patchSize ** 2, half_head_dim: ernieVisionHeadDim(config) / 2 };
 }
+
+/** The tower's feeds by input name, as tensors of the caller's type (`ERNIE_VISION_TOWER_INPUTS.feeds<T>`). */
+export type ErnieVisionTowerFeeds<T> = Feeds<typeof ERNIE_VISION_TOWER_INPUTS.schema, T>;
 
 /**
  * The tower alone as a complete model. Inputs: `pixel_values` [Np, C*p*p]
@@ -103,16 +107,15 @@ export function ernieVisionTowerFeeds<T>(x: { pixelValues: T; rotaryCos: T; rota
  */
 export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVisionConfig, options: ErnieVisionTowerModelOptions = {}): Graph {
   const g = new Graph({ name: 'ernie_vision_tower', computeDtype: options.computeDtype });
-  const half = ernieVisionHeadDim(config) / 2;
-  const io = ERNIE_VISION_TOWER_IO;
+  const x = declareInputs(g, ERNIE_VISION_TOWER_INPUTS, { sizes: ernieVisionTowerSizes(config) });
   const inputs: ErnieVisionTowerInputs = {
-    pixelValues: g.input(io.pixelValues, 'float32', ['num_patches', config.inChannels * config.patchSize ** 2]),
-    rotaryCos: g.input(io.rotaryCos, 'float32', ['num_patches', half]),
-    rotarySin: g.input(io.rotarySin, 'float32', ['num_patches', half]),
-    segmentIds: g.input(io.segmentIds, 'int32', ['num_patches']),
+    pixelValues: x.pixel_values,
+    rotaryCos: x.rotary_cos,
+    rotarySin: x.rotary_sin,
+    segmentIds: x.segment_ids,
   };
   const { hidden } = buildErnieVisionTower(g, weights, config, inputs, options);
-  g.output(g.cast(hidden, 'float32'), io.visionHidden);
+  g.output(g.cast(hidden, 'float32'), ERNIE_VISION_TOWER_OUTPUTS.names.vision_hidden);
   return g;
 }
 

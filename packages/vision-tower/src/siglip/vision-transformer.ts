@@ -1,4 +1,4 @@
-import { type ComputeDType, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -61,9 +61,12 @@ export function buildSiglipVisionTower(
   });
 }
 
+/** The standalone SigLIP tower's input; `channels` and `image_size` are bound from the config. */
+export const SIGLIP_VISION_TOWER_INPUTS = contract({ pixel_values: ['float32', ['batch', 'channels', 'image_size', 'image_size']] });
+
 /** Input and output names of `buildSiglipVisionTowerModel`'s graph. */
 export const SIGLIP_VISION_TOWER_IO = {
-  pixelValues: 'pixel_values',
+  pixelValues: SIGLIP_VISION_TOWER_INPUTS.names.pixel_values,
   hiddenStates: 'vision_hidden_states',
   postLayerNorm: 'vision_post_layernorm',
 } as const;
@@ -81,7 +84,9 @@ export function buildSiglipVisionTowerModel(
   const g = new Graph({ name: 'siglip_vision_tower', computeDtype: options.computeDtype });
   const s = config.imageSize;
   const io = SIGLIP_VISION_TOWER_IO;
-  const pixelValues = g.input(io.pixelValues, 'float32', ['batch', config.numChannels, s, s]);
+  const { pixel_values: pixelValues } = declareInputs(g, SIGLIP_VISION_TOWER_INPUTS, {
+    sizes: { channels: config.numChannels, image_size: s },
+  });
   const { hiddenStates, pooled } = buildSiglipVisionTower(g, weights, config, { pixelValues }, options);
   g.output(
     g.cast(

@@ -1,6 +1,6 @@
 import { type Graph, serializeModel } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
-import { ERNIE_VISION_TOWER_IO, ernieVisionTowerFeeds } from '../ernie/vision-transformer.js';
+import { ERNIE_VISION_TOWER_INPUTS, ERNIE_VISION_TOWER_OUTPUTS } from '../ernie/vision-transformer.js';
 
 /** Serialises `g` and opens a CPU session on it. */
 export async function session(g: Graph, opts: { threads?: number } = {}): Promise<ort.InferenceSession> {
@@ -22,14 +22,14 @@ export async function runTower(
 ): Promise<Float32Array> {
   const n = inputs.segmentIds.length;
   const out = await s.run(
-    ernieVisionTowerFeeds<ort.Tensor>({
-      pixelValues: new ort.Tensor('float32', pixelValues, [n, patchDim]),
-      rotaryCos: new ort.Tensor('float32', inputs.rotaryCos, inputs.rotaryShape),
-      rotarySin: new ort.Tensor('float32', inputs.rotarySin, inputs.rotaryShape),
-      segmentIds: new ort.Tensor('int32', inputs.segmentIds, [n]),
+    ERNIE_VISION_TOWER_INPUTS.feeds<ort.Tensor>({
+      pixel_values: new ort.Tensor('float32', pixelValues, [n, patchDim]),
+      rotary_cos: new ort.Tensor('float32', inputs.rotaryCos, inputs.rotaryShape),
+      rotary_sin: new ort.Tensor('float32', inputs.rotarySin, inputs.rotaryShape),
+      segment_ids: new ort.Tensor('int32', inputs.segmentIds, [n]),
     }),
   );
-  return out[ERNIE_VISION_TOWER_IO.visionHidden]!.data as Float32Array;
+  return out[ERNIE_VISION_TOWER_OUTPUTS.names.vision_hidden]!.data as Float32Array;
 }
 
 /** max |a - b| / max |b|: the error relative to the reference's scale. */
