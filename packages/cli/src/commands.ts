@@ -26,7 +26,7 @@ export interface CommonOptions {
   device: DeviceRequest;
   reference: 'vllm' | 'hf';
   cacheDir?: string | undefined;
-  /** A PEFT LoRA adapter directory merged at load (Granite 4 Vision). */
+  /** A PEFT LoRA adapter directory merged at load (families whose spec has `supports.adapter`). */
   adapter?: string | undefined;
   /** The load options of the same names (model-load's `LoadOptions`): quantization, compute dtype, profile. */
   quantize?: LoadOptions['quantize'];

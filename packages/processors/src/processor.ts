@@ -29,9 +29,9 @@ export interface ProcessorCallInputs {
   /** The prompt, with one placeholder per image (video) where it goes: usually `applyChatTemplate`'s output. */
   text: string;
   images?: readonly ImageInput[];
-  /** ERNIE: video files (decoded as HF's PyAV backend does, see decodeVideo) or decoded frames and their fps. */
+  /** Video files (decoded as HF's PyAV backend does, see decodeVideo) or decoded frames and their fps; families with `video` only. */
   videos?: readonly VideoInput[];
-  /** ERNIE: how many frames to sample (HF `fps` / `num_frames`); default from video_preprocessor_config.json. */
+  /** How many frames to sample (HF `fps` / `num_frames`); default from video_preprocessor_config.json. */
   videoSampling?: VideoSampling;
   /** Add the tokenizer's special tokens (BOS, ...) as HF's `tokenizer(text)` does. Default true. */
   addSpecialTokens?: boolean;
@@ -40,7 +40,7 @@ export interface ProcessorCallInputs {
 /**
  * A model's processor, from its directory as on the hub: tokenizer.json + tokenizer_config.json,
  * the chat template (chat_template.jinja, else tokenizer_config.json's), preprocessor_config.json
- * and, for Granite, processor_config.json. `process()` returns what HF transformers 5.17's
+ * and processor_config.json. `process()` returns what HF transformers 5.17's
  * `AutoProcessor.from_pretrained(dir)(text=..., images=...)` returns (PIL backend), as plain typed
  * arrays: same token ids, grids and sizes, pixel values within float32 rounding.
  *
