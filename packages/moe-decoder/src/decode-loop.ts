@@ -4,6 +4,7 @@
 // One session run makes up to `loop.max_tokens` tokens; its `next.*` and `present.*` outputs are the next
 // run's inputs, so a generation goes chunk by chunk (the host streams each chunk's tokens).
 import {
+  applyPasses,
   type Binding,
   type ComputeDType,
   type Contract,
@@ -13,6 +14,7 @@ import {
   declareTensors,
   Graph,
   type QuantizeRequest,
+  quantizeLinearPass,
   tensorSpecs,
   type Value,
 } from '@vlmkit/onnx-graph';
@@ -111,6 +113,7 @@ export interface DecodeLoopSpec<S extends DecoderStepSchema = DecoderStepSchema>
 export interface DecodeLoopModelOptions {
   /** Graph name written into the model. */
   name?: string;
+  /** Block-quantized Linear weights (`quantizeLinearPass`, applied after building). */
   quantize?: QuantizeRequest | undefined;
   /**
    * The float type the step computes in (onnx-graph `GraphOptions.computeDtype`), as the step graph's
@@ -137,7 +140,7 @@ export interface DecodeLoopModelOptions {
  * `present.*` (its `past_key_values.*`).
  */
 export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLoopSpec<S>, options: DecodeLoopModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'decode_loop', quantize: options.quantize, computeDtype: options.computeDtype });
+  const g = new Graph({ name: options.name ?? 'decode_loop', computeDtype: options.computeDtype });
   const io = DECODE_LOOP_IO;
   const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd } = spec;
   // The loop's order: ids, mask, the model's inputs, the cache (the decoder contract's own order may differ).
@@ -223,6 +226,7 @@ export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLo
   const present = Array.from({ length: L }, (_, i) => ({ key: kvOut[2 * i]!, value: kvOut[2 * i + 1]! }));
   presentOutputsOf(g, present, hkv, hd, 'total_out');
   g.output(r.scans[0]!, io.tokens);
+  if (options.quantize !== undefined) applyPasses(g, [quantizeLinearPass(options.quantize)]);
   return g;
 }
 

@@ -5,7 +5,6 @@
 import type { ComputeDType, DType, TypedArray } from './dtype.js';
 import type { OnnxTypes } from './proto.js';
 import { onnx } from './proto.js';
-import type { QuantizeRequest } from './quant.js';
 import type { Shape } from './shape.js';
 import type { TensorRef } from './tensor-ref.js';
 
@@ -27,11 +26,6 @@ export interface GraphOptions {
   name?: string;
   /** ai.onnx opset (default 23: Attention, RMSNormalization, RotaryEmbedding). */
   opset?: number;
-  /**
-   * Block-quantized weights for the Linear layers built on this graph (`nn.linear` and what uses it):
-   * MatMulNBits on int8/int4 codes instead of MatMul on the float weight. Default: none (float).
-   */
-  quantize?: QuantizeRequest | undefined;
   /**
    * The float type the components built on this graph compute in (default 'float32'): they cast their float
    * inputs to it at entry, and `nn` blocks keep weights in it (a checkpoint tensor already in it is used as

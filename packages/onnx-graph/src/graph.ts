@@ -7,7 +7,6 @@ import { ControlFlowOps } from './ops-control.js';
 import { MathOps } from './ops-math.js';
 import { TensorOps } from './ops-tensor.js';
 import type { OnnxTypes } from './proto.js';
-import { type QuantizeOptions, quantizeOptions } from './quant.js';
 import type { Dim, Shape } from './shape.js';
 import { type TensorRef, tensorFromArray } from './tensor-ref.js';
 import { Value } from './value.js';
@@ -21,6 +20,8 @@ interface SharedState {
   readonly valueNames: Set<string>;
   readonly byRef: Map<TensorRef, Value>;
   readonly byInitName: Map<string, Value>;
+  /** What a node is, by its first output's name, for passes to read (`mark`). */
+  readonly marks: Map<string, string>;
   readonly smallConstants: Map<string, Value>;
   /** Every value's dtype and shape by name, bodies' too: what rewrite passes read (`typeOf`). */
   readonly types: Map<string, OutputSpec>;
@@ -52,8 +53,6 @@ interface SharedState {
 export class Graph {
   readonly name: string;
   readonly opset: number;
-  /** The weight quantization asked for at construction (`GraphOptions.quantize`), resolved; undefined: float. */
-  readonly quantize: QuantizeOptions | undefined;
   /** The compute dtype asked for at construction (`GraphOptions.computeDtype`), default 'float32'. */
   readonly computeDtype: ComputeDType;
   /** The graph this one is a body of; undefined for the root (model) graph. */
@@ -69,22 +68,13 @@ export class Graph {
     this.name = options.name ?? 'vlmkit';
     this.parent = parent;
     this.computeDtype = parent?.computeDtype ?? options.computeDtype ?? 'float32';
-    if (parent === undefined && options.quantize !== undefined && this.computeDtype !== 'float32') {
-      // nn.linear quantizes float32 activations only: refuse rather than silently keep float weights.
-      throw new GraphError(
-        'BAD_ARGUMENT',
-        `quantize needs computeDtype 'float32' (got '${this.computeDtype}'): quantized weights are built for float32 activations`,
-      );
-    }
     if (parent !== undefined) {
       this.opset = parent.opset;
-      this.quantize = parent.quantize;
       this.shared = parent.shared;
       // A body's nodes are named in the scope it was opened in.
       this.scopeStack.push(...parent.scopeStack);
     } else {
       this.opset = options.opset ?? 23;
-      this.quantize = options.quantize !== undefined ? quantizeOptions(options.quantize) : undefined;
       this.shared = {
         initializerList: [],
         domains: new Set(),
@@ -92,6 +82,7 @@ export class Graph {
         valueNames: new Set(),
         byRef: new Map(),
         byInitName: new Map(),
+        marks: new Map(),
         smallConstants: new Map(),
         types: new Map(),
         dims: 0,
@@ -151,10 +142,12 @@ export class Graph {
 
   /**
    * An initializer named exactly `name`. The same TensorRef embedded twice
-   * (tied embeddings) yields the same value, stored once.
+   * (tied embeddings) yields the same value, stored once. `before`: listed
+   * just before that initializer (a pass replacing a weight keeps the order
+   * of the tensors it writes), else last.
    */
-  initializer(name: string, ref: TensorRef): Value {
-    const { byRef, byInitName } = this.shared;
+  initializer(name: string, ref: TensorRef, before?: string): Value {
+    const { byRef, byInitName, initializerList } = this.shared;
     const seen = byRef.get(ref);
     if (seen !== undefined) return seen;
     if (byInitName.has(name)) {
@@ -163,7 +156,8 @@ export class Graph {
     this.claim(name);
     // Owned by the root: every body may read it.
     const v = this.track(new Value(this.root, name, ref.dtype, [...ref.shape]));
-    this.shared.initializerList.push({ name, ref });
+    const at = before === undefined ? -1 : initializerList.findIndex((e) => e.name === before);
+    initializerList.splice(at < 0 ? initializerList.length : at, 0, { name, ref });
     byRef.set(ref, v);
     byInitName.set(name, v);
     return v;
@@ -172,6 +166,57 @@ export class Graph {
   /** `v` is an initializer of this model (not a node output or an input). */
   isInitializer(v: Value): boolean {
     return this.shared.byInitName.get(v.name) === v;
+  }
+
+  /** The tensor of the initializer named `name`, or undefined (not an initializer). */
+  initializerRef(name: string): TensorRef | undefined {
+    return this.shared.initializerList.find((e) => e.name === name)?.ref;
+  }
+
+  /**
+   * Drops the initializers no node of the model reads (in any body) and no graph output returns: what a
+   * rewrite left behind (a float weight a pass replaced by its quantized form). Returns their names.
+   */
+  pruneInitializers(): string[] {
+    const root = this.root;
+    const read = new Set<string>(root.outputList.map((v) => v.name));
+    const visit = (nodes: readonly OnnxTypes.INodeProto[]) => {
+      for (const node of nodes) {
+        for (const i of node.input ?? []) read.add(i);
+        for (const a of node.attribute ?? []) {
+          if (a.g) {
+            visit(a.g.node ?? []);
+            for (const o of a.g.output ?? []) read.add(o.name ?? '');
+          }
+        }
+      }
+    };
+    visit(root.nodeList);
+    const { initializerList, byRef, byInitName, smallConstants } = this.shared;
+    const dropped = initializerList.filter((e) => !read.has(e.name));
+    if (dropped.length === 0) return [];
+    const names = new Set(dropped.map((e) => e.name));
+    initializerList.splice(0, initializerList.length, ...initializerList.filter((e) => !names.has(e.name)));
+    for (const e of dropped) {
+      byRef.delete(e.ref);
+      byInitName.delete(e.name);
+    }
+    for (const [key, v] of smallConstants) if (names.has(v.name)) smallConstants.delete(key);
+    return [...names];
+  }
+
+  /**
+   * Marks the node that made `v` as a `kind` (e.g. 'linear': nn.linear's MatMul) for rewrite passes to read
+   * (`markOf`): what a builder knows about a node that its ops do not say. Returns `v`.
+   */
+  mark(v: Value, kind: string): Value {
+    this.shared.marks.set(v.name, kind);
+    return v;
+  }
+
+  /** The mark (`mark`) of the node whose first output is `name`, or undefined. */
+  markOf(name: string): string | undefined {
+    return this.shared.marks.get(name);
   }
 
   /**

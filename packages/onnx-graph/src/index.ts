@@ -73,6 +73,7 @@ export {
   contribAttentionPass,
 } from './passes/contrib-attention.js';
 export { APPEND_ATTENTION_PASSES, CONTRIB_PASSES } from './passes/index.js';
+export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {
   applyPasses,
   attrNumber,

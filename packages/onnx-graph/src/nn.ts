@@ -1,6 +1,5 @@
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
-import { quantizedRefs } from './quant-ref.js';
 import type { Value } from './value.js';
 import type { Weights } from './weights.js';
 
@@ -16,50 +15,25 @@ import type { Weights } from './weights.js';
  * must then be static); `out` is required: the weight's shape is declared
  * here, not discovered from the tensor, so a dry run can list it.
  *
- * On a graph built with `quantize` (and a float32 x) the weight is stored
- * block-quantized and multiplied by MatMulNBits (`quantizedWeight`) unless
- * `quantize: false`; the bias stays float. The parameters read are the same.
+ * The MatMul is marked 'linear' (`g.mark`): `quantizeLinearPass` turns the
+ * marked ones into MatMulNBits on block-quantized weights.
  */
-export function linear(
-  g: Graph,
-  x: Value,
-  w: Weights,
-  name: string,
-  opts: { bias?: boolean; in?: number; out: number; quantize?: boolean },
-): Value {
+export function linear(g: Graph, x: Value, w: Weights, name: string, opts: { bias?: boolean; in?: number; out: number }): Value {
   // Parameters are named in the caller's scope (`blocks.3.attn.qkv.weight`), nodes inside the module's scope.
   const inDim = opts.in ?? lastDim(x, `${w.fullName(name)} input`);
-  const quantized = opts.quantize !== false && g.quantize !== undefined && x.dtype === 'float32';
-  const weight = quantized ? undefined : g.param(w, `${name}.weight`, [opts.out, inDim]);
-  const q = quantized ? quantizedWeight(g, w, `${name}.weight`, [opts.out, inDim]) : undefined;
+  const weight = g.param(w, `${name}.weight`, [opts.out, inDim]);
   const bias = (opts.bias ?? true) ? g.param(w, `${name}.bias`, [opts.out]) : undefined;
   return g.scope(name, () => {
-    const y = q !== undefined ? q(x) : g.matmul(x, g.transpose(asDType(g, weight!, x), [1, 0]));
+    const y = g.mark(g.matmul(x, g.transpose(asDType(g, weight, x), [1, 0])), LINEAR);
     return bias ? g.add(y, asDType(g, bias, x)) : y;
   });
 }
 
-/**
- * The [N, K] weight `name`, block-quantized as the graph's `quantize` says
- * (which must be set): read now (its parameter recorded as `g.param` would
- * record it) and embedded, in the current scope, as the MatMulNBits
- * initializers `name.quant`, `name.scales` and `name.zero_points`, computed
- * from it when the model is written. Returns x -> x W^T (float32 [..., K]
- * to [..., N]) for the caller to apply in its own scope.
- */
-export function quantizedWeight(g: Graph, w: Weights, name: string, shape: readonly [number, number]): (x: Value) => Value {
-  const q = g.quantize;
-  if (q === undefined) throw new GraphError('BAD_ARGUMENT', `quantized weight '${w.fullName(name)}' on a graph built without quantize`);
-  const [n, k] = shape;
-  const refs = quantizedRefs(g.paramRef(w, name, shape), q);
-  const base = g.scoped(name);
-  const packed = {
-    b: g.initializer(`${base}.quant`, refs.b),
-    scales: g.initializer(`${base}.scales`, refs.scales),
-    zeroPoints: refs.zeroPoints && g.initializer(`${base}.zero_points`, refs.zeroPoints),
-  };
-  return (x) => g.matmulNBits(x, packed, { k, n, bits: q.bits, blockSize: q.blockSize, accuracyLevel: q.accuracyLevel });
-}
+/** The mark of the MatMul of a Linear layer (`nn.linear`), which `quantizeLinearPass` quantizes. */
+export const LINEAR = 'linear';
+
+/** The mark of a decoder's LM head (`h W^T`, a MatMul or Gemm), quantized by `quantizeLinearPass` as its `lmHead` says. */
+export const LM_HEAD = 'lm_head';
 
 function asDType(g: Graph, p: Value, like: Value): Value {
   return p.dtype === like.dtype ? p : g.cast(p, like.dtype);

@@ -1,4 +1,4 @@
-import { contract, declareInputs, type Feeds, Graph, required, type Weights } from '@vlmkit/onnx-graph';
+import { applyPasses, contract, declareInputs, type Feeds, Graph, quantizeLinearPass, required, type Weights } from '@vlmkit/onnx-graph';
 import { buildErnieResampler, type GridThw, RESAMPLER_INPUTS, RESAMPLER_OUTPUTS, resamplerInputs } from '@vlmkit/resampler';
 import { float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import {
@@ -49,7 +49,7 @@ export const ERNIE_VISION_ENCODER_IO = {
  * Inputs `pixel_values` [Np, C*p*p], `rotary_cos`/`rotary_sin` [Np, hd/2],
  * `segment_ids` [Np] int32, `first_slice`/`second_slice` [Nt] int64;
  * outputs `vision_hidden` [Np, Dv] and `embeds` [Nt, D], float32; computed in `build.computeDtype` (default
- * float32), its linear layers block-quantized with `build.quantize`.
+ * float32), its linear layers block-quantized with `build.quantize` (`quantizeLinearPass`).
  */
 export function buildErnieVisionEncoder(
   vision: Weights,
@@ -57,7 +57,7 @@ export function buildErnieVisionEncoder(
   config: Ernie45VLConfig,
   build: Partial<VisionBuild> = {},
 ): Graph {
-  const g = new Graph({ name: 'ernie_vision_encoder', computeDtype: build.computeDtype ?? 'float32', quantize: build.quantize });
+  const g = new Graph({ name: 'ernie_vision_encoder', computeDtype: build.computeDtype ?? 'float32' });
   const v = config.vision;
   const x = declareInputs(g, ERNIE_VISION_ENCODER_INPUTS, { sizes: ernieVisionTowerSizes(v) });
   const { hidden } = buildErnieVisionTower(g, vision, v, {
@@ -73,6 +73,7 @@ export function buildErnieVisionEncoder(
   });
   g.output(g.cast(hidden, 'float32'), O.vision_hidden);
   g.output(g.cast(embeds, 'float32'), O.embeds);
+  if (build.quantize !== undefined) applyPasses(g, [quantizeLinearPass(build.quantize)]);
   return g;
 }
 

@@ -1,5 +1,5 @@
 import { GRANITE_DECODER_INPUTS } from '@vlmkit/moe-decoder';
-import { contract, declareInputs, type Feeds, Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { applyPasses, contract, declareInputs, type Feeds, Graph, quantizeLinearPass, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
 import { buildSiglipVisionTower } from '@vlmkit/vision-tower';
@@ -37,7 +37,7 @@ export const GRANITE_VISION_ENCODER_IO = {
  * graph. Inputs `pixel_values` [T, C, S, S] (the real tiles of every image,
  * base tile first), `pack_indices` [N] int64 (from `packPlan`). Outputs
  * `deepstack_{k}` [N, D] float32 per level, as packed for injection; computed in `build.computeDtype` (default
- * float32), its linear layers block-quantized with `build.quantize`.
+ * float32), its linear layers block-quantized with `build.quantize` (`quantizeLinearPass`).
  */
 export function buildGraniteVisionEncoder(
   vision: Weights,
@@ -45,7 +45,7 @@ export function buildGraniteVisionEncoder(
   config: Granite4VisionConfig,
   build: Partial<VisionBuild> = {},
 ): Graph {
-  const g = new Graph({ name: 'granite_vision_encoder', computeDtype: build.computeDtype ?? 'float32', quantize: build.quantize });
+  const g = new Graph({ name: 'granite_vision_encoder', computeDtype: build.computeDtype ?? 'float32' });
   const v = config.vision;
   const { pixel_values: pixelValues, pack_indices: packIndices } = declareInputs(g, GRANITE_VISION_ENCODER_INPUTS, {
     sizes: { channels: v.numChannels, image_size: v.imageSize },
@@ -80,6 +80,7 @@ export function buildGraniteVisionEncoder(
       GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack(level.k),
     );
   }
+  if (build.quantize !== undefined) applyPasses(g, [quantizeLinearPass(build.quantize)]);
   return g;
 }
 

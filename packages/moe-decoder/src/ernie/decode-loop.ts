@@ -60,7 +60,7 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
             logitsToKeep: x.logitsToKeep,
           },
           {
-            ...(options.experts ? { experts: options.experts } : {}),
+            ...(options.experts ? { experts: options.experts } : options.quantize !== undefined ? { experts: 'sparse' as const } : {}),
             ...(options.ops ? { ops: options.ops } : {}),
           },
         );

@@ -13,8 +13,8 @@ import { groupedExperts } from './grouped-experts.js';
  *   weights), combined with routing weights that are zero for unchosen
  *   experts: E/k times the FLOPs, in fewer and larger ops.
  * - 'fused': onnxruntime's com.microsoft MoE kernel per modality, on that
- *   modality's tokens (the default with `ops: 'contrib'` on a float graph;
- *   a `quantize`d graph keeps 'sparse', whose experts are MatMulNBits).
+ *   modality's tokens (the default with `ops: 'contrib'`; a decoder built
+ *   with `quantize` asks for 'sparse', whose experts are Linear layers).
  */
 export type ExpertsImpl = 'sparse' | 'all' | 'fused';
 
@@ -33,7 +33,7 @@ export interface ErnieMoeInputs {
 
 export interface ErnieMoeOptions {
   experts?: ExpertsImpl;
-  /** With 'contrib' (and no `experts`), the routed experts are 'fused' unless the graph is quantized. */
+  /** With 'contrib' (and no `experts`), the routed experts are 'fused'. */
   ops?: OpSet;
   /** Also return each token's routing (`MoeRouting`), for tests and debugging. */
   routing?: boolean;
@@ -55,7 +55,7 @@ export function ernieMoe(
   options: ErnieMoeOptions = {},
 ): { out: Value; routing: MoeRouting | undefined } {
   const { hiddenSize: D, moe } = config;
-  const impl = options.experts ?? (options.ops === 'contrib' && g.quantize === undefined ? 'fused' : 'sparse');
+  const impl = options.experts ?? (options.ops === 'contrib' ? 'fused' : 'sparse');
   const x = inputs.hidden;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const isVision = g.cast(g.reshape(inputs.moeTokenType, [-1, 1]), 'bool'); // [N, 1]
@@ -230,9 +230,7 @@ function fusedExperts(
   const per = (name: string, shape: [number, number]) => Array.from({ length: E }, (_, e) => g.paramRef(w.sub(`${e}`), name, shape));
   return g.scope('experts', () => {
     const like = (v: Value) => g.cast(v, x.dtype);
-    const fc1 = like(
-      g.initializer(g.scoped('fc1'), interleavedGateUp(per('gate_proj.weight', [I, D]), per('up_proj.weight', [I, D]))),
-    );
+    const fc1 = like(g.initializer(g.scoped('fc1'), interleavedGateUp(per('gate_proj.weight', [I, D]), per('up_proj.weight', [I, D]))));
     const fc2 = like(g.initializer(g.scoped('fc2'), stackedExperts(per('down_proj.weight', [D, I]))));
     const rows = g.reshape(g.nonZero(g.reshape(inputs.inModality, [-1])), [-1]); // [M]
     const router = g.where(inputs.chosen, inputs.logits, g.scalar(-1e30, 'float32'));

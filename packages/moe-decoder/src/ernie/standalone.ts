@@ -9,6 +9,7 @@ import {
   type FeedValues,
   Graph,
   type QuantizeRequest,
+  quantizeLinearPass,
   type Weights,
 } from '@vlmkit/onnx-graph';
 import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
@@ -133,7 +134,7 @@ export const ERNIE_DECODER_IO = {
  * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
  */
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'ernie_text_decoder', quantize: options.quantize, computeDtype: options.computeDtype });
+  const g = new Graph({ name: options.name ?? 'ernie_text_decoder', computeDtype: options.computeDtype });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const x = declareInputs(g, ERNIE_DECODER_INPUTS, {
     sizes: { hidden: D, half_head_dim: hd / 2, kv_heads: hkv, head_dim: hd },
@@ -159,7 +160,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     },
     {
       routing: options.outputRouting ?? false,
-      ...(options.experts ? { experts: options.experts } : {}),
+      ...(options.experts ? { experts: options.experts } : options.quantize !== undefined ? { experts: 'sparse' as const } : {}),
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
       ...(options.ops ? { ops: options.ops } : {}),
     },
@@ -178,5 +179,6 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
   if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
   // A float32 'append' cache is read in place (the op would copy it each step); a causal decoder, as the pass needs.
   if (options.kvCache === 'append') applyPasses(g, APPEND_ATTENTION_PASSES);
+  if (options.quantize !== undefined) applyPasses(g, [quantizeLinearPass(options.quantize)]);
   return g;
 }

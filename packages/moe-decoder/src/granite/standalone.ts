@@ -9,6 +9,7 @@ import {
   type FeedValues,
   Graph,
   type QuantizeRequest,
+  quantizeLinearPass,
   type Value,
   type Weights,
 } from '@vlmkit/onnx-graph';
@@ -125,7 +126,7 @@ export const GRANITE_DECODER_IO = {
  * - with `outputHiddenStates`: `hidden_states.{i}`, `layer_inputs.{i}`, `inputs_embeds`
  */
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
-  const g = new Graph({ name: options.name ?? 'granite_text_decoder', quantize: options.quantize, computeDtype: options.computeDtype });
+  const g = new Graph({ name: options.name ?? 'granite_text_decoder', computeDtype: options.computeDtype });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const x = declareInputs(g, GRANITE_DECODER_INPUTS, {
     sizes: { hidden: D, kv_heads: hkv, head_dim: hd },
@@ -167,5 +168,6 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
   if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
   // A float32 'append' cache is read in place (the op would copy it each step); a causal decoder, as the pass needs.
   if (options.kvCache === 'append') applyPasses(g, APPEND_ATTENTION_PASSES);
+  if (options.quantize !== undefined) applyPasses(g, [quantizeLinearPass(options.quantize)]);
   return g;
 }

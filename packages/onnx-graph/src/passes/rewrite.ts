@@ -26,7 +26,10 @@ export interface PassBody {
   readonly graph: Graph;
 }
 
-/** Runs `passes` in order over the root graph and every body nested in it; returns the rewrites per pass. */
+/**
+ * Runs `passes` in order over the root graph and every body nested in it, then drops the initializers no node
+ * reads any more; returns the rewrites per pass.
+ */
 export function applyPasses(g: Graph, passes: readonly GraphPass[]): Record<string, number> {
   const counts: Record<string, number> = {};
   const rootOutputs = new Set(g.snapshot().outputs.map((v) => v.name));
@@ -45,6 +48,8 @@ export function applyPasses(g: Graph, passes: readonly GraphPass[]): Record<stri
     visit(g.nodes, rootOutputs);
     counts[pass.name] = (counts[pass.name] ?? 0) + n;
   }
+  // A weight a rewrite replaced (by its quantized form) is not written to the model.
+  g.pruneInitializers();
   return counts;
 }
 
