@@ -1,7 +1,22 @@
-import { bool, float32, hostTensor, int64 } from '@vlmkit/runtime';
+import { contract } from '@vlmkit/onnx-graph';
+import { bool, float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import { describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
-import { attentionMask, intRows, knownInputs, perToken, pixelsFor, tokenIds, tokenTypes } from './inputs-check.js';
+import {
+  attentionMask,
+  checkNamedInputs,
+  INPUT_IDS,
+  intRows,
+  PER_TOKEN,
+  perToken,
+  pixelsFor,
+  tokenIds,
+  tokenTypes,
+} from './inputs-check.js';
+
+/** A model's contract of HF-named inputs, as the models declare theirs. */
+const M = contract({ input_ids: INPUT_IDS, attention_mask: PER_TOKEN, position_ids: PER_TOKEN, mm_token_type_ids: PER_TOKEN });
+const ids = (b: number, s: number) => int64(new Array<number>(b * s).fill(1), [b, s]);
 
 function error(f: () => unknown): ModelError {
   try {
@@ -42,20 +57,25 @@ describe('input checks shared by ERNIE and Granite', () => {
     expect(error(() => tokenIds(int64([], [0, 3]), 10)).message).toBe('input_ids must hold at least one token per row, got [0, 3]');
   });
 
-  it('per-token inputs: int64 with the shape of input_ids (not only its size), named in the error', () => {
-    expect(perToken(undefined, 'attention_mask', 1, 2)).toBeUndefined();
-    expect(Array.from(perToken(int64([1, 1], [1, 2]), 'attention_mask', 1, 2)!)).toEqual([1n, 1n]);
-    expect(error(() => perToken(bool([true, true], [1, 2]), 'attention_mask', 1, 2)).message).toBe(
+  it('per-token inputs: int64 with the shape of input_ids (not only its size), named in the error (the contract)', () => {
+    const check =
+      (t: HostTensor, name = 'attention_mask') =>
+      () =>
+        checkNamedInputs(M, { input_ids: ids(1, 2), [name]: t }, 'M');
+    expect(check(int64([1, 1], [1, 2]))).not.toThrow();
+    expect(Array.from(perToken(int64([1, 1], [1, 2]))!)).toEqual([1n, 1n]);
+    expect(perToken(undefined)).toBeUndefined();
+    expect(error(check(bool([true, true], [1, 2]))).message).toBe(
       'attention_mask must be int64 [1, 2] (the shape of input_ids), got bool [1, 2]',
     );
-    expect(error(() => perToken(float32([1, 1], [1, 2]), 'attention_mask', 1, 2)).message).toBe(
+    expect(error(check(float32([1, 1], [1, 2]))).message).toBe(
       'attention_mask must be int64 [1, 2] (the shape of input_ids), got float32 [1, 2]',
     );
-    expect(error(() => perToken(int64([0, 1, 2], [1, 3]), 'position_ids', 1, 2)).message).toBe(
+    expect(error(check(int64([0, 1, 2], [1, 3]), 'position_ids')).message).toBe(
       'position_ids must be int64 [1, 2] (the shape of input_ids), got int64 [1, 3]',
     );
     // Same size, other shape: [2, 1] is not [1, 2].
-    expect(error(() => perToken(int64([0, 1], [2, 1]), 'position_ids', 1, 2)).message).toBe(
+    expect(error(check(int64([0, 1], [2, 1]), 'position_ids')).message).toBe(
       'position_ids must be int64 [1, 2] (the shape of input_ids), got int64 [2, 1]',
     );
   });
@@ -72,19 +92,19 @@ describe('input checks shared by ERNIE and Granite', () => {
 
   it('token types: shape of input_ids and allowed values, named (short tensors too)', () => {
     for (const name of ['mm_token_type_ids', 'moe_mm_token_type_ids']) {
-      expect(error(() => tokenTypes(int64([0], [1, 1]), name, 1, 3, [0, 1, 2])).message).toBe(
-        `${name} must be int64 [1, 3] (the shape of input_ids), got int64 [1, 1]`,
+      expect(error(() => checkNamedInputs(M, { input_ids: ids(1, 3), mm_token_type_ids: int64([0], [1, 1]) }, 'M')).message).toBe(
+        'mm_token_type_ids must be int64 [1, 3] (the shape of input_ids), got int64 [1, 1]',
       );
-      expect(error(() => tokenTypes(int64([0, 3, 0], [1, 3]), name, 1, 3, [0, 1, 2])).message).toBe(
+      expect(error(() => tokenTypes(int64([0, 3, 0], [1, 3]), name, 3, [0, 1, 2])).message).toBe(
         `${name}[0, 1] is 3: expected one of 0, 1, 2`,
       );
     }
   });
 
-  it('input names: anything a model does not read is refused by name', () => {
-    expect(() => knownInputs({ input_ids: 1, attention_mask: undefined }, ['input_ids'], 'M')).not.toThrow();
-    expect(error(() => knownInputs({ input_ids: 1, token_type_ids: 2 }, ['input_ids', 'attention_mask'], 'M')).message).toBe(
-      'M does not read an input named token_type_ids: expected some of input_ids, attention_mask',
+  it('input names: anything a model does not read is refused by name (the contract)', () => {
+    expect(() => checkNamedInputs(M, { input_ids: ids(1, 1), attention_mask: undefined }, 'M')).not.toThrow();
+    expect(error(() => checkNamedInputs(M, { input_ids: ids(1, 1), token_type_ids: ids(1, 1) }, 'M')).message).toBe(
+      'M does not read an input named token_type_ids: expected some of input_ids, attention_mask, position_ids, mm_token_type_ids',
     );
   });
 

@@ -1,25 +1,47 @@
-// The checks every model runs on its HF-named inputs before reading them: one rule per kind of
-// input, one error code (BAD_INPUT), and the message names the input, what it must be and what came.
+// The checks every model runs on its HF-named inputs before reading them: names, dtypes and shapes from
+// the model's contract (its HF inputs as a schema), values by one rule per kind of input; one error code
+// (BAD_INPUT), and the message names the input, what it must be and what came.
 import { fields } from '@vlmkit/config';
+import { type Contract, type ContractEntry, contract, contractProblems, type Schema, type TensorLike } from '@vlmkit/onnx-graph';
 import type { HostTensor } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
+
+/** `input_ids` in a model's contract: the token ids, int64 [B, S]; every per-token input has its shape. */
+export const INPUT_IDS = ['int64', ['B', 'S'], { doc: 'the token ids of the prompt' }] as const satisfies ContractEntry;
+/** An optional int64 input with one value per prompt token, [B, S] like `input_ids`. */
+export const PER_TOKEN = ['int64', ['B', 'S'], { optional: true }] as const satisfies ContractEntry;
+
+const TOKEN_IDS = contract({ input_ids: INPUT_IDS });
+
+/**
+ * A model's HF-named inputs against its contract: a name it does not read (a `token_type_ids` meant for
+ * another model, a misspelt `attention_mask`) would otherwise be ignored without a word; then each input's
+ * dtype and shape, the per-token ones against `input_ids`.
+ */
+export function checkNamedInputs<S extends Schema>(c: Contract<S>, inputs: object, model: string): void {
+  const problem = contractProblems(c, inputs as Readonly<Record<string, TensorLike | undefined>>)[0];
+  if (problem === undefined) return;
+  throw new ModelError(
+    'BAD_INPUT',
+    problem.code === 'UNKNOWN_INPUT'
+      ? `${model} does not read an input named ${problem.input}: expected some of ${Object.keys(c.schema).join(', ')}`
+      : problem.message,
+  );
+}
 
 function dims(t: HostTensor): string {
   return `[${t.dims.join(', ')}]`;
 }
 
 /**
- * `input_ids`: int64 [B, S] with every id in [0, vocabSize). A negative id would be read by ONNX Gather as
- * counted from the end of the table (id -5 = id V-5): a wrong answer, so it is refused by position.
+ * `input_ids`: int64 [B, S] (`INPUT_IDS`) with every id in [0, vocabSize). A negative id would be read by ONNX
+ * Gather as counted from the end of the table (id -5 = id V-5): a wrong answer, so it is refused by position.
+ * Checked first, so an empty prompt is named before any other input is compared with its shape.
  */
-export function tokenIds(
-  t: HostTensor | undefined,
-  vocabSize: number,
-  name = 'input_ids',
-): { data: BigInt64Array; batch: number; seq: number } {
-  if (t === undefined) throw new ModelError('BAD_INPUT', `${name} is missing: the token ids of the prompt, int64 [B, S]`);
-  if (t.dtype !== 'int64' || t.dims.length !== 2)
-    throw new ModelError('BAD_INPUT', `${name} must be int64 [B, S], got ${t.dtype} ${dims(t)}`);
+export function tokenIds(given: HostTensor | undefined, vocabSize: number): { data: BigInt64Array; batch: number; seq: number } {
+  const name = TOKEN_IDS.names.input_ids;
+  checkNamedInputs(TOKEN_IDS, { [name]: given }, 'the model');
+  const t = given as HostTensor;
   if (t.dims[0]! < 1 || t.dims[1]! < 1) throw new ModelError('BAD_INPUT', `${name} must hold at least one token per row, got ${dims(t)}`);
   const data = t.data as BigInt64Array;
   const seq = t.dims[1]!;
@@ -40,12 +62,9 @@ export function int64Data(t: HostTensor, name: string): BigInt64Array {
   return t.data as BigInt64Array;
 }
 
-/** An optional int64 input with one value per prompt token, [B, S] like input_ids. */
-export function perToken(t: HostTensor | undefined, name: string, batch: number, seq: number): BigInt64Array | undefined {
-  if (t === undefined) return undefined;
-  if (t.dtype !== 'int64' || t.dims.length !== 2 || t.dims[0] !== batch || t.dims[1] !== seq)
-    throw new ModelError('BAD_INPUT', `${name} must be int64 [${batch}, ${seq}] (the shape of input_ids), got ${t.dtype} ${dims(t)}`);
-  return t.data as BigInt64Array;
+/** A `PER_TOKEN` input's values; its dtype and shape were checked against input_ids by `checkNamedInputs`. */
+export function perToken(t: HostTensor | undefined): BigInt64Array | undefined {
+  return t?.data as BigInt64Array | undefined;
 }
 
 /**
@@ -73,7 +92,7 @@ export function intRows(t: HostTensor | undefined, name: string, columns: readon
  * with none has no defined logits (softmax over nothing).
  */
 export function attentionMask(t: HostTensor | undefined, batch: number, seq: number, name = 'attention_mask'): BigInt64Array | undefined {
-  const d = perToken(t, name, batch, seq);
+  const d = perToken(t);
   if (d === undefined) return undefined;
   const bad = d.findIndex((v) => v !== 0n && v !== 1n);
   if (bad >= 0) throw new ModelError('BAD_INPUT', `${name}${at(bad, seq)} is ${d[bad]}: mask values must be 0 (padding) or 1`);
@@ -84,31 +103,14 @@ export function attentionMask(t: HostTensor | undefined, batch: number, seq: num
   return d;
 }
 
-/** A token-type input (`mm_token_type_ids`, `moe_mm_token_type_ids`): int64 [B, S] like input_ids, values in `allowed`. */
-export function tokenTypes(
-  t: HostTensor | undefined,
-  name: string,
-  batch: number,
-  seq: number,
-  allowed: readonly number[],
-): BigInt64Array | undefined {
-  const d = perToken(t, name, batch, seq);
+/** A token-type input (`mm_token_type_ids`, `moe_mm_token_type_ids`, `PER_TOKEN`): values in `allowed`. */
+export function tokenTypes(t: HostTensor | undefined, name: string, seq: number, allowed: readonly number[]): BigInt64Array | undefined {
+  const d = perToken(t);
   if (d === undefined) return undefined;
   const ok = new Set(allowed.map(BigInt));
   const bad = d.findIndex((v) => !ok.has(v));
   if (bad >= 0) throw new ModelError('BAD_INPUT', `${name}${at(bad, seq)} is ${d[bad]}: expected one of ${allowed.join(', ')}`);
   return d;
-}
-
-/**
- * The names a model reads; any other is refused by name, as it would otherwise be ignored without a word
- * (a `token_type_ids` meant for another model, a misspelt `attention_mask`).
- */
-export function knownInputs(inputs: object, accepted: readonly string[], model: string): void {
-  for (const [k, v] of Object.entries(inputs)) {
-    if (v !== undefined && !accepted.includes(k))
-      throw new ModelError('BAD_INPUT', `${model} does not read an input named ${k}: expected some of ${accepted.join(', ')}`);
-  }
 }
 
 /** Flat index i of a [B, S] tensor as `[b, s]`. */

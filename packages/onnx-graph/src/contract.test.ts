@@ -5,10 +5,12 @@ import {
   checkTensors,
   contract,
   contractProblems,
+  declaredTensors,
   declareInputs,
   dtypeVar,
   type FeedValues,
   feeds,
+  required,
   type TensorName,
   tensorSpecs,
 } from './contract.js';
@@ -25,7 +27,7 @@ const STEP = contract({
     { each: 'layer', name: 'past_key_values.{i}.{part}', parts: ['key', 'value'] },
   ],
   deepstack: ['float32', ['rows', 'hidden'], { each: 'level' }],
-  logits_to_keep: ['int64', [], { optional: true }],
+  logits_to_keep: ['int64', [], { optional: true, doc: 'logits for the last n' }],
 });
 
 const binding = { sizes: { hidden: 8 }, counts: { layer: 2, level: 1 }, dtypes: { cache: 'float16' } } as const;
@@ -131,6 +133,23 @@ describe('declarations follow the schema', () => {
   });
 });
 
+describe('composing contracts', () => {
+  it('required() makes an optional entry one a graph always declares; declaredTensors() lists what contracts declared', () => {
+    const ENCODER = contract({ embeds: STEP.schema.embeds, logits_to_keep: required(STEP.schema.logits_to_keep) });
+    const g = new Graph();
+    declareInputs(g, ENCODER, { sizes: { hidden: 4 } });
+    expect(declaredTensors(g)).toEqual([
+      { key: 'embeds', name: 'embeds', dtype: 'float32', dims: ['rows', 4], optional: false },
+      { key: 'logits_to_keep', name: 'logits_to_keep', dtype: 'int64', dims: [], optional: false, doc: 'logits for the last n' },
+    ]);
+    expect(declaredTensors(g).map((t) => t.name)).toEqual(g.snapshot().inputs.map((v) => v.name));
+    expect(contractProblems(ENCODER, { embeds: t('float32', [0, 4]) }, { sizes: { hidden: 4 } }).map((p) => p.code)).toEqual([
+      'MISSING_INPUT',
+    ]);
+    expect(declaredTensors(new Graph())).toEqual([]);
+  });
+});
+
 describe('feeds follow the schema', () => {
   it('one generic feeds(): values by key in, tensors by name out; an optional left out is not fed', () => {
     const values: FeedValues<typeof STEP.schema, string> = {
@@ -154,6 +173,8 @@ describe('feeds follow the schema', () => {
       deepstack_0: 'd0',
     });
     expect(feeds(STEP, { ...values, logits_to_keep: 'n' }).logits_to_keep).toBe('n');
+    // The same feeds with the tensor type given, as callers write them.
+    expect(STEP.feeds<string>(values)).toEqual(feeds(STEP, values));
     // @ts-expect-error: a required entry cannot be left out
     feeds(STEP, { embeds: 'e', attention_mask: 'm', past: [], deepstack: [] });
   });

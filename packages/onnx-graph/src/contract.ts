@@ -28,6 +28,11 @@ export interface EntryOptions {
   readonly parts?: readonly string[];
   /** What the tensor holds, as a missing-input message and the export manifest say it. */
   readonly doc?: string;
+  /**
+   * A layout the schema cannot state (one of several ranks) is checked by this function of the caller's;
+   * the contract's check then only knows the name (and whether it is missing).
+   */
+  readonly checkedBy?: string;
 }
 
 /** Dims are sizes or symbols; a symbol has one size across every tensor of a check (or a `sizes` binding). */
@@ -302,6 +307,7 @@ export function contractProblems<S extends Schema>(
         }
         continue;
       }
+      if (o.checkedBy !== undefined) continue;
       const p = tensorProblem(name, t, dt, dims, bound, dtypeBy);
       if (p) problems.push(p);
     }
@@ -334,13 +340,18 @@ function tensorProblem(
 ): ContractProblem | undefined {
   // The expected shape with every symbol known so far replaced by its size.
   const expected = dims.map((d) => (typeof d === 'string' && bound.has(d) ? bound.get(d)!.size : d));
-  const owners = [...new Set(dims.flatMap((d) => (typeof d === 'string' && bound.get(d)?.by ? [bound.get(d)!] : [])))];
+  // The tensors that fixed this one's symbols, once each.
+  const owners = [
+    ...new Map(
+      dims.flatMap((d) => (typeof d === 'string' && bound.get(d)?.by ? [[bound.get(d)!.by, bound.get(d)!] as const] : [])),
+    ).values(),
+  ];
   // "(the shape of input_ids)" when this tensor's dims are another's; else which tensor fixed which symbol.
   const origin =
     owners.length === 1 && sameDims(owners[0]!.dims, dims)
       ? ` (the shape of ${owners[0]!.by})`
       : owners.length > 0
-        ? ` (${dims.filter((d) => typeof d === 'string' && bound.get(d)?.by).join(', ')} as in ${[...new Set(owners.map((o) => o.by))].join(', ')})`
+        ? ` (${dims.filter((d) => typeof d === 'string' && bound.get(d)?.by).join(', ')} as in ${owners.map((o) => o.by).join(', ')})`
         : '';
   const dtypeOk = typeof dt === 'string' ? t.dtype === dt : dt.allowed.some((a) => a === t.dtype) && sameVar(dt, t.dtype, dtypeBy);
   const wantDType = typeof dt === 'string' ? dt : (dtypeBy.get(dt.var)?.dtype ?? describeDType(dt));

@@ -7,11 +7,22 @@ import {
   ernieRotaryTables,
 } from '@vlmkit/moe-decoder';
 import type { GridThw } from '@vlmkit/mrope';
+import { contract, type FeedValues } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import type { DecodeStep } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { loadFamily } from '../family.js';
-import { attentionMask, intRows, knownInputs, pixelsFor, pixelsNeed, tokenIds, tokenTypes } from '../inputs-check.js';
+import {
+  attentionMask,
+  checkNamedInputs,
+  INPUT_IDS,
+  intRows,
+  PER_TOKEN,
+  pixelsFor,
+  pixelsNeed,
+  tokenIds,
+  tokenTypes,
+} from '../inputs-check.js';
 import type { LoadedSessions, LoadOptions, ModelTimings } from '../model-load.js';
 import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-model.js';
 import { ERNIE_CHECKPOINT } from './checkpoint.js';
@@ -19,30 +30,27 @@ import type { Ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
 import { ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
 
-/** HF forward kwargs, by their HF names (a type, not an interface: a `NamedTensors` as it is). */
-export type ErnieInputs = {
-  input_ids: HostTensor;
-  attention_mask?: HostTensor | undefined;
-  pixel_values?: HostTensor | undefined;
-  image_grid_thw?: HostTensor | undefined;
-  pixel_values_videos?: HostTensor | undefined;
-  video_grid_thw?: HostTensor | undefined;
-  /** [B, S] 0 text, 1 image placeholder, 2 video placeholder (the processor's); checked against input_ids. */
-  mm_token_type_ids?: HostTensor | undefined;
-  moe_mm_token_type_ids?: HostTensor | undefined;
-};
+/**
+ * The inputs ERNIE-4.5-VL reads (HF Ernie4_5_VLMoeForConditionalGeneration.forward's tensors), by their HF
+ * names: the per-token ones have the shape of input_ids; pixel values and grids are checked by their rules.
+ */
+export const ERNIE_INPUTS = contract({
+  input_ids: INPUT_IDS,
+  attention_mask: PER_TOKEN,
+  pixel_values: ['float32', ['patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
+  image_grid_thw: ['int64', ['images', 3], { optional: true, checkedBy: 'intRows' }],
+  pixel_values_videos: ['float32', ['video_patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
+  video_grid_thw: ['int64', ['videos', 3], { optional: true, checkedBy: 'intRows' }],
+  /** 0 text, 1 image placeholder, 2 video placeholder (the processor's). */
+  mm_token_type_ids: PER_TOKEN,
+  moe_mm_token_type_ids: PER_TOKEN,
+});
 
-/** The inputs ERNIE-4.5-VL reads (HF Ernie4_5_VLMoeForConditionalGeneration.forward's tensors). */
-export const ERNIE_INPUT_NAMES = [
-  'input_ids',
-  'attention_mask',
-  'pixel_values',
-  'image_grid_thw',
-  'pixel_values_videos',
-  'video_grid_thw',
-  'mm_token_type_ids',
-  'moe_mm_token_type_ids',
-] as const satisfies readonly (keyof ErnieInputs)[];
+/** HF forward kwargs, by their HF names (a `NamedTensors` as it is). */
+export type ErnieInputs = FeedValues<typeof ERNIE_INPUTS.schema, HostTensor>;
+
+/** The names ERNIE-4.5-VL reads. */
+export const ERNIE_INPUT_NAMES = Object.keys(ERNIE_INPUTS.schema) as readonly (keyof ErnieInputs)[];
 
 /** Names of ERNIE-4.5-VL's `forwardNamed` outputs (what `vlmkit forward` writes). */
 export const ERNIE_FORWARD_OUTPUTS = {
@@ -121,8 +129,8 @@ export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision
   }
 
   protected prompt(inputs: ErnieInputs): ErniePrompt {
-    knownInputs(inputs, ERNIE_INPUT_NAMES, 'ERNIE-4.5-VL');
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
+    checkNamedInputs(ERNIE_INPUTS, inputs, 'ERNIE-4.5-VL');
     const [B, S] = [ids.batch, ids.seq];
     const [imageGrids, videoGrids] = [grids(inputs.image_grid_thw, 'image_grid_thw'), grids(inputs.video_grid_thw, 'video_grid_thw')];
     pixelsNeed(inputs.pixel_values, 'pixel_values', 'image_grid_thw', imageGrids.length > 0);
@@ -134,8 +142,8 @@ export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision
         attentionMask: attentionMask(inputs.attention_mask, B, S),
         imageGrids,
         videoGrids,
-        mmTokenType: tokenTypes(inputs.mm_token_type_ids, 'mm_token_type_ids', B, S, [0, 1, 2]),
-        moeTokenType: tokenTypes(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids', B, S, [0, 1, 2]),
+        mmTokenType: tokenTypes(inputs.mm_token_type_ids, 'mm_token_type_ids', S, [0, 1, 2]),
+        moeTokenType: tokenTypes(inputs.moe_mm_token_type_ids, 'moe_mm_token_type_ids', S, [0, 1, 2]),
       },
       this.config,
     );

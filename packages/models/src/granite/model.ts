@@ -5,11 +5,22 @@ import {
   type GraniteDecoderFeeds,
   graniteDecodePositions,
 } from '@vlmkit/moe-decoder';
+import { contract, type FeedValues } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import type { DecodeStep } from '../decoder-model.js';
 import { ModelError } from '../errors.js';
 import { loadFamily } from '../family.js';
-import { attentionMask, intRows, knownInputs, perToken, pixelsFor, pixelsNeed, tokenIds } from '../inputs-check.js';
+import {
+  attentionMask,
+  checkNamedInputs,
+  INPUT_IDS,
+  intRows,
+  PER_TOKEN,
+  perToken,
+  pixelsFor,
+  pixelsNeed,
+  tokenIds,
+} from '../inputs-check.js';
 import type { LoadedSessions, LoadOptions } from '../model-load.js';
 import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-model.js';
 import type { Size } from './anyres.js';
@@ -18,26 +29,26 @@ import type { Granite4VisionConfig } from './config.js';
 import { analyzeGranitePrompt, type GranitePrompt } from './prompt.js';
 import { GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
 
-/** HF forward kwargs, by their HF names (a type, not an interface: a `NamedTensors` as it is). */
-export type GraniteInputs = {
-  input_ids: HostTensor;
-  attention_mask?: HostTensor | undefined;
+/**
+ * The inputs Granite 4 Vision reads (HF Granite4VisionForConditionalGeneration.forward's tensors), by their HF
+ * names: the per-token ones have the shape of input_ids; pixel values and sizes are checked by their rules.
+ */
+export const GRANITE_INPUTS = contract({
+  input_ids: INPUT_IDS,
+  attention_mask: PER_TOKEN,
   /** [images, tiles, C, S, S] (zero-padded tiles, as HF's processor) or [tiles, C, S, S]. */
-  pixel_values?: HostTensor | undefined;
-  /** [images, 2] (height, width) of the original images. */
-  image_sizes?: HostTensor | undefined;
-  /** [B, S]; default: cumsum(attention_mask) - 1, padding at 1 (what HF generate uses). */
-  position_ids?: HostTensor | undefined;
-};
+  pixel_values: ['float32', ['images', 'tiles', 'channels', 'image_size', 'image_size'], { optional: true, checkedBy: 'pixelsFor' }],
+  /** (height, width) of the original images. */
+  image_sizes: ['int64', ['images', 2], { optional: true, checkedBy: 'intRows' }],
+  /** Default: cumsum(attention_mask) - 1, padding at 1 (what HF generate uses). */
+  position_ids: PER_TOKEN,
+});
 
-/** The inputs Granite 4 Vision reads (HF Granite4VisionForConditionalGeneration.forward's tensors). */
-export const GRANITE_INPUT_NAMES = [
-  'input_ids',
-  'attention_mask',
-  'pixel_values',
-  'image_sizes',
-  'position_ids',
-] as const satisfies readonly (keyof GraniteInputs)[];
+/** HF forward kwargs, by their HF names (a `NamedTensors` as it is). */
+export type GraniteInputs = FeedValues<typeof GRANITE_INPUTS.schema, HostTensor>;
+
+/** The names Granite 4 Vision reads. */
+export const GRANITE_INPUT_NAMES = Object.keys(GRANITE_INPUTS.schema) as readonly (keyof GraniteInputs)[];
 
 /** Names of Granite 4 Vision's `forwardNamed` outputs: level k is named as the vision encoder's output. */
 export const GRANITE_FORWARD_OUTPUTS = {
@@ -94,14 +105,14 @@ export class Granite4Vision extends FamilyModel<GraniteInputs, GranitePrompt, Ho
   }
 
   protected prompt(inputs: GraniteInputs): GranitePrompt {
-    knownInputs(inputs, GRANITE_INPUT_NAMES, 'Granite 4 Vision');
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
+    checkNamedInputs(GRANITE_INPUTS, inputs, 'Granite 4 Vision');
     return analyzeGranitePrompt(
       {
         inputIds: ids.data,
         shape: [ids.batch, ids.seq],
         attentionMask: attentionMask(inputs.attention_mask, ids.batch, ids.seq),
-        positionIds: perToken(inputs.position_ids, 'position_ids', ids.batch, ids.seq),
+        positionIds: perToken(inputs.position_ids),
       },
       this.config,
     );
