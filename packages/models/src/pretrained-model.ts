@@ -55,7 +55,7 @@ export interface ModelOrigin {
 
 /**
  * The base of each family's model class. Its inputs are HF kwargs by name (a family's own input type, checked
- * by name when read: `knownInputs`), so the model is a `PretrainedModel` as it is.
+ * by name when read: `checkNamedInputs`), so the model is a `PretrainedModel` as it is.
  */
 export abstract class FamilyModel<Inputs extends NamedTensors, Prompt extends PromptBatch, Vision>
   extends DecoderModel<Inputs, Prompt, Vision>
