@@ -125,3 +125,36 @@ describe('Graph', () => {
     expect(g.snapshot().initializers).toHaveLength(1);
   });
 });
+
+describe('one Graph class', () => {
+  it('has no superclass; every op, com.microsoft ones included, is its own method', () => {
+    expect(Object.getPrototypeOf(Graph.prototype)).toBe(Object.prototype);
+    const own = Object.getOwnPropertyNames(Graph.prototype);
+    for (const op of [
+      'add',
+      'matmul',
+      'reshape',
+      'attention',
+      'loop',
+      'if',
+      'skipSimplifiedLayerNorm',
+      'groupQueryAttentionWithBias',
+      'moe',
+    ]) {
+      expect(own, op).toContain(op);
+    }
+    // A body is a Graph too.
+    const g = new Graph();
+    const x = g.input('x', 'float32', [2]);
+    let body: unknown;
+    g.if(
+      g.constant('bool', [], [1]),
+      (b) => {
+        body = b;
+        return [b.neg(x)];
+      },
+      (b) => [b.abs(x)],
+    );
+    expect(body).toBeInstanceOf(Graph);
+  });
+});
