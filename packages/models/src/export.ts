@@ -6,7 +6,7 @@
 import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { KV_CACHE_IO, type KvCacheDType, kvCacheDType } from '@vlmkit/moe-decoder';
-import { type ComputeDType, type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
+import { type ComputeDType, declaredTensors, type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readLoraAdapter } from '@vlmkit/weight-mapper';
 import { readConfigFile } from './config-file.js';
@@ -108,8 +108,9 @@ async function writeGraph(g: Graph, out: string, stem: string, threshold: number
   const data = saved.dataPath !== undefined ? basename(saved.dataPath) : null;
   const sha256: Record<string, string> = { [file]: await sha256File(join(out, file)) };
   if (data) sha256[data] = await sha256File(join(out, data));
-  const snap = g.snapshot();
-  return { file, external_data: data, sha256, inputs: tensors(snap.inputs), outputs: tensors(snap.outputs) };
+  // The inputs as the graph's contracts declared them (the schemas of `*_INPUTS`), the outputs as built.
+  const inputs = declaredTensors(g).map((t) => ({ name: t.name, dtype: t.dtype, dims: [...t.dims] }));
+  return { file, external_data: data, sha256, inputs, outputs: tensors(g.snapshot().outputs) };
 }
 
 function kvLayers(n: number): ExportManifest['decoder']['kv_cache']['layers'] {
