@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   buildErnieVisionEncoder,
-  ERNIE_VISION_ENCODER_IO,
+  ERNIE_VISION_ENCODER_OUTPUTS,
   Ernie45VL,
   type ErnieInputs,
   ernie45VLConfig,
@@ -99,7 +99,7 @@ describe('examples', () => {
     const session = await createSession(bytes, { externalData, device: 'cpu' });
     await ckpt.close();
     const feeds = ernieVisionEncoderFeeds(inputs.pixel_values!.data, [[1, 4, 6]], config);
-    const hidden = (await session.run(feeds))[ERNIE_VISION_ENCODER_IO.visionHidden]!.data as Float32Array;
+    const hidden = (await session.run(feeds))[ERNIE_VISION_ENCODER_OUTPUTS.names.vision_hidden]!.data as Float32Array;
     await session.release();
     expect(hidden.length).toBe(24 * 32);
     const first = numbers(out, 'patch 0:');

@@ -14,7 +14,8 @@ export { analyzeErniePrompt, type ErniePrompt, type ErniePromptInputs, placehold
 export { type ErnieTokens, ernieTokens, visionExpertMask } from './ernie/tokens.js';
 export {
   buildErnieVisionEncoder,
-  ERNIE_VISION_ENCODER_IO,
+  ERNIE_VISION_ENCODER_INPUTS,
+  ERNIE_VISION_ENCODER_OUTPUTS,
   type ErnieVisionEncoderFeeds,
   ernieVisionEncoderFeeds,
 } from './ernie/vision-encoder.js';
@@ -69,7 +70,8 @@ export { analyzeGranitePrompt, type GranitePrompt, type GranitePromptInputs } fr
 export { type GraniteTokens, graniteTokens } from './granite/tokens.js';
 export {
   buildGraniteVisionEncoder,
-  GRANITE_VISION_ENCODER_IO,
+  GRANITE_VISION_ENCODER_INPUTS,
+  GRANITE_VISION_ENCODER_OUTPUTS,
   type GraniteVisionEncoderFeeds,
   graniteVisionEncoderFeeds,
 } from './granite/vision-encoder.js';

@@ -25,7 +25,6 @@ export {
   buildErnieTextDecoderModel,
   ERNIE_DEBUG_OUTPUTS,
   ERNIE_DECODER_INPUTS,
-  ERNIE_DECODER_IO,
   type ErnieDecoderFeedInputs,
   type ErnieDecoderFeeds,
   type ErnieTextDecoderModelOptions,
@@ -47,13 +46,13 @@ export {
   buildGraniteTextDecoderModel,
   GRANITE_DEBUG_OUTPUTS,
   GRANITE_DECODER_INPUTS,
-  GRANITE_DECODER_IO,
   type GraniteDecoderFeedInputs,
   type GraniteDecoderFeeds,
   type GraniteTextDecoderModelOptions,
 } from './granite/standalone.js';
 export {
   DECODER_OUTPUTS,
+  DECODER_STEP_IO,
   KV_CACHE_DTYPE,
   KV_CACHE_IO,
   type KvCacheDType,

@@ -36,6 +36,12 @@ const PAST = contract({ past_key_values: PAST_KEY_VALUES });
 /** The cache's input and output names per layer and kind (runtime's `KvCacheNames`). */
 export const KV_CACHE_IO = { past: PAST.names.past_key_values, present: DECODER_OUTPUTS.names.present } as const;
 
+/**
+ * The names a host decode loop needs of either decoder step graph: the KV cache's (`KvCacheNames`), `logits`
+ * and the `logits_to_keep` input both contracts have.
+ */
+export const DECODER_STEP_IO = { ...KV_CACHE_IO, logits: DECODER_OUTPUTS.names.logits, logitsToKeep: 'logits_to_keep' } as const;
+
 /** Input `past_key_values.{i}.key` / `.value`. */
 export type PastName = ReturnType<typeof KV_CACHE_IO.past>;
 /** Output `present.{i}.key` / `.value`. */

@@ -1,10 +1,13 @@
 // The ERNIE-4.5-VL section of `vlmkit export`'s manifest.json: what a port computes on the host (vision
 // rotary tables, slices, 3D position ids, decoder rotary tables) and the numbers it needs to.
-import { ERNIE_DECODER_IO } from '@vlmkit/moe-decoder';
+import { ERNIE_DECODER_INPUTS } from '@vlmkit/moe-decoder';
 import { ernieFrequencyAxes, ropeInverseFrequencies } from '@vlmkit/mrope';
 import { ernieVisionHeadDim } from '@vlmkit/vision-tower';
 import type { Ernie45VLConfig } from './config.js';
-import { ERNIE_VISION_ENCODER_IO } from './vision-encoder.js';
+import { ERNIE_VISION_ENCODER_INPUTS } from './vision-encoder.js';
+
+const V = ERNIE_VISION_ENCODER_INPUTS.names;
+const D = ERNIE_DECODER_INPUTS.names;
 
 export function ernieManifestRules(config: Ernie45VLConfig): Record<string, unknown> {
   const text = config.text;
@@ -23,13 +26,11 @@ export function ernieManifestRules(config: Ernie45VLConfig): Record<string, unkn
     temporal_merge_size: r.temporalMergeSize,
     temporal_slicing: r.useTemporalConv,
     vision_encoder_inputs: {
-      [ERNIE_VISION_ENCODER_IO.pixelValues]:
-        'float32 [num_patches, C*p*p]: the processor pixel_values (images, then separately videos: one encoder run each)',
-      [ERNIE_VISION_ENCODER_IO.segmentIds]:
-        'int32 [num_patches]: index of the frame each patch belongs to (every frame of every grid in order: 0, 1, 2, ...)',
-      [`${ERNIE_VISION_ENCODER_IO.rotaryCos} / ${ERNIE_VISION_ENCODER_IO.rotarySin}`]:
+      [V.pixel_values]: 'float32 [num_patches, C*p*p]: the processor pixel_values (images, then separately videos: one encoder run each)',
+      [V.segment_ids]: 'int32 [num_patches]: index of the frame each patch belongs to (every frame of every grid in order: 0, 1, 2, ...)',
+      [`${V.rotary_cos} / ${V.rotary_sin}`]:
         'float32 [num_patches, head_dim/2]: per patch (h, w) = its row and column in the grid, patches taken in spatial-merge windows (for each frame, for each window row bh, window column bw, ih < m, iw < m: h = bh*m + ih, w = bw*m + iw); column a*head_dim/4 + i is cos/sin(float32(pos_a * vision_rotary.inv_freq[i])), a = 0 for h, 1 for w',
-      [`${ERNIE_VISION_ENCODER_IO.firstSlice} / ${ERNIE_VISION_ENCODER_IO.secondSlice}`]:
+      [`${V.first_slice} / ${V.second_slice}`]:
         'int64 [num_tokens]: for each grid at merged-token offset o with n = h*w/m^2 tokens per frame, pair frames (0,1), (2,3), ... (an image pairs frame 0 with itself) and list o + even*n + j (first) and o + odd*n + j (second), j < n',
     },
     vision_rotary: {
@@ -38,13 +39,13 @@ export function ernieManifestRules(config: Ernie45VLConfig): Record<string, unkn
       inv_freq: f32List(ropeInverseFrequencies(ernieVisionHeadDim(v) / 2, v.ropeTheta)),
     },
     decoder_inputs: {
-      [ERNIE_DECODER_IO.visionEmbeds]:
+      [D.vision_embeds]:
         'float32 [N, hidden]: the vision encoder `embeds` of the images then of the videos, concatenated; [0, hidden] in decode steps',
-      [ERNIE_DECODER_IO.visionPositions]:
+      [D.vision_positions]:
         'int64 [N]: flattened b*S + s of the image placeholder tokens then of the video placeholder tokens (row-major), [0] in decode steps',
-      [ERNIE_DECODER_IO.moeTokenType]:
+      [D.moe_token_type]:
         'int64 [B, S]: HF moe_mm_token_type_ids (1 for image/video placeholders and their start/end tokens, else 0); 0 in decode steps',
-      [`${ERNIE_DECODER_IO.ropeCos} / ${ERNIE_DECODER_IO.ropeSin}`]:
+      [`${D.rope_cos} / ${D.rope_sin}`]:
         'float32 [B, S, head_dim/2]: cos/sin(float32(position_ids[text_rotary.axes[i], b, s] * text_rotary.inv_freq[i])) from the 3D position ids',
     },
     position_ids: {

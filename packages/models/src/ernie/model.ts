@@ -1,7 +1,7 @@
 import {
   DECODER_OUTPUTS,
+  DECODER_STEP_IO,
   ERNIE_DECODER_INPUTS,
-  ERNIE_DECODER_IO,
   type ErnieDecoderFeeds,
   ernieDecodePositions,
   ernieRotaryTables,
@@ -28,7 +28,7 @@ import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-
 import { ERNIE_CHECKPOINT } from './checkpoint.js';
 import type { Ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
-import { ERNIE_VISION_ENCODER_IO, ernieVisionEncoderFeeds } from './vision-encoder.js';
+import { ERNIE_VISION_ENCODER_OUTPUTS, ernieVisionEncoderFeeds } from './vision-encoder.js';
 
 /**
  * The inputs ERNIE-4.5-VL reads (HF Ernie4_5_VLMoeForConditionalGeneration.forward's tensors), by their HF
@@ -84,7 +84,7 @@ interface ErnieVision {
 /** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
 export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision> {
   protected readonly dims;
-  protected readonly io = ERNIE_DECODER_IO;
+  protected readonly io = DECODER_STEP_IO;
   protected readonly tokens;
 
   private constructor(
@@ -164,7 +164,7 @@ export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision
           `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${gridName} (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`,
         );
       }
-      const embeds = ERNIE_VISION_ENCODER_IO.embeds;
+      const embeds = ERNIE_VISION_ENCODER_OUTPUTS.names.embeds;
       const out = await this.vision.run(ernieVisionEncoderFeeds(pixels.data, gs, this.config), { outputs: [embeds] });
       return out[embeds] as HostTensor<'float32'>;
     };

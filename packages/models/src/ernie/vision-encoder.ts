@@ -27,23 +27,6 @@ export const ERNIE_VISION_ENCODER_OUTPUTS = contract({ ...ERNIE_VISION_TOWER_OUT
 /** The vision encoder's feeds by input name. */
 export type ErnieVisionEncoderFeeds = Feeds<typeof ERNIE_VISION_ENCODER_INPUTS.schema, HostTensor>;
 
-const I = ERNIE_VISION_ENCODER_INPUTS.names;
-const O = ERNIE_VISION_ENCODER_OUTPUTS.names;
-/**
- * Input and output names of the session, from its contracts.
- * @deprecated Use `ERNIE_VISION_ENCODER_INPUTS.names` and `ERNIE_VISION_ENCODER_OUTPUTS.names`.
- */
-export const ERNIE_VISION_ENCODER_IO = {
-  pixelValues: I.pixel_values,
-  rotaryCos: I.rotary_cos,
-  rotarySin: I.rotary_sin,
-  segmentIds: I.segment_ids,
-  firstSlice: I.first_slice,
-  secondSlice: I.second_slice,
-  visionHidden: O.vision_hidden,
-  embeds: O.embeds,
-} as const;
-
 /**
  * The vision encoder session: tower then resampler, one graph.
  * Inputs `pixel_values` [Np, C*p*p], `rotary_cos`/`rotary_sin` [Np, hd/2],
@@ -60,6 +43,7 @@ export function buildErnieVisionEncoder(
   const g = new Graph({ name: 'ernie_vision_encoder', computeDtype: build.computeDtype ?? 'float32' });
   const v = config.vision;
   const x = declareInputs(g, ERNIE_VISION_ENCODER_INPUTS, { sizes: ernieVisionTowerSizes(v) });
+  const O = ERNIE_VISION_ENCODER_OUTPUTS.names;
   const { hidden } = buildErnieVisionTower(g, vision, v, {
     pixelValues: x.pixel_values,
     rotaryCos: x.rotary_cos,

@@ -1,7 +1,7 @@
 import {
   DECODER_OUTPUTS,
+  DECODER_STEP_IO,
   GRANITE_DECODER_INPUTS,
-  GRANITE_DECODER_IO,
   type GraniteDecoderFeeds,
   graniteDecodePositions,
 } from '@vlmkit/moe-decoder';
@@ -27,7 +27,7 @@ import type { Size } from './anyres.js';
 import { GRANITE_CHECKPOINT } from './checkpoint.js';
 import type { Granite4VisionConfig } from './config.js';
 import { analyzeGranitePrompt, type GranitePrompt } from './prompt.js';
-import { GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
+import { GRANITE_VISION_ENCODER_OUTPUTS, graniteVisionEncoderFeeds } from './vision-encoder.js';
 
 /**
  * The inputs Granite 4 Vision reads (HF Granite4VisionForConditionalGeneration.forward's tensors), by their HF
@@ -53,7 +53,7 @@ export const GRANITE_INPUT_NAMES = Object.keys(GRANITE_INPUTS.schema) as readonl
 /** Names of Granite 4 Vision's `forwardNamed` outputs: level k is named as the vision encoder's output. */
 export const GRANITE_FORWARD_OUTPUTS = {
   logits: DECODER_OUTPUTS.names.logits,
-  deepstack: GRANITE_VISION_ENCODER_IO.deepstack,
+  deepstack: GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack,
 } as const;
 
 export interface GraniteForwardOutputs {
@@ -68,7 +68,7 @@ export type GraniteLoadOptions = Omit<LoadOptions, 'reference'>;
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
 export class Granite4Vision extends FamilyModel<GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
   protected readonly dims;
-  protected readonly io = GRANITE_DECODER_IO;
+  protected readonly io = DECODER_STEP_IO;
   protected readonly tokens;
 
   private constructor(
@@ -141,7 +141,7 @@ export class Granite4Vision extends FamilyModel<GraniteInputs, GranitePrompt, Ho
       );
     }
     const out = await this.vision.run(feeds);
-    return this.config.levels.map((l) => out[GRANITE_VISION_ENCODER_IO.deepstack(l.k)] as HostTensor<'float32'>);
+    return this.config.levels.map((l) => out[GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack(l.k)] as HostTensor<'float32'>);
   }
 
   protected prefillFeeds(p: GranitePrompt, deepstack: readonly HostTensor[], cache: KvCache): GraniteDecoderFeeds<HostTensor> {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
 import type { Size } from './anyres.js';
 import { granite4VisionConfig } from './config.js';
-import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_IO, graniteVisionEncoderFeeds } from './vision-encoder.js';
+import { buildGraniteVisionEncoder, GRANITE_VISION_ENCODER_OUTPUTS, graniteVisionEncoderFeeds } from './vision-encoder.js';
 import { loadGraniteWeights } from './weights.js';
 
 describe.each(
@@ -30,7 +30,7 @@ describe.each(
     const out = await session.run(feeds);
     for (const level of config.levels) {
       const ref = expected[`image_features_level_${level.k}`]!;
-      const got = out[GRANITE_VISION_ENCODER_IO.deepstack(level.k)]!;
+      const got = out[GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack(level.k)]!;
       expect(got.dims).toEqual(ref.dims);
       expect(relError(got.data as Float32Array, ref.data as Float32Array), `level ${level.k}`).toBeLessThan(1e-4);
     }

@@ -22,16 +22,6 @@ export const GRANITE_VISION_ENCODER_OUTPUTS = contract({ deepstack: GRANITE_DECO
 export type GraniteVisionEncoderFeeds = Feeds<typeof GRANITE_VISION_ENCODER_INPUTS.schema, HostTensor>;
 
 /**
- * Input and output names of the session, from its contracts.
- * @deprecated Use `GRANITE_VISION_ENCODER_INPUTS.names` and `GRANITE_VISION_ENCODER_OUTPUTS.names`.
- */
-export const GRANITE_VISION_ENCODER_IO = {
-  pixelValues: GRANITE_VISION_ENCODER_INPUTS.names.pixel_values,
-  packIndices: GRANITE_VISION_ENCODER_INPUTS.names.pack_indices,
-  deepstack: GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack,
-} as const;
-
-/**
  * The Granite vision encoder session: SigLIP (every hidden state), the
  * layerwise and spatial window Q-Former projectors, and anyres packing, one
  * graph. Inputs `pixel_values` [T, C, S, S] (the real tiles of every image,

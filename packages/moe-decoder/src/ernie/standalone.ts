@@ -12,7 +12,7 @@ import {
   quantizeLinearPass,
   type Weights,
 } from '@vlmkit/onnx-graph';
-import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
+import { castPast, DECODER_OUTPUTS, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
 import type { DecoderOpsOptions, KvCacheMode } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
@@ -94,25 +94,6 @@ export const ERNIE_DEBUG_OUTPUTS = {
 export type ErnieDecoderFeedInputs<T> = FeedValues<typeof ERNIE_DECODER_INPUTS.schema, T>;
 /** The feeds of one run, by input name (`feeds(ERNIE_DECODER_INPUTS, values)`). */
 export type ErnieDecoderFeeds<T> = Feeds<typeof ERNIE_DECODER_INPUTS.schema, T>;
-
-/**
- * Input and output names of the graph, derived from `ERNIE_DECODER_INPUTS` and `DECODER_OUTPUTS`.
- * @deprecated Use `ERNIE_DECODER_INPUTS.names`, `DECODER_OUTPUTS.names` and `ERNIE_DEBUG_OUTPUTS`.
- */
-const N = ERNIE_DECODER_INPUTS.names;
-export const ERNIE_DECODER_IO = {
-  inputIds: N.input_ids,
-  visionEmbeds: N.vision_embeds,
-  visionPositions: N.vision_positions,
-  moeTokenType: N.moe_token_type,
-  attentionMask: N.attention_mask,
-  ropeCos: N.rope_cos,
-  ropeSin: N.rope_sin,
-  logitsToKeep: N.logits_to_keep,
-  logits: DECODER_OUTPUTS.names.logits,
-  ...KV_CACHE_IO,
-  ...ERNIE_DEBUG_OUTPUTS,
-} as const;
 
 /**
  * The ERNIE text decoder as a complete graph with named inputs and outputs,

@@ -13,7 +13,7 @@ import {
   type Value,
   type Weights,
 } from '@vlmkit/onnx-graph';
-import { castPast, DECODER_OUTPUTS, KV_CACHE_IO, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
+import { castPast, DECODER_OUTPUTS, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
 import type { DecoderOpsOptions, KvCacheMode } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
@@ -88,23 +88,6 @@ export const GRANITE_DEBUG_OUTPUTS = {
 export type GraniteDecoderFeedInputs<T> = FeedValues<typeof GRANITE_DECODER_INPUTS.schema, T>;
 /** The feeds of one run, by input name (`feeds(GRANITE_DECODER_INPUTS, values)`). */
 export type GraniteDecoderFeeds<T> = Feeds<typeof GRANITE_DECODER_INPUTS.schema, T>;
-
-/**
- * Input and output names of the graph, derived from `GRANITE_DECODER_INPUTS` and `DECODER_OUTPUTS`.
- * @deprecated Use `GRANITE_DECODER_INPUTS.names`, `DECODER_OUTPUTS.names` and `GRANITE_DEBUG_OUTPUTS`.
- */
-const N = GRANITE_DECODER_INPUTS.names;
-export const GRANITE_DECODER_IO = {
-  inputIds: N.input_ids,
-  imagePositions: N.image_positions,
-  deepstack: N.deepstack,
-  attentionMask: N.attention_mask,
-  positionIds: N.position_ids,
-  logitsToKeep: N.logits_to_keep,
-  logits: DECODER_OUTPUTS.names.logits,
-  ...KV_CACHE_IO,
-  ...GRANITE_DEBUG_OUTPUTS,
-} as const;
 
 /**
  * The Granite 4 Vision text decoder as a complete graph with named inputs and
