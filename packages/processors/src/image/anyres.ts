@@ -1,16 +1,7 @@
 import { type ConfigObject, fields } from '@vlmkit/config';
 import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from './decode.js';
-import {
-  crop,
-  OPENAI_CLIP_MEAN,
-  OPENAI_CLIP_STD,
-  PIXEL_SETTING_KEYS,
-  type PixelNormalization,
-  readNormalization,
-  readResample,
-  writeNormalizedChw,
-} from './pixels.js';
+import { crop, PIXEL_SETTING_KEYS, type PixelNormalization, readNormalization, readResample, writeNormalizedChw } from './pixels.js';
 import { type ResampleFilter, resize, type Uint8Image } from './resize.js';
 
 /** [height, width]. */
@@ -108,7 +99,7 @@ export function anyresImageProcessorConfig(
     doCenterCrop: c.bool('do_center_crop', { default: true, from: FROM }),
     doPad: c.bool('do_pad', { default: true, from: FROM }),
     resample: readResample(c, 'bicubic'),
-    normalization: readNormalization(c, FROM, { imageMean: OPENAI_CLIP_MEAN, imageStd: OPENAI_CLIP_STD }),
+    normalization: readNormalization(c, FROM),
   };
 }
 

@@ -1,15 +1,7 @@
 import { fields } from '@vlmkit/config';
 import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from './decode.js';
-import {
-  OPENAI_CLIP_MEAN,
-  OPENAI_CLIP_STD,
-  PIXEL_SETTING_KEYS,
-  type PixelNormalization,
-  readNormalization,
-  readResample,
-  writeNormalizedChw,
-} from './pixels.js';
+import { PIXEL_SETTING_KEYS, type PixelNormalization, readNormalization, readResample, writeNormalizedChw } from './pixels.js';
 import { type ResampleFilter, resize } from './resize.js';
 
 /** What Ernie4_5_VLMoeImageProcessor reads from preprocessor_config.json. */
@@ -64,7 +56,7 @@ export function ernieImageProcessorConfig(
     maxPixels: size ? size.int('longest_edge', pixels) : 28 * 28 * 6177,
     doResize: c.bool('do_resize', { default: true, from: FROM }),
     resample: readResample(c, 'bicubic'),
-    normalization: readNormalization(c, FROM, { imageMean: OPENAI_CLIP_MEAN, imageStd: OPENAI_CLIP_STD }),
+    normalization: readNormalization(c, FROM),
   };
 }
 

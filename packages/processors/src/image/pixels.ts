@@ -28,11 +28,14 @@ export interface PixelNormalization {
   readonly imageStd: readonly [number, number, number];
 }
 
-/** Reads the normalization fields of preprocessor_config.json with the image processor class's defaults. */
+/**
+ * Reads the normalization fields of preprocessor_config.json with the image processor class's defaults
+ * (OpenAI CLIP's mean and std for every processor here).
+ */
 export function readNormalization(
   c: ConfigObject,
   from: string,
-  defaults: { imageMean: readonly number[]; imageStd: readonly number[] },
+  defaults: { imageMean: readonly number[]; imageStd: readonly number[] } = { imageMean: OPENAI_CLIP_MEAN, imageStd: OPENAI_CLIP_STD },
 ): PixelNormalization {
   const triple = (key: string, d: readonly number[]): [number, number, number] => {
     if (!c.has(key)) return [d[0]!, d[1]!, d[2]!];

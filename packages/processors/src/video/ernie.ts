@@ -2,14 +2,7 @@ import { fields } from '@vlmkit/config';
 import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import type { RgbImage } from '../image/decode.js';
 import { ernieSmartResize } from '../image/ernie.js';
-import {
-  OPENAI_CLIP_MEAN,
-  OPENAI_CLIP_STD,
-  PIXEL_SETTING_KEYS,
-  type PixelNormalization,
-  readNormalization,
-  readResample,
-} from '../image/pixels.js';
+import { PIXEL_SETTING_KEYS, type PixelNormalization, readNormalization, readResample } from '../image/pixels.js';
 import { torchResizeBicubicUint8 } from './torch-resize.js';
 
 /** A decoded video: its frames in order (8-bit RGB, all the same size) and, for fps sampling, its frame rate. */
@@ -115,7 +108,7 @@ export function ernieVideoProcessorConfig(
     fps: c.optionalPositive('fps'),
     doSampleFrames: c.bool('do_sample_frames', { default: true, from: FROM }),
     doResize: c.bool('do_resize', { default: true, from: FROM }),
-    normalization: readNormalization(c, FROM, { imageMean: OPENAI_CLIP_MEAN, imageStd: OPENAI_CLIP_STD }),
+    normalization: readNormalization(c, FROM),
   };
 }
 
