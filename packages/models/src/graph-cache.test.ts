@@ -383,7 +383,10 @@ describe('graph cache', () => {
   it('a cacheDir that is a file is refused with a clear error', async () => {
     const file = join(work, 'not-a-dir');
     await writeFile(file, 'x');
-    await expect(GraphCache.open(file)).rejects.toMatchObject({ code: 'BAD_CACHE_DIR', message: expect.stringContaining('is a file') });
+    await expect(GraphCache.open(file)).rejects.toMatchObject({
+      code: 'BAD_CACHE_DIR',
+      message: expect.stringContaining('is a regular file'),
+    });
   });
 
   it('a cacheDir that is not a writable directory tree (/proc/self, a FIFO, under a file) is refused by name within 20 s', async () => {
@@ -396,7 +399,7 @@ describe('graph cache', () => {
       ['/proc/self/vlmkit/graphs', /cannot be created/],
       ['/proc/1/fd', /cannot be created/],
       ['/sys/kernel/vlmkit', /cannot be created/],
-      [fifo, /is a FIFO, not a directory/],
+      [fifo, /is a FIFO \(named pipe\), not a directory/],
       [join(fifo, 'sub'), /a parent of it is a file/],
       [join(file, 'sub'), /a parent of it is a file/],
     ];

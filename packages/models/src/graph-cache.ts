@@ -23,6 +23,7 @@ import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, rmd
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
+import { describeFileKind } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
 /**
@@ -76,7 +77,7 @@ async function cacheFileStamp(path: string): Promise<Stamp | string> {
     return `${basename(path)} is missing`;
   }
   if (s.isSymbolicLink()) return `${basename(path)} is a symbolic link`;
-  if (!s.isFile()) return `${basename(path)} is ${fileKind(s)}`;
+  if (!s.isFile()) return `${basename(path)} is ${describeFileKind(s)}`;
   return { size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs, ino: s.ino, dev: s.dev };
 }
 
@@ -136,7 +137,7 @@ async function renameOver(tmp: string, path: string): Promise<void> {
     if (!(await removeFile(path))) {
       throw new ModelError(
         'BAD_CACHE_DIR',
-        `graph cache file ${path} cannot be replaced (${await lstat(path).then(fileKind, () => 'gone')} that is not empty); remove it, or pass another --cache-dir DIR (cacheDir).`,
+        `graph cache file ${path} cannot be replaced (${await lstat(path).then(describeFileKind, () => 'gone')} that is not empty); remove it, or pass another --cache-dir DIR (cacheDir).`,
       );
     }
     await rename(tmp, path);
@@ -387,7 +388,7 @@ export class GraphCache {
       if (!(await removeFile(path))) {
         throw new ModelError(
           'BAD_CACHE_DIR',
-          `graph cache file ${path} cannot be removed (${await lstat(path).then(fileKind, () => 'gone')}); remove it, or pass another --cache-dir DIR (cacheDir).`,
+          `graph cache file ${path} cannot be removed (${await lstat(path).then(describeFileKind, () => 'gone')}); remove it, or pass another --cache-dir DIR (cacheDir).`,
         );
       }
     }
@@ -552,7 +553,7 @@ async function makeDirectory(dir: string, refuse: (why: string) => ModelError): 
       }
       throw refuse(code === 'ENOTDIR' ? 'a parent of it is a file, not a directory' : `${p}: ${(e as Error).message}`);
     }
-    if (!s.isDirectory()) throw refuse(`${p === dir ? 'it' : p} is ${fileKind(s)}, not a directory`);
+    if (!s.isDirectory()) throw refuse(`${p === dir ? 'it' : p} is ${describeFileKind(s)}, not a directory`);
     break;
   }
   for (const p of missing.reverse()) {
@@ -571,13 +572,4 @@ async function makeDirectory(dir: string, refuse: (why: string) => ModelError): 
       throw refuse(`${p} cannot be created (${code ?? (e as Error).message})`);
     }
   }
-}
-
-function fileKind(s: Stats): string {
-  if (s.isFile()) return 'a file';
-  if (s.isDirectory()) return 'a directory';
-  if (s.isSymbolicLink()) return 'a symbolic link';
-  if (s.isFIFO()) return 'a FIFO';
-  if (s.isSocket()) return 'a socket';
-  return 'a device';
 }

@@ -42,7 +42,7 @@ describe('outputFile', () => {
       [join(model, 'new.safetensors'), 'OUTPUT_WOULD_OVERWRITE_INPUT', /is inside/],
       [hard, 'OUTPUT_WOULD_OVERWRITE_INPUT', /is the same file as .*model \(model\.safetensors\)/],
       [soft, 'OUTPUT_NOT_REGULAR_FILE', /is a symbolic link: outputs are never written through one/],
-      [fifo, 'OUTPUT_NOT_REGULAR_FILE', /is a FIFO: outputs are written only to regular files/],
+      [fifo, 'OUTPUT_NOT_REGULAR_FILE', /is a FIFO \(named pipe\): outputs are written only to regular files/],
       [model, 'OUTPUT_WOULD_OVERWRITE_INPUT', /is inside/],
       [work, 'OUTPUT_NOT_REGULAR_FILE', /is a directory/],
       [join(work, 'missing', 'x'), 'OUTPUT_NOT_DIRECTORY', /its directory cannot be used/],

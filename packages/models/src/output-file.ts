@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { describeFileKind } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
 /** The files and directories a command reads; a directory counts with everything under it. */
@@ -89,16 +90,6 @@ async function collectReads(reads: ReadPaths): Promise<ReadSet> {
   return set;
 }
 
-function kind(s: Stats): string {
-  if (s.isFile()) return 'a regular file';
-  if (s.isDirectory()) return 'a directory';
-  if (s.isFIFO()) return 'a FIFO';
-  if (s.isCharacterDevice()) return 'a character device';
-  if (s.isBlockDevice()) return 'a block device';
-  if (s.isSocket()) return 'a socket';
-  return 'not a regular file';
-}
-
 /**
  * The target as it is now: absent, or a regular file that is none of the files read. A symbolic link is
  * refused whatever it points to: renaming over it would replace the link, and writing through it would
@@ -113,7 +104,7 @@ async function checkTarget(given: string, real: string, reads: ReadSet): Promise
       `output ${given} is a symbolic link: outputs are never written through one; give the real path`,
     );
   if (!s.isFile())
-    throw new ModelError('OUTPUT_NOT_REGULAR_FILE', `output ${given} is ${kind(s)}: outputs are written only to regular files`);
+    throw new ModelError('OUTPUT_NOT_REGULAR_FILE', `output ${given} is ${describeFileKind(s)}: outputs are written only to regular files`);
   const read = reads.ids.get(fileId(s));
   if (read !== undefined)
     throw new ModelError(
@@ -199,7 +190,10 @@ export async function outputDir(path: string, reads: ReadPaths, names: readonly 
   const set = await collectReads(reads);
   const s = await statOrUndefined(path, true);
   if (s !== undefined && !s.isDirectory())
-    throw new ModelError('OUTPUT_NOT_DIRECTORY', `output ${path} is ${kind(s)}: export writes a directory of files; give a directory path`);
+    throw new ModelError(
+      'OUTPUT_NOT_DIRECTORY',
+      `output ${path} is ${describeFileKind(s)}: export writes a directory of files; give a directory path`,
+    );
   const check = (r: string) => {
     for (const d of [...set.dirs, ...set.files]) {
       if (inside(r, d.real) || inside(d.real, r))

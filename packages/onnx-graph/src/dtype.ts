@@ -1,8 +1,17 @@
-import { f32ToBf16, f32ToF16 } from '@vlmkit/safetensors';
+import {
+  allocateAs,
+  DTYPE_OF,
+  DTYPE_SIZE,
+  ELEMENT_TYPE,
+  type ElementType,
+  f32ToBf16,
+  f32ToF16,
+  type TensorData,
+} from '@vlmkit/safetensors';
 import { onnx } from './proto.js';
 
-/** Element types a graph value or initializer can have. */
-export type DType = 'float32' | 'float16' | 'bfloat16' | 'float64' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool';
+/** Element types a graph value or initializer can have: safetensors' dtypes, as ONNX spells them. */
+export type DType = ElementType;
 
 /**
  * The float type a graph computes in (`GraphOptions.computeDtype`): weights and activations are held in it,
@@ -19,7 +28,8 @@ export function computeDType(s: string): ComputeDType {
   throw new TypeError(`unknown compute dtype '${s}' (one of ${COMPUTE_DTYPES.join(', ')})`);
 }
 
-export type TypedArray = Float32Array | Float64Array | Uint16Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
+/** A dtype's data: safetensors' typed arrays. */
+export type TypedArray = TensorData;
 
 const ONNX_TYPE: Record<DType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
@@ -34,39 +44,12 @@ const ONNX_TYPE: Record<DType, number> = {
   bool: onnx.TensorProto.DataType.BOOL,
 };
 
-const SIZE: Record<DType, number> = {
-  float32: 4,
-  float16: 2,
-  bfloat16: 2,
-  float64: 8,
-  int64: 8,
-  int32: 4,
-  int16: 2,
-  int8: 1,
-  uint8: 1,
-  bool: 1,
-};
-
-/** safetensors dtype names, so checkpoint tensors can be embedded without a lookup table elsewhere. */
-const FROM_SAFETENSORS: Record<string, DType> = {
-  F32: 'float32',
-  F16: 'float16',
-  BF16: 'bfloat16',
-  F64: 'float64',
-  I64: 'int64',
-  I32: 'int32',
-  I16: 'int16',
-  I8: 'int8',
-  U8: 'uint8',
-  BOOL: 'bool',
-};
-
 export function onnxDataType(dtype: DType): number {
   return ONNX_TYPE[dtype];
 }
 
 export function dtypeSize(dtype: DType): number {
-  return SIZE[dtype];
+  return DTYPE_SIZE[DTYPE_OF[dtype]];
 }
 
 export function isFloat(dtype: DType): boolean {
@@ -75,34 +58,14 @@ export function isFloat(dtype: DType): boolean {
 
 /** Accepts both graph names (`float32`) and safetensors names (`F32`). */
 export function normalizeDType(dtype: string): DType {
-  if (dtype in SIZE) return dtype as DType;
-  const mapped = FROM_SAFETENSORS[dtype];
-  if (mapped === undefined) throw new TypeError(`unknown dtype '${dtype}'`);
-  return mapped;
+  if (Object.hasOwn(DTYPE_OF, dtype)) return dtype as DType;
+  if (Object.hasOwn(ELEMENT_TYPE, dtype)) return ELEMENT_TYPE[dtype as keyof typeof ELEMENT_TYPE];
+  throw new TypeError(`unknown dtype '${dtype}'`);
 }
 
 /** The typed array a dtype's data is held in (16-bit floats as raw bits). */
 export function typedArrayFor(dtype: DType, length: number): TypedArray {
-  switch (dtype) {
-    case 'float32':
-      return new Float32Array(length);
-    case 'float64':
-      return new Float64Array(length);
-    case 'float16':
-    case 'bfloat16':
-      return new Uint16Array(length);
-    case 'int64':
-      return new BigInt64Array(length);
-    case 'int32':
-      return new Int32Array(length);
-    case 'int16':
-      return new Int16Array(length);
-    case 'int8':
-      return new Int8Array(length);
-    case 'uint8':
-    case 'bool':
-      return new Uint8Array(length);
-  }
+  return allocateAs(DTYPE_OF[dtype], length);
 }
 
 /** Numbers rounded (to nearest, ties to even) into a float dtype's storage: 16-bit floats as raw bits. */

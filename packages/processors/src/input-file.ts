@@ -1,5 +1,6 @@
 import { constants, type Stats } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+import { describeFileKind } from '@vlmkit/safetensors';
 import { ProcessorError, type ProcessorErrorCode } from './errors.js';
 
 /** What a media file is called in errors and which codes refuse it. */
@@ -14,15 +15,6 @@ export interface InputKind {
   readonly option: string;
 }
 
-function kindOf(st: Stats): string {
-  if (st.isDirectory()) return 'a directory';
-  if (st.isFIFO()) return 'a FIFO (named pipe)';
-  if (st.isCharacterDevice()) return 'a character device';
-  if (st.isBlockDevice()) return 'a block device';
-  if (st.isSocket()) return 'a socket';
-  return 'not a regular file';
-}
-
 function tooLarge(path: string, size: number, maxBytes: number, kind: InputKind): ProcessorError {
   return new ProcessorError(
     kind.tooLarge,
@@ -35,7 +27,7 @@ function check(path: string, st: Stats, maxBytes: number, kind: InputKind): void
   if (!st.isFile()) {
     throw new ProcessorError(
       kind.unreadable,
-      `${path}: is ${kindOf(st)}, not a regular file; only regular ${kind.what} files are read (copy the data to a file first).`,
+      `${path}: is ${describeFileKind(st)}, not a regular file; only regular ${kind.what} files are read (copy the data to a file first).`,
     );
   }
   if (st.size > maxBytes) throw tooLarge(path, st.size, maxBytes, kind);

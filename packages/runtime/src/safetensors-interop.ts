@@ -5,33 +5,9 @@
  * float32, converted exactly (`bf16ToF32` from @vlmkit/safetensors). Data is
  * shared, not copied, except for BF16.
  */
-import { bf16ToF32, type DType, type Tensor } from '@vlmkit/safetensors';
+import { bf16ToF32, DTYPE_OF, ELEMENT_TYPE, type Tensor } from '@vlmkit/safetensors';
 import { RuntimeError } from './errors.js';
-import { type HostDataTypes, type HostDType, type HostTensor, hostTensor } from './tensor.js';
-
-const HOST_OF: Record<Exclude<DType, 'BF16'>, HostDType> = {
-  F64: 'float64',
-  F32: 'float32',
-  F16: 'float16',
-  I64: 'int64',
-  I32: 'int32',
-  I16: 'int16',
-  I8: 'int8',
-  U8: 'uint8',
-  BOOL: 'bool',
-};
-
-const SAFETENSORS_OF: Record<HostDType, DType> = {
-  float64: 'F64',
-  float32: 'F32',
-  float16: 'F16',
-  int64: 'I64',
-  int32: 'I32',
-  int16: 'I16',
-  int8: 'I8',
-  uint8: 'U8',
-  bool: 'BOOL',
-};
+import { type HostDataTypes, type HostTensor, hostTensor, isHostDType } from './tensor.js';
 
 /** A safetensors tensor as a HostTensor (BF16 -> float32, exact; all others keep their type). */
 export function fromSafetensors(t: Tensor): HostTensor {
@@ -41,8 +17,8 @@ export function fromSafetensors(t: Tensor): HostTensor {
     }
     return hostTensor('float32', bf16ToF32(t.data), t.shape);
   }
-  const dtype = HOST_OF[t.dtype];
-  if (dtype === undefined) {
+  const dtype = ELEMENT_TYPE[t.dtype];
+  if (!isHostDType(dtype)) {
     throw new RuntimeError('UNSUPPORTED_DTYPE', `Safetensors dtype '${String(t.dtype)}' has no HostTensor form.`);
   }
   return hostTensor(dtype, t.data as HostDataTypes[typeof dtype], t.shape);
@@ -50,5 +26,5 @@ export function fromSafetensors(t: Tensor): HostTensor {
 
 /** A HostTensor as a safetensors tensor (float16 -> F16 bits, bool -> BOOL bytes, ...). */
 export function toSafetensors(t: HostTensor): Tensor {
-  return { dtype: SAFETENSORS_OF[t.dtype], shape: [...t.dims], data: t.data };
+  return { dtype: DTYPE_OF[t.dtype], shape: [...t.dims], data: t.data };
 }

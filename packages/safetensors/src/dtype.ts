@@ -7,18 +7,41 @@ import { endianness } from 'node:os';
 
 export type DType = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'BOOL';
 
-export const DTYPE_SIZE: Record<DType, number> = {
-  F64: 8,
-  F32: 4,
-  F16: 2,
-  BF16: 2,
-  I64: 8,
-  I32: 4,
-  I16: 2,
-  I8: 1,
-  U8: 1,
-  BOOL: 1,
+type TypedArrayCtor = {
+  new (length: number): TensorData;
+  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TensorData;
+  readonly BYTES_PER_ELEMENT: number;
 };
+
+/** Each dtype: its name as ONNX, onnxruntime and this project's graph and host tensors spell it, and its array. */
+const ELEMENTS = {
+  F64: ['float64', Float64Array],
+  F32: ['float32', Float32Array],
+  F16: ['float16', Uint16Array],
+  BF16: ['bfloat16', Uint16Array],
+  I64: ['int64', BigInt64Array],
+  I32: ['int32', Int32Array],
+  I16: ['int16', Int16Array],
+  I8: ['int8', Int8Array],
+  U8: ['uint8', Uint8Array],
+  BOOL: ['bool', Uint8Array],
+} as const satisfies Record<DType, readonly [string, TypedArrayCtor]>;
+
+const byDType = <T>(f: (e: (typeof ELEMENTS)[DType]) => T) =>
+  Object.fromEntries(Object.entries(ELEMENTS).map(([d, e]) => [d, f(e)])) as Record<DType, T>;
+
+export type ElementType = (typeof ELEMENTS)[DType][0];
+
+/** Each dtype's element type name (F32 -> 'float32'). */
+export const ELEMENT_TYPE: Readonly<Record<DType, ElementType>> = byDType((e) => e[0]);
+
+/** The dtype of each element type ('float32' -> F32): ELEMENT_TYPE the other way round. */
+export const DTYPE_OF = Object.fromEntries(Object.entries(ELEMENTS).map(([d, e]) => [e[0], d])) as Readonly<Record<ElementType, DType>>;
+
+const ARRAY_OF: Record<DType, TypedArrayCtor> = byDType((e) => e[1]);
+
+/** Bytes per element. */
+export const DTYPE_SIZE: Record<DType, number> = byDType((e) => e[1].BYTES_PER_ELEMENT);
 
 export type TensorData = Float64Array | Float32Array | Uint16Array | BigInt64Array | Int32Array | Int16Array | Int8Array | Uint8Array;
 
@@ -66,24 +89,6 @@ export const UNSUPPORTED_DTYPES: readonly string[] = [
  */
 export const DTYPE_WRITE_ORDER: readonly DType[] = ['I64', 'F64', 'F32', 'I32', 'BF16', 'F16', 'I16', 'I8', 'U8', 'BOOL'];
 
-type TypedArrayCtor = {
-  new (buffer: ArrayBuffer, byteOffset?: number, length?: number): TensorData;
-  readonly BYTES_PER_ELEMENT: number;
-};
-
-const ARRAY_OF: Record<DType, TypedArrayCtor> = {
-  F64: Float64Array,
-  F32: Float32Array,
-  F16: Uint16Array,
-  BF16: Uint16Array,
-  I64: BigInt64Array,
-  I32: Int32Array,
-  I16: Int16Array,
-  I8: Int8Array,
-  U8: Uint8Array,
-  BOOL: Uint8Array,
-};
-
 /** The typed array class that holds `dtype` (e.g. 'Uint16Array' for BF16). */
 export function arrayNameOf(dtype: DType): string {
   return ARRAY_OF[dtype].name;
@@ -95,10 +100,20 @@ export function dataMatches(dtype: DType, data: unknown): data is TensorData {
   return ArrayBuffer.isView(data) && (data as unknown as { [Symbol.toStringTag]: string })[Symbol.toStringTag] === ARRAY_OF[dtype].name;
 }
 
-/** A typed array view over a whole buffer (whose length is a multiple of the element size). */
-export function viewAs(dtype: DType, buffer: ArrayBuffer): TensorData {
+/**
+ * A typed array view over bytes (a whole buffer, or a Uint8Array's window: its offset must be a multiple of
+ * the element size, its length too). The bytes are taken as the host's byte order; swap them first on a
+ * big-endian host (swapBytesInPlace).
+ */
+export function viewAs(dtype: DType, bytes: ArrayBuffer | Uint8Array): TensorData {
   const Ctor = ARRAY_OF[dtype];
-  return new Ctor(buffer, 0, buffer.byteLength / Ctor.BYTES_PER_ELEMENT);
+  if (bytes instanceof ArrayBuffer) return new Ctor(bytes, 0, bytes.byteLength / Ctor.BYTES_PER_ELEMENT);
+  return new Ctor(bytes.buffer, bytes.byteOffset, bytes.byteLength / Ctor.BYTES_PER_ELEMENT);
+}
+
+/** A zero-filled typed array of `length` elements of `dtype` (16-bit floats as raw bits). */
+export function allocateAs(dtype: DType, length: number): TensorData {
+  return new ARRAY_OF[dtype](length);
 }
 
 /** Element count of a shape; null if a dim is not a non-negative safe integer or the count overflows. */

@@ -10,16 +10,22 @@ import { fail } from './errors.js';
 /** The most a JSON side file of a checkpoint (config, index, adapter config) may hold: real ones are KB to a few MB. */
 export const MAX_JSON_FILE_BYTES = 64 * 2 ** 20;
 
-function whatItIs(st: {
+/** What `fs.stat` / `lstat` found at a path, for errors: 'a regular file', 'a FIFO', 'a symbolic link' (lstat only), ... */
+export function describeFileKind(st: {
+  isFile(): boolean;
   isDirectory(): boolean;
+  isSymbolicLink(): boolean;
   isFIFO(): boolean;
   isCharacterDevice(): boolean;
   isBlockDevice(): boolean;
   isSocket(): boolean;
 }): string {
+  if (st.isFile()) return 'a regular file';
   if (st.isDirectory()) return 'a directory';
+  if (st.isSymbolicLink()) return 'a symbolic link';
   if (st.isFIFO()) return 'a FIFO (named pipe)';
-  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
   if (st.isSocket()) return 'a socket';
   return 'a special file';
 }
@@ -41,7 +47,7 @@ export async function openRegularFile(file: string): Promise<FileHandle> {
   });
   if (!st.isFile()) {
     await handle.close().catch(() => undefined);
-    fail('NOT_A_FILE', `expected a regular file, found ${whatItIs(st)}; only regular files are read.`, { file });
+    fail('NOT_A_FILE', `expected a regular file, found ${describeFileKind(st)}; only regular files are read.`, { file });
   }
   return handle;
 }

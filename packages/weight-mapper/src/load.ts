@@ -6,7 +6,7 @@
  */
 
 import type { TypedArray } from '@vlmkit/onnx-graph';
-import { DTYPE_SIZE, type DType, type Tensor } from '@vlmkit/safetensors';
+import { DTYPE_SIZE, type Tensor, viewAs } from '@vlmkit/safetensors';
 import type { Plan } from './plan.js';
 
 export type Read = (checkpointName: string) => Promise<Tensor>;
@@ -22,6 +22,7 @@ export async function loadBytes(plan: Plan, read: Read): Promise<Uint8Array> {
 
 /** The plan's result as the typed array of its dtype (16-bit floats as Uint16 bits). */
 export async function loadTyped(plan: Plan, read: Read): Promise<TypedArray> {
+  // Little-endian bytes as host order: this package assumes a little-endian host, as onnxruntime does.
   return viewAs(plan.dtype, await loadBytes(plan, read));
 }
 
@@ -91,29 +92,4 @@ function transpose2d(src: Uint8Array, out: Uint8Array, rows: number, cols: numbe
   const s = view(src);
   const d = view(out);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) d[c * rows + r] = s[r * cols + c]!;
-}
-
-/** A typed view of little-endian bytes (this package assumes a little-endian host, as onnxruntime does). */
-export function viewAs(dtype: DType, b: Uint8Array): TypedArray {
-  const n = b.byteLength / DTYPE_SIZE[dtype];
-  switch (dtype) {
-    case 'F64':
-      return new Float64Array(b.buffer, b.byteOffset, n);
-    case 'F32':
-      return new Float32Array(b.buffer, b.byteOffset, n);
-    case 'F16':
-    case 'BF16':
-      return new Uint16Array(b.buffer, b.byteOffset, n);
-    case 'I64':
-      return new BigInt64Array(b.buffer, b.byteOffset, n);
-    case 'I32':
-      return new Int32Array(b.buffer, b.byteOffset, n);
-    case 'I16':
-      return new Int16Array(b.buffer, b.byteOffset, n);
-    case 'I8':
-      return new Int8Array(b.buffer, b.byteOffset, n);
-    case 'U8':
-    case 'BOOL':
-      return new Uint8Array(b.buffer, b.byteOffset, n);
-  }
 }
