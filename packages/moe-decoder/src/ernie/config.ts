@@ -1,5 +1,6 @@
 import { type ConfigObject, ErnieConfigFields } from '@vlmkit/config';
 
+import { type DecoderGeometry, decoderGeometry } from '../attention-config.js';
 import { defaultRope } from '../rope-config.js';
 /** Which feed-forward a decoder layer has: a dense SiLU MLP or the modality-isolated MoE. */
 export type ErnieMlpType = 'dense' | 'sparse';
@@ -11,12 +12,7 @@ export type ErnieMlpType = 'dense' | 'sparse';
  * and Baidu's original hub layout (`freq_allocation`,
  * `moe_layer_start_index` / `end_index` / `interval`).
  */
-export interface ErnieTextConfig {
-  hiddenSize: number;
-  numHiddenLayers: number;
-  numAttentionHeads: number;
-  numKeyValueHeads: number;
-  headDim: number;
+export interface ErnieTextConfig extends DecoderGeometry {
   vocabSize: number;
   rmsNormEps: number;
   ropeTheta: number;
@@ -63,19 +59,10 @@ export function ernieTextConfigFromFields(f: ErnieConfigFields): ErnieTextConfig
   const { top, text: j } = f;
   const hf = f.layout === 'hf';
 
-  const hiddenSize = f.textHiddenSize;
-  const numHiddenLayers = j.int('num_hidden_layers');
-  const numAttentionHeads = j.int('num_attention_heads');
-  const numKeyValueHeads = j.int('num_key_value_heads', { default: 4, from: HF });
-  if (numAttentionHeads % numKeyValueHeads !== 0) {
-    j.fail('INCONSISTENT_CONFIG', 'num_key_value_heads', `(${numKeyValueHeads}) must divide num_attention_heads (${numAttentionHeads}).`);
-  }
   // HF Ernie4_5_VLMoeTextAttention: head_dim or hidden_size // num_attention_heads.
-  const headDim = j.optionalInt('head_dim') ?? hiddenSize / numAttentionHeads;
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
-    j.fail('INCONSISTENT_CONFIG', j.has('head_dim') ? 'head_dim' : 'hidden_size', `gives head_dim ${headDim}; it must be an even integer.`);
-  }
-  const half = headDim / 2;
+  const geometry = decoderGeometry(j, f.textHiddenSize, () => ({ default: 4, from: HF }));
+  const { numHiddenLayers } = geometry;
+  const half = geometry.headDim / 2;
 
   j.oneOf('hidden_act', ['silu'], { default: 'silu', from: HF, code: 'UNSUPPORTED_CONFIG', why: 'The decoder builds SiLU-gated MLPs.' });
   if (j.bool('use_bias', { default: false, from: HF })) {
@@ -140,11 +127,7 @@ export function ernieTextConfigFromFields(f: ErnieConfigFields): ErnieTextConfig
   });
 
   return {
-    hiddenSize,
-    numHiddenLayers,
-    numAttentionHeads,
-    numKeyValueHeads,
-    headDim,
+    ...geometry,
     vocabSize: j.int('vocab_size'),
     rmsNormEps: f.textRmsNormEps,
     ropeTheta,

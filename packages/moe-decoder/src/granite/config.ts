@@ -1,17 +1,13 @@
 import { GraniteConfigFields } from '@vlmkit/config';
 
+import { type DecoderGeometry, decoderGeometry } from '../attention-config.js';
 import { defaultRope } from '../rope-config.js';
 /**
  * The dense Granite text decoder of Granite 4 Vision (HF 5.17
  * `Granite4VisionTextModel` + `lm_head`; vLLM `GraniteModel` /
  * `Granite4VisionLLMModel`), validated, every default resolved.
  */
-export interface GraniteTextConfig {
-  hiddenSize: number;
-  numHiddenLayers: number;
-  numAttentionHeads: number;
-  numKeyValueHeads: number;
-  headDim: number;
+export interface GraniteTextConfig extends DecoderGeometry {
   /** MLP intermediate size (granitemoehybrid: shared_intermediate_size, the size of its `shared_mlp`). */
   intermediateSize: number;
   vocabSize: number;
@@ -79,18 +75,9 @@ export function graniteTextConfigFromFields(f: GraniteConfigFields): GraniteText
   }
   j.oneOf('hidden_act', ['silu'], { default: 'silu', from: HF, code: 'UNSUPPORTED_CONFIG', why: 'The decoder builds SiLU-gated MLPs.' });
 
-  const hiddenSize = f.textHiddenSize;
-  const numHiddenLayers = j.int('num_hidden_layers');
-  const numAttentionHeads = j.int('num_attention_heads');
-  const numKeyValueHeads = j.int('num_key_value_heads', { default: numAttentionHeads, from: `${HF}.__post_init__ (num_attention_heads)` });
-  if (numAttentionHeads % numKeyValueHeads !== 0) {
-    j.fail('INCONSISTENT_CONFIG', 'num_key_value_heads', `(${numKeyValueHeads}) must divide num_attention_heads (${numAttentionHeads}).`);
-  }
   // HF GraniteAttention: head_dim or hidden_size // num_attention_heads.
-  const headDim = j.optionalInt('head_dim') ?? hiddenSize / numAttentionHeads;
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
-    j.fail('INCONSISTENT_CONFIG', j.has('head_dim') ? 'head_dim' : 'hidden_size', `gives head_dim ${headDim}; it must be an even integer.`);
-  }
+  const geometry = decoderGeometry(j, f.textHiddenSize, (heads) => ({ default: heads, from: `${HF}.__post_init__ (num_attention_heads)` }));
+  const { numHiddenLayers } = geometry;
   if (layerTypes !== undefined && layerTypes.length !== numHiddenLayers) {
     j.fail(
       'INCONSISTENT_CONFIG',
@@ -107,11 +94,7 @@ export function graniteTextConfigFromFields(f: GraniteConfigFields): GraniteText
   const intermediateSize = j.has('shared_intermediate_size') ? j.int('shared_intermediate_size') : j.int('intermediate_size');
   const textTie = j.bool('tie_word_embeddings', { default: false, from: HF });
   return {
-    hiddenSize,
-    numHiddenLayers,
-    numAttentionHeads,
-    numKeyValueHeads,
-    headDim,
+    ...geometry,
     intermediateSize,
     vocabSize: j.int('vocab_size'),
     rmsNormEps: j.positive('rms_norm_eps', { default: 1e-6, from: HF }),
