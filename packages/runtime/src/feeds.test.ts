@@ -56,6 +56,15 @@ describe('feed validation', () => {
     );
   });
 
+  it('refuses a symbolic dim with two sizes, naming both inputs (one dim_param is one size)', async () => {
+    const shortMask = bool([true, false], [1, 2]);
+    expect(await feedError(s.run({ input_ids: ids, attention_mask: shortMask }))).toBe(
+      "Session 'embed': input 'attention_mask' has dims [1, 2] but seq is 3 in input 'input_ids' ([batch, seq], axis 1). The model's inputs are: input_ids, attention_mask.",
+    );
+    const twoRows = bool([true, false, true, true, true, true], [2, 3]);
+    expect(await feedError(s.run({ input_ids: ids, attention_mask: twoRows }))).toContain("but batch is 1 in input 'input_ids'");
+  });
+
   it('reports every problem at once', async () => {
     const msg = await feedError(s.run({ input_ids: float32([1, 2, 3], [1, 3]), extra: ids }));
     expect(msg).toContain("unknown input 'extra'");

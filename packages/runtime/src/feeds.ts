@@ -23,7 +23,9 @@ function describe(dims: readonly (number | string)[]): string {
 }
 
 /**
- * Check feeds against the session's inputs and convert them to ORT tensors.
+ * Check feeds against the session's inputs and convert them to ORT tensors: names, dtypes, ranks, fixed
+ * dims, and symbolic dims (ONNX: one dim_param is one size across the graph's inputs, as the contract the
+ * graph was declared from says; ORT itself does not check it and fails later inside a node).
  * Throws INVALID_FEEDS listing every problem found, not just the first.
  */
 export function prepareFeeds(session: string, feeds: Record<string, Feed>, inputs: readonly ValueInfo[]): Record<string, OrtTensor> {
@@ -33,6 +35,7 @@ export function prepareFeeds(session: string, feeds: Record<string, Feed>, input
     if (!known.has(name)) problems.push(`unknown input '${name}'`);
   }
   const out: Record<string, OrtTensor> = {};
+  const symbols = new Map<string, { size: number; input: string }>();
   for (const info of inputs) {
     const feed = feeds[info.name];
     if (feed === undefined) {
@@ -65,9 +68,18 @@ export function prepareFeeds(session: string, feeds: Record<string, Feed>, input
         );
       } else {
         info.dims.forEach((want, axis) => {
-          if (typeof want === 'number' && want >= 0 && tensor.dims[axis] !== want) {
+          const got = tensor.dims[axis]!;
+          if (typeof want === 'number' && want >= 0 && got !== want) {
             problems.push(
               `input '${info.name}' has dims [${tensor.dims.join(', ')}] but the model expects ${describe(info.dims!)} (axis ${axis})`,
+            );
+          }
+          if (typeof want !== 'string' || want === '') return;
+          const first = symbols.get(want);
+          if (first === undefined) symbols.set(want, { size: got, input: info.name });
+          else if (first.size !== got) {
+            problems.push(
+              `input '${info.name}' has dims [${tensor.dims.join(', ')}] but ${want} is ${first.size} in input '${first.input}' (${describe(info.dims!)}, axis ${axis})`,
             );
           }
         });
