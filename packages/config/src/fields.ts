@@ -116,13 +116,22 @@ export class ConfigObject {
     return this.fail('INVALID_CONFIG', key, `must be ${expected}, found ${describeValue(v)}.`);
   }
 
+  /** The value (or the default) when `ok` accepts it; INVALID_CONFIG naming `expected` when not. */
+  private checked<T>(key: string, expected: string, d: Default<unknown>, ok: (v: unknown) => v is T): T {
+    const v = this.value(key, expected, d);
+    if (!ok(v)) this.wrong(key, expected, v);
+    return v;
+  }
+
   /** An integer in [min, max]; min is 1 unless given (sizes and counts; `-Infinity` for any integer), max unbounded. */
   int(key: string, opts: IntOptions = {}): number {
     const min = opts.min ?? 1;
-    const expected = intRange(min, opts.max);
-    const v = this.value(key, expected, opts);
-    if (!isInt(v) || v < min || (opts.max !== undefined && v > opts.max)) this.wrong(key, expected, v);
-    return v;
+    return this.checked(
+      key,
+      intRange(min, opts.max),
+      opts,
+      (v): v is number => isInt(v) && v >= min && (opts.max === undefined || v <= opts.max),
+    );
   }
 
   optionalInt(key: string, opts: { min?: number; max?: number } = {}): number | undefined {
@@ -140,11 +149,12 @@ export class ConfigObject {
           : max !== undefined
             ? `a number <= ${max}`
             : 'a finite number';
-    const v = this.value(key, expected, opts);
-    if (typeof v !== 'number' || !Number.isFinite(v) || (min !== undefined && v < min) || (max !== undefined && v > max)) {
-      this.wrong(key, expected, v);
-    }
-    return v;
+    return this.checked(
+      key,
+      expected,
+      opts,
+      (v): v is number => typeof v === 'number' && Number.isFinite(v) && (min === undefined || v >= min) && (max === undefined || v <= max),
+    );
   }
 
   optionalNum(key: string, opts: { min?: number; max?: number } = {}): number | undefined {
@@ -153,9 +163,7 @@ export class ConfigObject {
 
   /** A finite number > 0 (epsilons, multipliers, rotary bases). */
   positive(key: string, opts: Default<number> = {}): number {
-    const v = this.value(key, 'a positive number', opts);
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) this.wrong(key, 'a positive number', v);
-    return v;
+    return this.checked(key, 'a positive number', opts, (v): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0);
   }
 
   optionalPositive(key: string): number | undefined {
@@ -164,9 +172,7 @@ export class ConfigObject {
 
   /** true or false. */
   bool(key: string, opts: Default<boolean> = {}): boolean {
-    const v = this.value(key, 'true or false', opts);
-    if (typeof v !== 'boolean') this.wrong(key, 'true or false', v);
-    return v;
+    return this.checked(key, 'true or false', opts, (v) => typeof v === 'boolean');
   }
 
   optionalBool(key: string): boolean | undefined {
@@ -175,9 +181,7 @@ export class ConfigObject {
 
   /** A string. */
   str(key: string, opts: Default<string> = {}): string {
-    const v = this.value(key, 'a string', opts);
-    if (typeof v !== 'string') this.wrong(key, 'a string', v);
-    return v;
+    return this.checked(key, 'a string', opts, (v) => typeof v === 'string');
   }
 
   optionalStr(key: string): string | undefined {
