@@ -42,7 +42,7 @@ describe('nn.stepAttention', () => {
       const g = new Graph();
       const { q: qi, k: ki, v: vi, pk: pki, pv: pvi, mask: m } = attentionInputs(g, { H, Hkv, hd }, { seq: 1, past: 'C' });
       const sizes = { numHeads: H, kvNumHeads: Hkv, headDim: hd, scale: 1 / Math.sqrt(hd) };
-      const y = stepAttention(g, qi, ki, vi, { key: pki, value: pvi }, m, sizes);
+      const y = stepAttention(g, { q: qi, k: ki, v: vi, past: { key: pki, value: pvi }, mask: m }, sizes);
       expect(y.shape).toEqual(qi.shape);
       g.output(y, 'y');
       g.output(g.attention(qi, ki, vi, { qNumHeads: H, kvNumHeads: Hkv, mask: m, pastKey: pki, pastValue: pvi }).out, 'op');
@@ -67,13 +67,21 @@ describe('nn.stepAttention', () => {
     const kv = g.input('k', 'float32', ['B', 1, 4 * 8]);
     const past = g.input('pk', 'float32', ['B', 4, 'C', 8]);
     const m = g.input('mask', 'bool', ['B', 1, 1, 'T']);
-    expect(() => stepAttention(g, q, kv, kv, { key: past, value: past }, m, { numHeads: 6, kvNumHeads: 4, headDim: 8, scale: 1 })).toThrow(
-      /query heads 6 are not a multiple of KV heads 4/,
-    );
+    expect(() =>
+      stepAttention(
+        g,
+        { q, k: kv, v: kv, past: { key: past, value: past }, mask: m },
+        { numHeads: 6, kvNumHeads: 4, headDim: 8, scale: 1 },
+      ),
+    ).toThrow(/query heads 6 are not a multiple of KV heads 4/);
     const h = g.cast(q, 'float16');
-    expect(() => stepAttention(g, h, kv, kv, { key: past, value: past }, m, { numHeads: 6, kvNumHeads: 2, headDim: 8, scale: 1 })).toThrow(
-      /computes in float32/,
-    );
+    expect(() =>
+      stepAttention(
+        g,
+        { q: h, k: kv, v: kv, past: { key: past, value: past }, mask: m },
+        { numHeads: 6, kvNumHeads: 2, headDim: 8, scale: 1 },
+      ),
+    ).toThrow(/computes in float32/);
   });
 });
 
@@ -125,7 +133,7 @@ describe('nn.causalChunkedAttention', () => {
       const g = new Graph();
       const { q: qi, k: ki, v: vi, pk: pki, pv: pvi, mask: m } = attentionInputs(g, { H, Hkv, hd }, { seq: 'S', past: 'C' });
       const sizes = { numHeads: H, kvNumHeads: Hkv, headDim: hd, scale: 1 / Math.sqrt(hd) };
-      const y = causalChunkedAttention(g, qi, ki, vi, { key: pki, value: pvi }, m, sizes, chunks);
+      const y = causalChunkedAttention(g, { q: qi, k: ki, v: vi, past: { key: pki, value: pvi }, mask: m }, sizes, chunks);
       expect(y.shape).toEqual(qi.shape);
       g.output(y, 'y');
       g.output(g.attention(qi, ki, vi, { qNumHeads: H, kvNumHeads: Hkv, mask: m, pastKey: pki, pastValue: pvi }).out, 'op');

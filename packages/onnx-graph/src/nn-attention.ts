@@ -11,6 +11,19 @@ export interface StepAttentionSizes {
   scale: number;
 }
 
+/** One attention's values over a KV cache, as `stepAttention` and `causalChunkedAttention` take them. */
+export interface CachedAttentionInputs {
+  /** [B, S, H*hd], rotated. */
+  q: Value;
+  /** [B, S, Hkv*hd]: the new positions' keys (rotated) and values. */
+  k: Value;
+  v: Value;
+  /** [B, Hkv, C, hd] each: the cache. */
+  past: { key: Value; value: Value };
+  /** bool [B, 1, S, C + S], true = attend, cache slots first. */
+  mask: Value;
+}
+
 /**
  * Grouped-query attention of one new position per row over a KV cache, without copying the cache: scores
  * against the cache and against the new key, one softmax over both, then the cache's weighted values plus the
@@ -27,15 +40,7 @@ export interface StepAttentionSizes {
  * and HF's repeat_kv group them. A masked score is the dtype's lowest value, not -inf, so a row with every key
  * masked averages the values instead of giving NaN (HF's eager masks do the same).
  */
-export function stepAttention(
-  g: Graph,
-  q: Value,
-  k: Value,
-  v: Value,
-  past: { key: Value; value: Value },
-  mask: Value,
-  sizes: StepAttentionSizes,
-): Value {
+export function stepAttention(g: Graph, { q, k, v, past, mask }: CachedAttentionInputs, sizes: StepAttentionSizes): Value {
   const { numHeads: h, kvNumHeads: hkv, headDim: hd, scale } = sizes;
   if (h % hkv !== 0) throw new GraphError('SHAPE_MISMATCH', `query heads ${h} are not a multiple of KV heads ${hkv}`);
   if (q.dtype !== 'float32') throw new GraphError('DTYPE_MISMATCH', `stepAttention computes in float32, got ${q}`);
@@ -69,11 +74,7 @@ export function stepAttention(
  */
 export function causalChunkedAttention(
   g: Graph,
-  q: Value,
-  k: Value,
-  v: Value,
-  past: { key: Value; value: Value },
-  mask: Value,
+  { q, k, v, past, mask }: CachedAttentionInputs,
   sizes: StepAttentionSizes,
   chunks: number,
 ): Value {

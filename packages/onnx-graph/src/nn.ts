@@ -108,7 +108,7 @@ export function maskToBias(g: Graph, mask: Value, dtype: Value['dtype'] = 'float
   return g.where(mask, g.scalar(0, dtype), g.scalar(dtype === 'float16' ? -65504 : -1e9, dtype));
 }
 
-export { causalChunkedAttention, type StepAttentionSizes, stepAttention } from './nn-attention.js';
+export { type CachedAttentionInputs, causalChunkedAttention, type StepAttentionSizes, stepAttention } from './nn-attention.js';
 
 /**
  * KV heads repeated for the query heads: [B, Hkv, T, hd] -> [B, Hkv*rep, T, hd], each KV head `rep`

@@ -44,7 +44,7 @@ function rewrite(body: PassBody, index: NodeIndex, a: OpAttention): boolean {
   if (operands.some((x) => x === undefined)) return false;
   const [q, k, v, mask, pastKey, pastValue] = operands as Value[];
   if ([q, k, v, pastKey, pastValue].some((x) => x!.dtype !== 'float32')) return false;
-  const past = { key: pastKey!, value: pastValue! };
+  const inputs = { q: q!, k: k!, v: v!, past: { key: pastKey!, value: pastValue! }, mask: mask! };
   const sizes: StepAttentionSizes = { numHeads: a.numHeads, kvNumHeads: a.kvNumHeads, headDim: a.headDim, scale: a.scale };
   const out = b.build(scopeOf(scopeOf(a.node.name)), (g) => {
     const rows = (s: Graph) => s.shapeOf(q!, 1, 2);
@@ -56,11 +56,11 @@ function rewrite(body: PassBody, index: NodeIndex, a: OpAttention): boolean {
       ).out;
     return g.if(
       rowsAre(g, 'equal', 1),
-      (s) => [stepAttention(s, q!, k!, v!, past, mask!, sizes)],
+      (s) => [stepAttention(s, inputs, sizes)],
       (s) =>
         s.if(
           rowsAre(s, 'greaterOrEqual', CHUNKED_PROMPT_ROWS),
-          (c) => [causalChunkedAttention(c, q!, k!, v!, past, mask!, sizes, PROMPT_CHUNKS)],
+          (c) => [causalChunkedAttention(c, inputs, sizes, PROMPT_CHUNKS)],
           (c) => [op(c)],
         ),
     )[0]!;
