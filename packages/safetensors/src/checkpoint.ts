@@ -17,7 +17,7 @@ import { fail, SafetensorsError, show } from './errors.js';
 import { SafetensorsFile } from './file.js';
 import { toFloat32 } from './half.js';
 import { type JsonDefect, MAX_JSON_DEPTH, scanJson, showPath } from './json-guard.js';
-import { describeNearest } from './nearest.js';
+import { tensorEntry } from './nearest.js';
 import { readRegularTextFile } from './regular-file.js';
 
 const DEFAULT_INDEX = 'model.safetensors.index.json';
@@ -143,15 +143,7 @@ export class Checkpoint {
   }
 
   #fileOf(name: string): SafetensorsFile {
-    const file = this.#owner.get(name);
-    if (file === undefined) {
-      fail(
-        'TENSOR_NOT_FOUND',
-        `expected a tensor of this name, found none in this checkpoint. ${describeNearest(name, this.#owner.keys())}`,
-        { file: this.path, tensor: name },
-      );
-    }
-    return file;
+    return tensorEntry(this.#owner, name, { file: this.path, kind: 'checkpoint' });
   }
 }
 

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { DTYPE_SIZE, HOST_IS_LITTLE_ENDIAN, swapBytesInPlace, type Tensor, type TensorInfo, viewAs } from './dtype.js';
 import { fail } from './errors.js';
 import { checkHeaderLength, parseHeader } from './header.js';
-import { describeNearest } from './nearest.js';
+import { tensorEntry } from './nearest.js';
 import { openRegularFile } from './regular-file.js';
 
 /** fs reads are capped at 2 GiB - 1 per call; bigger tensors are read in chunks. */
@@ -67,13 +67,7 @@ export class SafetensorsFile {
   }
 
   info(name: string): TensorInfo {
-    const info = this.#infos.get(name);
-    if (info === undefined) {
-      fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this file. ${describeNearest(name, this.#infos.keys())}`, {
-        file: this.path,
-        tensor: name,
-      });
-    }
+    const info = tensorEntry(this.#infos, name, { file: this.path, kind: 'file' });
     return { ...info, shape: [...info.shape] };
   }
 

@@ -1,3 +1,5 @@
+import { fail } from './errors.js';
+
 /** Levenshtein distance, two rows, O(a*b) time and O(b) memory. */
 export function editDistance(a: string, b: string): number {
   let prev = new Array<number>(b.length + 1);
@@ -27,4 +29,19 @@ export function describeNearest(wanted: string, names: Iterable<string>): string
   const near = nearestNames(wanted, names);
   if (near.length === 0) return 'The checkpoint holds no tensors.';
   return `Nearest names present: ${near.map((n) => `'${n}'`).join(', ')}.`;
+}
+
+/**
+ * The entry of the tensor `name` in a file's or a checkpoint's table; TENSOR_NOT_FOUND naming `where` and the
+ * nearest names present when it has none.
+ */
+export function tensorEntry<T>(entries: ReadonlyMap<string, T>, name: string, where: { file: string; kind: 'file' | 'checkpoint' }): T {
+  const entry = entries.get(name);
+  if (entry === undefined) {
+    fail('TENSOR_NOT_FOUND', `expected a tensor of this name, found none in this ${where.kind}. ${describeNearest(name, entries.keys())}`, {
+      file: where.file,
+      tensor: name,
+    });
+  }
+  return entry;
 }
