@@ -1,5 +1,5 @@
 // A/B of the decoder's op sets on one device: the standard ONNX ops against onnxruntime's com.microsoft fused
-// kernels (profile `ops: 'onnx' | 'contrib'`), both models loaded side by side and timed interleaved (the order swapped
+// kernels (models' `OPS_FIELDS`, the CLI's `--ops onnx|contrib`: the cpu or the cuda profile's decoder passes), both models loaded side by side and timed interleaved (the order swapped
 // every repetition), so a shared machine's load hits both alike. Prints medians over the repetitions of the
 // prompt (vision + prefill: generate's time to its first token) and of the median decode step (generate's own
 // per-step timings), and whether the greedy ids are identical. Not a test; needs `pnpm build`.
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadPretrained, readNamedTensors } from '../../packages/models/dist/index.js';
+import { loadPretrained, OPS_FIELDS, readNamedTensors } from '../../packages/models/dist/index.js';
 
 const { values: o } = parseArgs({
   options: {
@@ -31,7 +31,7 @@ for (const ops of OPS) {
   models[ops] = await loadPretrained(dir, {
     device: o.device,
     cacheDir,
-    profile: { ops, ...(o.threads ? { threads: Number(o.threads) } : {}) },
+    profile: { ...OPS_FIELDS[ops], ...(o.threads ? { threads: Number(o.threads) } : {}) },
   });
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

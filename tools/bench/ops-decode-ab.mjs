@@ -2,7 +2,7 @@
 // --past positions) of the standalone decoder built four ways, timed interleaved on one device:
 //   onnx          the standard ops (opset-23 Attention, RMSNormalization, RotaryEmbedding; sparse experts)
 //   contrib-mha   fused norms, rotary and MultiHeadAttention; experts still the sparse per-expert MatMuls
-//   contrib-moe   the same with the fused MoE (the models' 'contrib')
+//   contrib-moe   the same with the fused MoE (the models' cuda profile)
 //   contrib-gqa   GroupQueryAttention instead of MultiHeadAttention, fused MoE
 // Prints the median step per variant (medians over --rounds rounds of --steps steps each). Not a test; needs
 // `pnpm build`. usage: node tools/bench/ops-decode-ab.mjs --model DIR [--past 1024] [--steps 10] [--rounds 3] [--threads N]
@@ -18,7 +18,7 @@ import {
   ernieTextConfigFromHf,
   ernieTextExpectedParameters,
 } from '../../packages/moe-decoder/dist/index.js';
-import { applyPasses, CONTRIB_PASSES, contribAttentionPass, serializeModel } from '../../packages/onnx-graph/dist/index.js';
+import { resolvePasses, serializeModel } from '../../packages/onnx-graph/dist/index.js';
 import { Checkpoint } from '../../packages/safetensors/dist/index.js';
 import { mapErnie45VL } from '../../packages/weight-mapper/dist/index.js';
 
@@ -38,18 +38,18 @@ if (!o.model) throw new Error('usage: ops-decode-ab.mjs --model DIR [--past 1024
 const dir = resolve(o.model);
 const config = ernieTextConfigFromHf(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')));
 const [P, steps, rounds] = [Number(o.past), Number(o.steps), Number(o.rounds)];
-// Build options, then passes: ops 'contrib' applies CONTRIB_PASSES (float32: MultiHeadAttention) itself; the
-// GQA variant builds the fused MoE plainly and picks the kernel through the attention pass.
-const gqaPasses = CONTRIB_PASSES.map((p) => (p.name === 'contrib-attention' ? contribAttentionPass({ kernel: 'gqa' }) : p));
+// Build options, passes among them (onnx-graph PASSES by name; float32's default kernel is MultiHeadAttention).
+// The contrib builds drop the empty-modality If as the cuda profile does; the GQA variant keeps it.
+const contrib = (kernel = '') => resolvePasses(['skip-rms-norm', 'skip-layer-norm', `contrib-attention${kernel}`]);
 const VARIANTS = {
-  onnx: [{}, []],
-  'contrib-mha': [{ ops: 'contrib', experts: 'sparse' }, []],
-  'contrib-moe': [{ ops: 'contrib' }, []],
-  'contrib-gqa': [{ experts: 'fused' }, gqaPasses],
+  onnx: {},
+  'contrib-mha': { experts: 'sparse', emptyModalityIf: false, passes: contrib() },
+  'contrib-moe': { experts: 'fused', emptyModalityIf: false, passes: contrib() },
+  'contrib-gqa': { experts: 'fused', passes: contrib('-gqa') },
 };
 const ckpt = await Checkpoint.open(dir);
 const sessions = {};
-for (const [name, [opts, passes]] of Object.entries(VARIANTS)) {
+for (const [name, opts] of Object.entries(VARIANTS)) {
   const parameters = ernieTextExpectedParameters(config, opts.experts ? { experts: opts.experts } : {});
   const { decoder } = await mapErnie45VL(ckpt, {
     vision: { parameters: [] },
@@ -57,7 +57,6 @@ for (const [name, [opts, passes]] of Object.entries(VARIANTS)) {
     decoder: { parameters, config },
   });
   const graph = buildErnieTextDecoderModel(decoder, config, opts);
-  applyPasses(graph, passes);
   const { bytes, externalData } = await serializeModel(graph);
   sessions[name] = await ort.InferenceSession.create(bytes, {
     externalData,

@@ -21,7 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { LOAD_OPTIONS, PROFILE_FIELDS } from '../../packages/models/dist/index.js';
+import { LOAD_OPTIONS, OPS_FIELDS, PROFILE_FIELDS } from '../../packages/models/dist/index.js';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const bench = join(root, 'tools/bench');
@@ -67,9 +67,9 @@ function variants() {
     out[0] = { label: 'float32, host loop', load: { profile: { loop: 'host' } }, generate: { loop: 'host' } };
     out.push({ label: 'float32, graph loop', load: { profile: loop }, generate: loop });
   }
-  if (profileHas('ops')) {
-    // The other op set than the device profile's (standard ONNX ops where it has onnxruntime's fused kernels).
-    out.push({ label: `float32${graph}, ops onnx`, load: { profile: { ops: 'onnx', ...loop } }, generate: loop });
+  if (profileHas('decoderPasses')) {
+    // The cpu profile's decoder passes (no fused kernels) over the device's profile, the CLI's `--ops onnx`.
+    out.push({ label: `float32${graph}, ops onnx`, load: { profile: { ...OPS_FIELDS.onnx, ...loop } }, generate: loop });
   }
   if (offers('dtype')) {
     for (const dtype of ['float16', 'bfloat16']) {

@@ -15,7 +15,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadPretrained, readNamedTensors } from '../../packages/models/dist/index.js';
+import { loadPretrained, OPS_FIELDS, readNamedTensors } from '../../packages/models/dist/index.js';
 import { EXECUTION_PROVIDERS, formatOffProvider, formatPlacement, nodePlacement } from '../../packages/runtime/dist/index.js';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -89,7 +89,7 @@ async function model(checkpoint, adapter, device, ops, dtype = 'float32', loop =
         cacheDir,
         reference: 'hf',
         dtype,
-        profile: { ops, loop },
+        profile: { ...OPS_FIELDS[ops], loop },
         ...(adapter ? { adapter: join(args.fixtures, adapter) } : {}),
       });
       if (m.device !== device) throw new Error(`${key}: got device ${m.device} (${m.deviceReason})`);

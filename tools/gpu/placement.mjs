@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadPretrained } from '../../packages/models/dist/index.js';
+import { loadPretrained, OPS_FIELDS } from '../../packages/models/dist/index.js';
 import { EXECUTION_PROVIDERS, formatPlacement, nodePlacement, offProvider } from '../../packages/runtime/dist/index.js';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -56,7 +56,7 @@ for (const model of ['ernie-tiny', 'granite-tiny']) {
   for (const ops of args.ops) {
     const cacheDir = mkdtempSync(join(tmpdir(), 'vlmkit-placement-'));
     try {
-      const m = await loadPretrained(join(args.fixtures, model), { device: args.device, cacheDir, profile: { ops } });
+      const m = await loadPretrained(join(args.fixtures, model), { device: args.device, cacheDir, profile: OPS_FIELDS[ops] });
       if (m.device !== args.device) throw new Error(`${model}: got device ${m.device} (${m.deviceReason})`);
       await m.release();
       for (const file of readdirSync(cacheDir)

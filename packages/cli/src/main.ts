@@ -9,6 +9,7 @@ import {
   ModelError,
   type ModelFamily,
   type ModelGenerateOptions,
+  OPS_FIELDS,
   PROFILE_NAMES,
   PROFILES,
   type ProfileOverrides,
@@ -88,10 +89,10 @@ ${Object.entries(LOAD_FLAGS)
   .flatMap(([name, f]) => (f ? [optionLine(`--${f.flag} ${f.values}`, LOAD_OPTIONS[name as keyof LoadOptions])] : []))
   .join('\n')}
 ${optionLine(`--quantize-vision ${QUANTIZE_MODES.join('|')}`, "the vision encoder's weights quantized too (quantize: { decoder, vision })")}
-  The profile (--profile, default the device's) decides the rest: KV cache layout, decode loop, ops, experts,
-  sessions (the models README, "Load options and profiles"). Two of its fields can be set for benchmarks:
+  The profile (--profile, default the device's) decides the rest: KV cache layout, decode loop, decoder passes,
+  experts, sessions (the models README, "Load options and profiles"). Two of its parts can be set for benchmarks:
 ${optionLine(`--loop ${DECODE_LOOPS.join('|')}`, 'profile loop: one session run per token, or an ONNX Loop (run, generate; same ids)')}
-${optionLine(`--ops ${OP_SETS.join('|')}`, "profile ops: standard ONNX ops or onnxruntime's com.microsoft fused kernels")}
+${optionLine(`--ops ${OP_SETS.join('|')}`, "the decoder's passes: the cpu profile's, or the cuda profile's com.microsoft fused kernels")}
 generation options (run, generate):
 ${optionLine('--loop-chunk N', 'with --loop graph: tokens per session run after the first (default 16)')}
   --temperature T          sampling: T > 0 samples, 0 (default) is greedy; --top-k K, --top-p P and
@@ -259,12 +260,12 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string)
   return v as T;
 }
 
-/** --profile and the profile fields given as flags (--loop, --ops): the load option `profile`. */
+/** --profile and the profile fields given as flags (--loop; --ops, `OPS_FIELDS`): the load option `profile`. */
 function profileOption(v: { profile?: string; loop?: string; ops?: string }): LoadOptions['profile'] {
   const name = v.profile === undefined ? undefined : oneOf(v.profile, PROFILE_NAMES, 'profile');
   const fields: ProfileOverrides = {
     ...(v.loop === undefined ? {} : { loop: oneOf(v.loop, DECODE_LOOPS, 'loop') }),
-    ...(v.ops === undefined ? {} : { ops: oneOf(v.ops, OP_SETS, 'ops') }),
+    ...(v.ops === undefined ? {} : OPS_FIELDS[oneOf(v.ops, OP_SETS, 'ops')]),
   };
   if (Object.keys(fields).length === 0) return name;
   return name === undefined ? fields : { ...PROFILES[name], ...fields };

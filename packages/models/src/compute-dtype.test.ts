@@ -10,6 +10,7 @@ import { type HostTensor, RuntimeError } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
 import { exportModel } from './export.js';
+import { OPS_FIELDS } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { FIXTURES, fixtureCases, meanRel, readTensors, relError } from './test-utils/fixtures.js';
 import { loadFailure } from './test-utils/load-failure.js';
@@ -154,7 +155,7 @@ it('an export records compute_dtype and the KV cache dtype, and its graphs take 
   expect([plain.manifest.compute_dtype, plain.manifest.decoder.kv_cache.dtype]).toEqual(['float32', 'float32']);
 });
 
-// The fused-ops decoder (ops 'contrib', the CUDA default: GroupQueryAttention in 16 bits) builds and runs in
+// The fused-ops decoder (the cuda profile's passes, `OPS_FIELDS.contrib`: GroupQueryAttention in 16 bits) builds and runs in
 // float16 too (CPU's GQA takes batch 1 with a past: single-row cases), within the float16 bounds and with HF's ids.
 it.each([
   ['ernie-tiny', 'text-only'],
@@ -163,7 +164,7 @@ it.each([
   const dir = join(FIXTURES, name);
   const inputs = await readTensors(join(dir, 'cases', caseName, 'inputs.safetensors'));
   const expected = await readTensors(join(dir, 'cases', caseName, 'expected.safetensors'));
-  const m = await loadPretrained(dir, { device: 'cpu', cacheDir, reference: 'hf', profile: { ops: 'contrib' }, dtype: 'float16' });
+  const m = await loadPretrained(dir, { device: 'cpu', cacheDir, reference: 'hf', profile: OPS_FIELDS.contrib, dtype: 'float16' });
   try {
     const logits = (await m.forwardNamed(inputs)).logits!.data as Float32Array;
     const hf = expected.logits!.data as Float32Array;

@@ -220,10 +220,19 @@ function head(
 
 /**
  * The decoder export writes: one step graph any binding can run, so the HF / optimum layout (each step returns
- * past + new), standard ONNX ops, experts as stored, and no `logits_to_keep` input.
+ * past + new), standard ONNX ops (no passes), experts as stored, and no `logits_to_keep` input.
  */
 function portableDecoder(computeDtype: ComputeDType, quantize: QuantizeRequest | undefined): DecoderGraphBuild {
-  return { loop: 'host', kvCache: 'concat', ops: 'onnx', experts: 'sparse', quantize, computeDtype, logitsToKeep: false };
+  return {
+    loop: 'host',
+    kvCache: 'concat',
+    passes: [],
+    experts: 'sparse',
+    emptyModalityIf: true,
+    quantize,
+    computeDtype,
+    logitsToKeep: false,
+  };
 }
 
 function decoderSection({ text, tokens }: FamilyConfig, computeDtype: ComputeDType): ExportManifest['decoder'] {

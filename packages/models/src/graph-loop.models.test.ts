@@ -17,6 +17,7 @@ import type { GenerateResult } from './generate.js';
 import { readGenerationConfig } from './generation-tokens.js';
 import { Granite4Vision } from './granite/model.js';
 import type { DecodeLoop, ModelGenerateOptions } from './graph-loop.js';
+import { OPS_FIELDS } from './profiles.js';
 import { cachedSession } from './session-cache.js';
 import { fixtureCases, readTensors } from './test-utils/fixtures.js';
 
@@ -137,7 +138,7 @@ describe('loop graph = loop host: maxNewTokens 0 and 1, abort', () => {
 describe('loop graph = loop host with other decoder builds', () => {
   for (const [label, load] of [
     ['int8 weights (MatMulNBits inside the body)', { quantize: 'int8' }],
-    ["ops: 'contrib' (fused kernels inside the body)", { profile: { ops: 'contrib' } }],
+    ['the contrib passes (fused kernels inside the body)', { profile: OPS_FIELDS.contrib }],
   ] as const) {
     it(`${label}: greedy and sampled ids equal, ERNIE images and Granite batch-2`, async () => {
       const picks = [

@@ -97,6 +97,7 @@ export { type DecoderBuild, LOAD_OPTIONS, type LoadOptions, type QuantizeChoice,
 export { type OutputDir, type OutputFile, outputDir, outputFile, type ReadPaths } from './output-file.js';
 export { FamilyModel, type ModelChatOptions, type ModelOrigin, type NamedTensors, type PretrainedModel } from './pretrained-model.js';
 export {
+  OPS_FIELDS,
   PROFILE_FIELDS,
   PROFILE_NAMES,
   PROFILES,

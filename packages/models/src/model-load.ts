@@ -3,7 +3,7 @@
 // session, the decoder's, from the graph cache or built into it), each model saying only how its weights map
 // and how its two graphs are built.
 import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
-import { type ComputeDType, type Graph, type OpSet, type QuantizeRequest, quantizeOptions } from '@vlmkit/onnx-graph';
+import { type ComputeDType, type Graph, type GraphPass, type QuantizeRequest, quantizeOptions, resolvePasses } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import type { ErnieReference } from './ernie/config.js';
@@ -21,7 +21,7 @@ export type QuantizeChoice = QuantizeRequest | { decoder?: QuantizeRequest | und
 /**
  * What a user chooses when loading a model (`fromPretrained`, `loadPretrained`): the device, the compute
  * dtype, quantization and the profile, plus where graphs are cached and two options of one family each.
- * How the model runs on the device (cache layout, decode loop, ops, experts, sessions) is the profile's.
+ * How the model runs on the device (cache layout, decode loop, graph passes, experts, sessions) is the profile's.
  */
 export interface LoadOptions {
   /** 'auto' (default): CUDA when its EP binaries are present and a GPU answers, else CPU; or 'cpu', 'cuda'. */
@@ -79,9 +79,12 @@ export interface DecoderBuild {
   loop: DecodeLoop;
   kvCache: KvCacheMode;
   quantize: QuantizeRequest | undefined;
-  ops: OpSet;
+  /** The rewrites run on the built decoder graph, in order (the profile's `decoderPasses`). */
+  passes: readonly GraphPass[];
   /** ERNIE's routed experts (Granite's decoder is dense). */
   experts: ExpertsImpl;
+  /** ERNIE: the If that skips the vision experts without vision tokens (the profile's). */
+  emptyModalityIf: boolean;
   computeDtype: ComputeDType;
 }
 
@@ -159,9 +162,10 @@ export function resolveLoad(options: LoadOptions): ResolvedLoad {
       loop: profile.loop,
       kvCache: profile.kvCache,
       quantize: quantize.decoder,
-      ops: profile.ops,
+      passes: resolvePasses(profile.decoderPasses),
       // A quantized decoder's experts are MatMulNBits: the fused MoE kernel takes float weights.
       experts: quantize.decoder !== undefined && profile.experts === 'fused' ? 'sparse' : profile.experts,
+      emptyModalityIf: profile.emptyModalityIf,
       computeDtype,
     },
     vision: { computeDtype, quantize: quantize.vision },

@@ -1,13 +1,15 @@
-// Both models built with each op set (`ops`: the standard ONNX ops and onnxruntime's com.microsoft fused ones), on
+// Both models built with each op set (`OPS_FIELDS`, the CLI's `--ops`: the cpu profile's decoder passes, and the
+// cuda profile's that fuse into onnxruntime's com.microsoft ops), on
 // every fixture case on CPU: the logits of each within 1e-5 of HF's (relative to max |logits|, padding excluded) and
 // of each other, and the greedy ids equal to each other and to HF's. The bf16 case's HF logits are HF computing in
 // bf16 (vlmkit computes in float32), so there only the two op sets are compared with each other.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
+import { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROFILES, resolveProfile } from './profiles.js';
+import { resolveLoad } from './model-load.js';
+import { OPS_FIELDS, PROFILES, resolveProfile } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { type FixtureCase, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 
@@ -20,7 +22,13 @@ async function loadFor(c: FixtureCase, ops: OpSet): Promise<PretrainedModel> {
   const key = `${c.checkpoint}|${adapter ?? ''}|${ops}`;
   let m = loaded.get(key);
   if (!m) {
-    m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, profile: { ops }, ...(adapter ? { adapter } : {}) });
+    m = await loadPretrained(c.checkpoint, {
+      device: 'cpu',
+      reference: 'hf',
+      cacheDir,
+      profile: OPS_FIELDS[ops],
+      ...(adapter ? { adapter } : {}),
+    });
     loaded.set(key, m);
   }
   return m;
@@ -61,7 +69,7 @@ describe.each([...fixtureCases('ernie-tiny'), ...fixtureCases('granite-tiny')])(
   });
 });
 
-describe("ops 'contrib' inside the in-graph decode loop (loop: 'graph')", () => {
+describe("the contrib passes inside the in-graph decode loop (loop: 'graph')", () => {
   it.each([
     ['ernie-tiny', 'batch-padded'],
     ['granite-tiny', 'batch-2'],
@@ -69,7 +77,12 @@ describe("ops 'contrib' inside the in-graph decode loop (loop: 'graph')", () => 
     const c = fixtureCases(model).find((x) => x.name === name)!;
     const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
     const host = await (await loadFor(c, 'onnx')).generate(inputs, { maxNewTokens: 8, eos: [] });
-    const m = await loadPretrained(c.checkpoint, { device: 'cpu', reference: 'hf', cacheDir, profile: { ops: 'contrib', loop: 'graph' } });
+    const m = await loadPretrained(c.checkpoint, {
+      device: 'cpu',
+      reference: 'hf',
+      cacheDir,
+      profile: { ...OPS_FIELDS.contrib, loop: 'graph' },
+    });
     try {
       expect((await m.generate(inputs, { maxNewTokens: 8, eos: [] })).tokens).toEqual(host.tokens);
     } finally {
@@ -90,12 +103,24 @@ describe('the graphs built', () => {
   });
 });
 
-describe('the op set of each profile', () => {
-  it('cpu: standard ops, cuda: the fused ones; a profile field overrides the device profile', () => {
-    expect(PROFILES.cpu.ops).toBe('onnx');
-    expect(PROFILES.cuda.ops).toBe('contrib');
-    expect(resolveProfile(undefined, 'cpu').ops).toBe('onnx');
-    expect(resolveProfile({ ops: 'contrib' }, 'cpu').ops).toBe('contrib');
-    expect(resolveProfile({ ops: 'onnx' }, 'cuda').ops).toBe('onnx');
+describe('the decoder passes of each profile', () => {
+  it("cpu: the append pass, cuda: the contrib passes before it and no empty-modality If; '--ops' sets both fields", () => {
+    const names = (passes: readonly { name: string }[]) => passes.map((p) => p.name);
+    expect(PROFILES.cpu).toMatchObject({ decoderPasses: names(APPEND_ATTENTION_PASSES), emptyModalityIf: true });
+    expect(PROFILES.cuda).toMatchObject({ decoderPasses: names([...CONTRIB_PASSES, ...APPEND_ATTENTION_PASSES]), emptyModalityIf: false });
+    expect(resolveProfile(OPS_FIELDS.contrib, 'cpu')).toMatchObject({ ...OPS_FIELDS.contrib, experts: 'sparse', kvCache: 'append' });
+    expect(resolveProfile(OPS_FIELDS.onnx, 'cuda')).toMatchObject({ ...OPS_FIELDS.onnx, experts: 'fused' });
+  });
+
+  it('the load resolves the names to the passes the builders used to apply themselves, in their order', () => {
+    const cuda = resolveLoad({ device: 'cpu', profile: 'cuda' }).decoder;
+    expect(cuda.passes).toEqual([...CONTRIB_PASSES, ...APPEND_ATTENTION_PASSES]);
+    expect(cuda.emptyModalityIf).toBe(false);
+    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual(APPEND_ATTENTION_PASSES);
+  });
+
+  it('a pass name that is not one, and the old ops field, are refused by name', () => {
+    expect(() => resolveProfile({ decoderPasses: ['contrib'] as never }, 'cpu')).toThrow(/decoderPasses must be a list of pass names/);
+    expect(() => resolveProfile({ ops: 'contrib' } as never, 'cpu')).toThrow(/unknown field 'ops'/);
   });
 });

@@ -2,7 +2,7 @@
 // chooses the device, the compute dtype and quantization (model-load.ts `LoadOptions`); everything else is
 // here, and a benchmark overrides it by passing `profile: { loop: 'graph' }` or another profile by name.
 import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
-import { OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
+import { type OpSet, PASS_NAMES, type PassName } from '@vlmkit/onnx-graph';
 import { chooseDevice, type DeviceRequest, findCudaBinaries, probeNvidiaGpu } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import { DECODE_LOOPS, type DecodeLoop } from './graph-loop.js';
@@ -18,8 +18,16 @@ export interface Profile {
   readonly kvCache: KvCacheMode;
   /** Where the generation loop runs (`DecodeLoop`): one decoder graph per load. */
   readonly loop: DecodeLoop;
-  /** The decoder's ops: standard ONNX, or onnxruntime's com.microsoft fused kernels (onnx-graph `OpSet`). */
-  readonly ops: OpSet;
+  /**
+   * The rewrites run on the decoder graph after it is built, in order (onnx-graph `PASSES`, by name). The vision
+   * encoder's graph runs none: no pass is measured to help it.
+   */
+  readonly decoderPasses: readonly PassName[];
+  /**
+   * ERNIE: run the vision router and experts in an If that skips them when no token is a vision one (moe-decoder
+   * `ErnieMoeOptions.emptyModalityIf`); false runs them on the empty modality instead.
+   */
+  readonly emptyModalityIf: boolean;
   /** How ERNIE's MoE layers run their routed experts (moe-decoder `ExpertsImpl`); a quantized decoder keeps 'sparse'. */
   readonly experts: ExpertsImpl;
   /** How long the vision encoder's session lives (`VisionSessionMode`). */
@@ -48,9 +56,12 @@ const CPU: Profile = {
   kvCache: 'append',
   // models README "Generation loop" (tools/bench/loop-ab.mjs): the host loop decodes faster on CPU.
   loop: 'host',
-  // models README "Op set" (tools/bench/ops-ab.mjs): 'contrib' prefills faster but decodes slower.
-  ops: 'onnx',
-  // models README "Op set" (tools/bench/ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
+  // models README "Decoder passes" (tools/bench/ops-ab.mjs): the contrib passes prefill faster but decode slower.
+  // An 'append' cache is read in place (float32 only; the pass matches nothing in a 'concat' or loop graph).
+  decoderPasses: ['append-attention'],
+  // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
+  emptyModalityIf: true,
+  // models README "Decoder passes" (tools/bench/ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
   experts: 'sparse',
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
   visionSession: 'resident',
@@ -75,13 +86,24 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     name: 'cuda',
     // tools/gpu/README.md "Fused ops": the fused attention kernels are what the CUDA EP has for 16-bit graphs,
     // and every contrib node stayed on the device in the placement list.
-    ops: 'contrib',
-    // With `ops`: onnxruntime's MoE kernel per modality, no If whose condition is read on the host per layer.
+    decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'append-attention'],
+    // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
+    emptyModalityIf: false,
+    // onnxruntime's MoE kernel per modality.
     experts: 'fused',
   },
 };
 
 export const PROFILE_NAMES = Object.keys(PROFILES) as ProfileName[];
+
+/**
+ * The CLI's `--ops` shorthand, profile fields over the device's profile: 'contrib' takes the cuda profile's
+ * decoder rewrites (its passes, no empty-modality If), 'onnx' the cpu profile's; experts stay the profile's.
+ */
+export const OPS_FIELDS: Readonly<Record<OpSet, ProfileOverrides>> = {
+  onnx: { decoderPasses: PROFILES.cpu.decoderPasses, emptyModalityIf: PROFILES.cpu.emptyModalityIf },
+  contrib: { decoderPasses: PROFILES.cuda.decoderPasses, emptyModalityIf: PROFILES.cuda.emptyModalityIf },
+};
 
 const KV_CACHE_MODES = ['append', 'concat'] as const satisfies readonly KvCacheMode[];
 const EXPERTS = ['sparse', 'all', 'fused'] as const satisfies readonly ExpertsImpl[];
@@ -91,7 +113,11 @@ const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) =
   name: [(v) => typeof v === 'string' && v !== '', 'a non-empty string'],
   kvCache: KV_CACHE_MODES,
   loop: DECODE_LOOPS,
-  ops: OP_SETS,
+  decoderPasses: [
+    (v) => Array.isArray(v) && v.every((n) => (PASS_NAMES as readonly unknown[]).includes(n)),
+    `a list of pass names (${PASS_NAMES.join(', ')})`,
+  ],
+  emptyModalityIf: [true, false],
   experts: EXPERTS,
   visionSession: VISION_SESSION_MODES,
   prepack: [true, false, 'quantized'],

@@ -21,7 +21,7 @@ import {
 import { castPast, kvCacheDType, type PAST_KEY_VALUES, presentOutputsOf } from './kv-io.js';
 
 import { greedyTokens, sampledTokens } from './token-choice.js';
-import type { KvPair } from './types.js';
+import type { DecoderPassOptions, KvPair } from './types.js';
 
 /** The loop graph's own inputs, besides the decoder's step inputs (which keep their names). */
 export const DECODE_LOOP_INPUTS = contract({
@@ -110,7 +110,7 @@ export interface DecodeLoopSpec<S extends DecoderStepSchema = DecoderStepSchema>
   next(b: Graph, x: { positions: Value; tokens: Value }): Value[];
 }
 
-export interface DecodeLoopModelOptions {
+export interface DecodeLoopModelOptions extends DecoderPassOptions {
   /** Graph name written into the model. */
   name?: string;
   /** Block-quantized Linear weights (`quantizeLinearPass`, applied after building). */
@@ -227,6 +227,7 @@ export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLo
   presentOutputsOf(g, present, hkv, hd, 'total_out');
   g.output(r.scans[0]!, io.tokens);
   if (options.quantize !== undefined) applyPasses(g, [quantizeLinearPass(options.quantize)]);
+  applyPasses(g, options.passes ?? []);
   return g;
 }
 

@@ -65,4 +65,4 @@ export {
   presentOutputs,
 } from './kv-io.js';
 export { greedyTokens, type SamplingInputs, sampledTokens } from './token-choice.js';
-export type { DecoderOpsOptions, KvCacheMode, KvPair, ParameterSpec } from './types.js';
+export type { DecoderPassOptions, KvCacheMode, KvPair, ParameterSpec } from './types.js';

@@ -1,7 +1,7 @@
 // kvCache 'append' against 'concat' on the same weights and steps: prefill then decode steps of a left-padded
 // batch, the append graph fed slot buffers (free slots hold junk, masked) and its new rows written into them.
 
-import type { Graph } from '@vlmkit/onnx-graph';
+import { APPEND_ATTENTION_PASSES, type Graph } from '@vlmkit/onnx-graph';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
@@ -94,7 +94,7 @@ class Caches {
   }
 }
 
-/** The append graph as built: each layer's attention an If that reads the slots in place (`APPEND_ATTENTION_PASSES`). */
+/** The append graph after `APPEND_ATTENTION_PASSES`: each layer's attention an If that reads the slots in place. */
 function appendAttention(g: Graph, layers: number): Graph {
   expect(g.nodes.filter((n) => n.opType === 'If' && n.name?.includes('.self_attn.'))).toHaveLength(layers);
   return g;
@@ -110,7 +110,12 @@ describe.each(PROMPTS)("kvCache 'append' equals 'concat' (a %i-position prompt)"
     const cfg = tinyConfig;
     const { weights } = randomWeights(cfg);
     const concat = await sessionFor(buildErnieTextDecoderModel(weights, cfg));
-    const append = await sessionFor(appendAttention(buildErnieTextDecoderModel(weights, cfg, { kvCache: 'append' }), cfg.numHiddenLayers));
+    const append = await sessionFor(
+      appendAttention(
+        buildErnieTextDecoderModel(weights, cfg, { kvCache: 'append', passes: APPEND_ATTENTION_PASSES }),
+        cfg.numHiddenLayers,
+      ),
+    );
     const caches = new Caches(cfg.numHiddenLayers, cfg.numKeyValueHeads, cfg.headDim, PROMPT);
     let ids = Array.from({ length: B * PROMPT }, (_, i) => (i * 5 + 1) % cfg.vocabSize);
     let S = PROMPT;
@@ -134,7 +139,10 @@ describe.each(PROMPTS)("kvCache 'append' equals 'concat' (a %i-position prompt)"
     const weights = randomGraniteWeights(config, 70);
     const concat = await sessionFor(buildGraniteTextDecoderModel(weights, config, { levels: [] }));
     const append = await sessionFor(
-      appendAttention(buildGraniteTextDecoderModel(weights, config, { levels: [], kvCache: 'append' }), config.numHiddenLayers),
+      appendAttention(
+        buildGraniteTextDecoderModel(weights, config, { levels: [], kvCache: 'append', passes: APPEND_ATTENTION_PASSES }),
+        config.numHiddenLayers,
+      ),
     );
     const caches = new Caches(config.numHiddenLayers, config.numKeyValueHeads, config.headDim, PROMPT);
     let ids = Array.from({ length: B * PROMPT }, (_, i) => (i * 3 + 2) % config.vocabSize);

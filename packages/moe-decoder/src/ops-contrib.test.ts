@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { applyPasses, everyNode, type Graph } from '@vlmkit/onnx-graph';
+import { applyPasses, CONTRIB_PASSES, everyNode, type Graph } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernieTextConfigFromHf } from './ernie/config.js';
@@ -30,7 +30,7 @@ function withGqa(g: Graph): Graph {
   return g;
 }
 
-// What the contrib passes make (`ops: 'contrib'`, and GroupQueryAttention on a plain build with ERNIE's experts as
+// What the contrib passes make (`CONTRIB_PASSES` on a build with fused experts, and GroupQueryAttention on a plain build with ERNIE's experts as
 // the com.microsoft MoE): every residual add + RMSNorm pair one SkipSimplifiedLayerNormalization, every rotary and attention a com.microsoft op, no opset-23 Attention / RotaryEmbedding left, and RMSNormalization only
 // where no residual add comes before the norm (layer 0's input norm; Granite's input norm of a layer whose input
 // has deepstack features added first). Numbers: the fixture tests run every case both ways.
@@ -52,14 +52,14 @@ describe('decoders built with com.microsoft fused ops', () => {
     graphs.ernieMoeLayers = ernie.mlpLayerTypes.filter((t) => t === 'sparse').length;
     graphs.ernie = {
       onnx: buildErnieTextDecoderModel(ew, ernie),
-      mha: buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib' }),
+      mha: buildErnieTextDecoderModel(ew, ernie, { experts: 'fused', emptyModalityIf: false, passes: CONTRIB_PASSES }),
       gqa: withGqa(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' })),
       layers: ernie.numHiddenLayers,
       unfused: 1,
     };
     graphs.granite = {
       onnx: buildGraniteTextDecoderModel(gw, granite, { levels }),
-      mha: buildGraniteTextDecoderModel(gw, granite, { levels, ops: 'contrib' }),
+      mha: buildGraniteTextDecoderModel(gw, granite, { levels, passes: CONTRIB_PASSES }),
       gqa: withGqa(buildGraniteTextDecoderModel(gw, granite, { levels })),
       layers: granite.numHiddenLayers,
       unfused: 1 + new Set(levels.filter((l) => l > 0)).size,

@@ -2,7 +2,7 @@
 // nothing else: the marked MatMul / Gemm nodes of the float build, one MatMulNBits each; the routers stay
 // float; no float copy of a quantized weight is written. Numbers: models' quantize.test.ts on the fixtures.
 import { join } from 'node:path';
-import { everyNode, type Graph, nn } from '@vlmkit/onnx-graph';
+import { CONTRIB_PASSES, everyNode, type Graph, nn } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernieTextConfigFromHf } from './ernie/config.js';
@@ -45,7 +45,8 @@ describe('decoders built with quantize', () => {
     ckpts.push(ec, gc);
     const q = (quantize?: 'int8') => (quantize ? { quantize } : {});
     builds['ERNIE'] = (quantize) => buildErnieTextDecoderModel(ew, ernie, q(quantize));
-    builds["ERNIE, ops 'contrib'"] = (quantize) => buildErnieTextDecoderModel(ew, ernie, { ops: 'contrib', ...q(quantize) });
+    builds['ERNIE, contrib passes'] = (quantize) =>
+      buildErnieTextDecoderModel(ew, ernie, { emptyModalityIf: false, passes: CONTRIB_PASSES, ...q(quantize) });
     builds['ERNIE decode loop'] = (quantize) => buildErnieDecodeLoopModel(ew, ernie, q(quantize));
     builds['Granite'] = (quantize) => buildGraniteTextDecoderModel(gw, granite, { levels, ...q(quantize) });
     builds['Granite decode loop'] = (quantize) => buildGraniteDecodeLoopModel(gw, granite, { levels, ...q(quantize) });
@@ -54,7 +55,7 @@ describe('decoders built with quantize', () => {
     for (const c of ckpts) await c.close();
   });
 
-  for (const name of ['ERNIE', "ERNIE, ops 'contrib'", 'ERNIE decode loop', 'Granite', 'Granite decode loop']) {
+  for (const name of ['ERNIE', 'ERNIE, contrib passes', 'ERNIE decode loop', 'Granite', 'Granite decode loop']) {
     it(`${name}: one MatMulNBits per Linear layer and LM head, routers float, no float copy`, () => {
       const float = builds[name]!();
       const quantized = builds[name]!('int8');

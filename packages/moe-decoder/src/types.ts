@@ -1,5 +1,5 @@
 // Types shared by the ERNIE and Granite decoders.
-import type { OpSet, Value } from '@vlmkit/onnx-graph';
+import type { ComputeDType, GraphPass, QuantizeRequest, Value } from '@vlmkit/onnx-graph';
 
 /** One layer's KV cache: [B, Hkv, P, headDim] float32. */
 export interface KvPair {
@@ -22,10 +22,38 @@ export type { ParameterSpec } from '@vlmkit/onnx-graph';
 export type KvCacheMode = 'concat' | 'append';
 
 /**
- * A decoder builder's choice of ops for its norms and routed experts (see `OpSet`). Attention is always built
- * with the opset-23 ops; onnx-graph's `CONTRIB_PASSES` fuse it after building.
+ * What a complete decoder graph's builder runs on the graph it built: optimizations are rewrite passes (onnx-graph
+ * `PASSES`), chosen per device by models' profiles (`decoderPasses`), not builder options.
  */
-export interface DecoderOpsOptions {
-  /** 'onnx' (default): opset-23 RMSNormalization; 'contrib': com.microsoft fused norms and experts. */
-  ops?: OpSet;
+export interface DecoderPassOptions {
+  /** Rewrites run in order on the built graph (e.g. `CONTRIB_PASSES`, `APPEND_ATTENTION_PASSES`). Default: none. */
+  passes?: readonly GraphPass[] | undefined;
+}
+
+/** What both complete decoder graphs (`buildErnieTextDecoderModel`, `buildGraniteTextDecoderModel`) take. */
+export interface DecoderModelOptions extends DecoderPassOptions {
+  /**
+   * Declare the int64 scalar input `logits_to_keep`: logits for the last n positions only, 0 for all (HF's
+   * `logits_to_keep`). generate feeds 1, so prefill does not compute [B, S, V] logits it drops. Default false.
+   */
+  logitsToKeep?: boolean;
+  /**
+   * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
+   * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
+   */
+  quantize?: QuantizeRequest | undefined;
+  /**
+   * How the KV cache inputs and outputs work (`KvCacheMode`): 'concat' (default; HF / optimum: `present.*` =
+   * past + new, [B, Hkv, P+S, hd]) or 'append' (`past_key_values.*` are slot buffers [B, Hkv, C, hd] with
+   * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
+   */
+  kvCache?: KvCacheMode;
+  /**
+   * The float type the decoder computes in (onnx-graph's `ComputeDType`, default 'float32'); weights are stored
+   * in it. The float inputs (vision rows, rope tables) stay float32 and `logits` float32; the KV cache is fed
+   * and returned in `kvCacheDType(computeDtype)`: float16 for float16, float32 (holding bfloat16 values) for bfloat16.
+   */
+  computeDtype?: ComputeDType | undefined;
+  /** Graph name written into the model. */
+  name?: string;
 }

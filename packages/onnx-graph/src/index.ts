@@ -72,7 +72,7 @@ export {
   type ContribAttentionOptions,
   contribAttentionPass,
 } from './passes/contrib-attention.js';
-export { APPEND_ATTENTION_PASSES, CONTRIB_PASSES } from './passes/index.js';
+export { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, PASS_NAMES, PASSES, type PassName, resolvePasses } from './passes/index.js';
 export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {
   applyPasses,

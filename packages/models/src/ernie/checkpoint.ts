@@ -27,8 +27,16 @@ export const ERNIE_CHECKPOINT: FamilyCheckpoint<Ernie45VLConfig, ErnieWeights> =
   weights: (ckpt, config, { allowMissing, decoder }) =>
     loadErnieWeights(ckpt, config, { ...(allowMissing ? { allowMissing } : {}), ...(decoder ? { experts: decoder.experts } : {}) }),
   visionGraph: (config, w, build) => buildErnieVisionEncoder(w.vision, w.resampler, config, build),
-  decoderGraph: (config, w, { loop, kvCache, quantize, ops, experts, computeDtype, logitsToKeep }) =>
+  decoderGraph: (config, w, { loop, kvCache, quantize, passes, experts, emptyModalityIf, computeDtype, logitsToKeep }) =>
     loop === 'graph'
-      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, ops, experts, computeDtype })
-      : buildErnieTextDecoderModel(w.decoder, config.text, { logitsToKeep, kvCache, quantize, ops, experts, computeDtype }),
+      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, passes, experts, emptyModalityIf, computeDtype })
+      : buildErnieTextDecoderModel(w.decoder, config.text, {
+          logitsToKeep,
+          kvCache,
+          quantize,
+          passes,
+          experts,
+          emptyModalityIf,
+          computeDtype,
+        }),
 };

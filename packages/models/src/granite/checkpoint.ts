@@ -31,10 +31,10 @@ export const GRANITE_CHECKPOINT: FamilyCheckpoint<Granite4VisionConfig, GraniteW
       ...(allowMissing ? { allowMissing } : {}),
     }),
   visionGraph: (config, w, build) => buildGraniteVisionEncoder(w.vision, w.projectors, config, build),
-  decoderGraph: (config, w, { loop, kvCache, quantize, ops, computeDtype, logitsToKeep }) => {
+  decoderGraph: (config, w, { loop, kvCache, quantize, passes, computeDtype, logitsToKeep }) => {
     const levels = config.levels.map((l) => l.llmLayer);
     return loop === 'graph'
-      ? buildGraniteDecodeLoopModel(w.decoder, config.text, { levels, quantize, ops, computeDtype })
-      : buildGraniteTextDecoderModel(w.decoder, config.text, { levels, logitsToKeep, kvCache, quantize, ops, computeDtype });
+      ? buildGraniteDecodeLoopModel(w.decoder, config.text, { levels, quantize, passes, computeDtype })
+      : buildGraniteTextDecoderModel(w.decoder, config.text, { levels, logitsToKeep, kvCache, quantize, passes, computeDtype });
   },
 };

@@ -1,29 +1,17 @@
 import { ropeInverseFrequencies } from '@vlmkit/mrope';
-import {
-  applyPasses,
-  CONTRIB_PASSES,
-  type ComputeDType,
-  type Graph,
-  type QuantizeRequest,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
-import { buildDecodeLoopModel } from '../decode-loop.js';
-import type { DecoderOpsOptions } from '../types.js';
+import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
+import { buildDecodeLoopModel, type DecodeLoopModelOptions } from '../decode-loop.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
 import { ERNIE_DECODER_INPUTS } from './standalone.js';
 
-/** `ops` builds the step as `buildErnieTextDecoderModel` does. */
-export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
+/** `experts` and `emptyModalityIf` build the step as `buildErnieTextDecoderModel` does. */
+export interface ErnieDecodeLoopModelOptions extends DecodeLoopModelOptions {
   /** How MoE layers run their routed experts (see `ErnieTextDecoderModelOptions`). */
   experts?: ExpertsImpl;
-  quantize?: QuantizeRequest | undefined;
-  /** The float type the step computes in; the KV cache is carried in it (`DecodeLoopModelOptions.computeDtype`). */
-  computeDtype?: ComputeDType | undefined;
-  /** Graph name written into the model. */
-  name?: string;
+  /** See `ErnieTextDecoderModelOptions`. */
+  emptyModalityIf?: boolean;
 }
 
 /**
@@ -35,7 +23,7 @@ export interface ErnieDecodeLoopModelOptions extends DecoderOpsOptions {
 export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextConfig, options: ErnieDecodeLoopModelOptions = {}): Graph {
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const invFreq = ropeInverseFrequencies(hd, config.ropeTheta);
-  const g = buildDecodeLoopModel(
+  return buildDecodeLoopModel(
     {
       numHiddenLayers: config.numHiddenLayers,
       numKeyValueHeads: hkv,
@@ -60,8 +48,8 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
             logitsToKeep: x.logitsToKeep,
           },
           {
-            ...(options.experts ? { experts: options.experts } : options.quantize !== undefined ? { experts: 'sparse' as const } : {}),
-            ...(options.ops ? { ops: options.ops } : {}),
+            ...(options.experts ? { experts: options.experts } : {}),
+            ...(options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {}),
           },
         );
         return { logits: out.logits, present: out.present! };
@@ -78,10 +66,8 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
         ];
       },
     },
-    { name: options.name ?? 'ernie_decode_loop', quantize: options.quantize, computeDtype: options.computeDtype },
+    { ...options, name: options.name ?? 'ernie_decode_loop' },
   );
-  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
-  return g;
 }
 
 /**

@@ -51,13 +51,13 @@ describe.each(['sparse', 'all'] as const)('ERNIE text decoder vs a plain-TypeScr
     session = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { outputHiddenStates: true, experts }));
   });
 
-  it('runs the vision router and experts inside an If per MoE layer (skipped without vision tokens); contrib graphs do not', () => {
+  it('runs the vision router and experts inside an If per MoE layer (skipped without vision tokens), or none with emptyModalityIf false', () => {
     const moeLayers = cfg.mlpLayerTypes.filter((t) => t === 'sparse').length;
     expect(moeLayers).toBeGreaterThan(0);
     const visionIfs = (g: ReturnType<typeof buildErnieTextDecoderModel>) =>
       g.snapshot().nodes.filter((n) => n.opType === 'If' && /\.mlp\./.test(n.name ?? '')).length;
     expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { experts }))).toBe(moeLayers);
-    expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { experts, ops: 'contrib' }))).toBe(0);
+    expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { experts, emptyModalityIf: false }))).toBe(0);
   });
 
   it('runs its experts the way it was asked to: sparse groups the routed tokens by expert (one E + 1 way Split per modality and MoE layer), all does not', () => {

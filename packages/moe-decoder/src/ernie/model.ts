@@ -4,7 +4,7 @@ import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
 import { keepLastPositions } from '../logits-to-keep.js';
-import type { DecoderOpsOptions, KvCacheMode, KvPair } from '../types.js';
+import type { KvCacheMode, KvPair } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { ernieDecoderLayer } from './layer.js';
 import type { ErnieMoeOptions, MoeRouting } from './moe.js';
@@ -31,8 +31,8 @@ export interface ErnieTextDecoderInputs {
   logitsToKeep?: Value;
 }
 
-/** `experts` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
-export interface ErnieTextDecoderOptions extends ErnieMoeOptions, DecoderOpsOptions {
+/** `experts`, `emptyModalityIf` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
+export interface ErnieTextDecoderOptions extends ErnieMoeOptions {
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */
   scope?: string;
   /** How `past` and `present` work (`KvCacheMode`); default 'concat'. */
@@ -99,7 +99,6 @@ export function buildErnieTextDecoder(
           )
         : g.cast(inputs.inputsEmbeds!, g.computeDtype);
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
-    const ops = options.ops ?? 'onnx';
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
     const routing: (MoeRouting | undefined)[] = [];
@@ -120,7 +119,12 @@ export function buildErnieTextDecoder(
           weights.sub(`layers.${i}`),
           config,
           { ...step, ...(past !== undefined ? { past } : {}) },
-          { layerIndex: i, ops, routing: options.routing ?? false, ...(options.experts ? { experts: options.experts } : {}) },
+          {
+            layerIndex: i,
+            routing: options.routing ?? false,
+            ...(options.experts ? { experts: options.experts } : {}),
+            ...(options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {}),
+          },
         ),
       );
       x = r.hidden;

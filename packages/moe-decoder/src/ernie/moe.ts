@@ -1,4 +1,4 @@
-import { type Graph, interleavedGateUp, type OpSet, stackedExperts, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type Graph, interleavedGateUp, stackedExperts, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { gatedSiluMlp } from '../mlp.js';
 import type { ErnieTextConfig } from './config.js';
 import { groupedExperts } from './grouped-experts.js';
@@ -13,8 +13,8 @@ import { groupedExperts } from './grouped-experts.js';
  *   weights), combined with routing weights that are zero for unchosen
  *   experts: E/k times the FLOPs, in fewer and larger ops.
  * - 'fused': onnxruntime's com.microsoft MoE kernel per modality, on that
- *   modality's tokens (the default with `ops: 'contrib'`; a decoder built
- *   with `quantize` asks for 'sparse', whose experts are Linear layers).
+ *   modality's tokens (float weights only: a quantized decoder's experts are
+ *   'sparse' Linear layers).
  */
 export type ExpertsImpl = 'sparse' | 'all' | 'fused';
 
@@ -32,9 +32,14 @@ export interface ErnieMoeInputs {
 }
 
 export interface ErnieMoeOptions {
+  /** Default 'sparse'. */
   experts?: ExpertsImpl;
-  /** With 'contrib' (and no `experts`), the routed experts are 'fused'. */
-  ops?: OpSet;
+  /**
+   * Run the vision router and experts in an If that skips them when no token is a vision one (default true).
+   * false runs them on the empty modality instead: on CUDA an If's condition is read on the host, a copy and
+   * sync per layer and step.
+   */
+  emptyModalityIf?: boolean;
   /** Also return each token's routing (`MoeRouting`), for tests and debugging. */
   routing?: boolean;
 }
@@ -55,7 +60,7 @@ export function ernieMoe(
   options: ErnieMoeOptions = {},
 ): { out: Value; routing: MoeRouting | undefined } {
   const { hiddenSize: D, moe } = config;
-  const impl = options.experts ?? (options.ops === 'contrib' ? 'fused' : 'sparse');
+  const impl = options.experts ?? 'sparse';
   const x = inputs.hidden;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const isVision = g.cast(g.reshape(inputs.moeTokenType, [-1, 1]), 'bool'); // [N, 1]
@@ -65,9 +70,8 @@ export function ernieMoe(
   const withVision = (b: Graph, vision: Value) => (impl === 'all' ? b.where(isVision, vision, text.out) : b.add(text.out, vision));
   let out: Value;
   let vision: { topkIds: Value; topkWeights: Value } | undefined;
-  // The If below is the CPU graph's: on CUDA (whose default is 'contrib') an If's condition is read on the host, a
-  // device-to-host copy and sync per layer and step; 'contrib' graphs run the fused op on the empty modality.
-  if (options.routing || options.ops === 'contrib') {
+  // Routing outputs need both modalities' routers on every token, so no If then.
+  if (options.routing || options.emptyModalityIf === false) {
     const v = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision, impl });
     out = withVision(g, v.out);
     vision = v;

@@ -1,54 +1,20 @@
-import {
-  APPEND_ATTENTION_PASSES,
-  applyPasses,
-  CONTRIB_PASSES,
-  type ComputeDType,
-  contract,
-  declareInputs,
-  type Feeds,
-  type FeedValues,
-  Graph,
-  type QuantizeRequest,
-  quantizeLinearPass,
-  type Weights,
-} from '@vlmkit/onnx-graph';
+import { contract, declareInputs, type Feeds, type FeedValues, Graph, type Weights } from '@vlmkit/onnx-graph';
 import { castPast, DECODER_OUTPUTS, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
-import type { DecoderOpsOptions, KvCacheMode } from '../types.js';
+import { rewriteDecoderModel } from '../model-passes.js';
+import type { DecoderModelOptions } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
 import type { ExpertsImpl } from './moe.js';
 
-export interface ErnieTextDecoderModelOptions extends DecoderOpsOptions {
-  /** How MoE layers run their routed experts: 'sparse' (default, only the chosen ones) or 'all' (every expert, weighted). */
+export interface ErnieTextDecoderModelOptions extends DecoderModelOptions {
+  /** How MoE layers run their routed experts (`ExpertsImpl`): 'sparse' (default), 'all' or 'fused'. */
   experts?: ExpertsImpl;
+  /** The If that skips the vision experts when no token is a vision one (`ErnieMoeOptions`; default true). */
+  emptyModalityIf?: boolean;
   /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
   outputHiddenStates?: boolean;
   /** Also output each MoE layer's routing as `router.{i}.topk_ids` [B*S, k] int64 and `router.{i}.topk_weights` [B*S, k]. */
   outputRouting?: boolean;
-  /**
-   * Declare the int64 scalar input `logits_to_keep`: logits for the last n positions only, 0 for all (HF's
-   * `logits_to_keep`). generate feeds 1, so prefill does not compute [B, S, V] logits it drops. Default false.
-   */
-  logitsToKeep?: boolean;
-  /**
-   * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
-   * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
-   */
-  quantize?: QuantizeRequest | undefined;
-  /**
-   * How the KV cache inputs and outputs work (`KvCacheMode`): 'concat' (default; HF / optimum: `present.*` =
-   * past + new, [B, Hkv, P+S, hd]) or 'append' (`past_key_values.*` are slot buffers [B, Hkv, C, hd] with
-   * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
-   */
-  kvCache?: KvCacheMode;
-  /**
-   * The float type the decoder computes in (onnx-graph's `ComputeDType`, default 'float32'); weights are stored
-   * in it. Inputs (`vision_embeds`, rope tables) stay float32 and `logits` float32; the KV cache is fed and
-   * returned in `kvCacheDType(computeDtype)`: float16 for float16, float32 (holding bfloat16 values) for bfloat16.
-   */
-  computeDtype?: ComputeDType | undefined;
-  /** Graph name written into the model. */
-  name?: string;
 }
 
 /**
@@ -141,9 +107,9 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     },
     {
       routing: options.outputRouting ?? false,
-      ...(options.experts ? { experts: options.experts } : options.quantize !== undefined ? { experts: 'sparse' as const } : {}),
+      ...(options.experts ? { experts: options.experts } : {}),
+      ...(options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {}),
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
-      ...(options.ops ? { ops: options.ops } : {}),
     },
   );
   g.output(out.logits, DECODER_OUTPUTS.names.logits);
@@ -157,9 +123,5 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     g.output(r.topkIds, ERNIE_DEBUG_OUTPUTS.routerTopkIds(i));
     g.output(r.topkWeights, ERNIE_DEBUG_OUTPUTS.routerTopkWeights(i));
   });
-  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
-  // A float32 'append' cache is read in place (the op would copy it each step); a causal decoder, as the pass needs.
-  if (options.kvCache === 'append') applyPasses(g, APPEND_ATTENTION_PASSES);
-  if (options.quantize !== undefined) applyPasses(g, [quantizeLinearPass(options.quantize)]);
-  return g;
+  return rewriteDecoderModel(g, options);
 }

@@ -1,27 +1,12 @@
-import {
-  applyPasses,
-  CONTRIB_PASSES,
-  type ComputeDType,
-  type Graph,
-  type QuantizeRequest,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
-import { buildDecodeLoopModel } from '../decode-loop.js';
-import type { DecoderOpsOptions } from '../types.js';
+import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
+import { buildDecodeLoopModel, type DecodeLoopModelOptions } from '../decode-loop.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 import { GRANITE_DECODER_INPUTS } from './standalone.js';
 
-/** `ops` builds the step as `buildGraniteTextDecoderModel` does. */
-export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
+export interface GraniteDecodeLoopModelOptions extends DecodeLoopModelOptions {
   /** Level k -> the LLM layer its features are added before; [] for a text-only graph (as `buildGraniteTextDecoderModel`). */
   levels: readonly number[];
-  quantize?: QuantizeRequest | undefined;
-  /** The float type the step computes in; the KV cache is carried in it (`DecodeLoopModelOptions.computeDtype`). */
-  computeDtype?: ComputeDType | undefined;
-  /** Graph name written into the model. */
-  name?: string;
 }
 
 /**
@@ -32,7 +17,7 @@ export interface GraniteDecodeLoopModelOptions extends DecoderOpsOptions {
 export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTextConfig, options: GraniteDecodeLoopModelOptions): Graph {
   const D = config.hiddenSize;
   const levels = options.levels;
-  const g = buildDecodeLoopModel(
+  return buildDecodeLoopModel(
     {
       numHiddenLayers: config.numHiddenLayers,
       numKeyValueHeads: config.numKeyValueHeads,
@@ -58,10 +43,7 @@ export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTex
             past: x.past,
             logitsToKeep: x.logitsToKeep,
           },
-          {
-            levels,
-            ...(options.ops ? { ops: options.ops } : {}),
-          },
+          { levels },
         );
         return { logits: out.logits, present: out.present! };
       },
@@ -71,8 +53,6 @@ export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTex
         return [...empty, b.unsqueeze(positions, [1])];
       },
     },
-    { name: options.name ?? 'granite_decode_loop', quantize: options.quantize, computeDtype: options.computeDtype },
+    { ...options, name: options.name ?? 'granite_decode_loop' },
   );
-  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
-  return g;
 }

@@ -4,7 +4,7 @@ import { embedTokens } from '../embedding.js';
 import { MoeDecoderError } from '../errors.js';
 import { lmHead } from '../lm-head.js';
 import { keepLastPositions } from '../logits-to-keep.js';
-import type { DecoderOpsOptions, KvCacheMode, KvPair } from '../types.js';
+import type { KvCacheMode, KvPair } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { addDeepstackFeatures, zeroRows } from './deepstack.js';
 import { graniteDecoderLayer } from './layer.js';
@@ -30,7 +30,7 @@ export interface GraniteTextDecoderInputs {
   logitsToKeep?: Value;
 }
 
-export interface GraniteTextDecoderOptions extends DecoderOpsOptions {
+export interface GraniteTextDecoderOptions {
   /** Level k -> the LLM layer its features are added before (`graniteDeepstackLevels(config.json)`). */
   levels: readonly number[];
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */

@@ -1,52 +1,15 @@
-import {
-  APPEND_ATTENTION_PASSES,
-  applyPasses,
-  CONTRIB_PASSES,
-  type ComputeDType,
-  contract,
-  declareInputs,
-  type Feeds,
-  type FeedValues,
-  Graph,
-  type QuantizeRequest,
-  quantizeLinearPass,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
+import { contract, declareInputs, type Feeds, type FeedValues, Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { castPast, DECODER_OUTPUTS, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
-import type { DecoderOpsOptions, KvCacheMode } from '../types.js';
+import { rewriteDecoderModel } from '../model-passes.js';
+import type { DecoderModelOptions } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
 import { buildGraniteTextDecoder } from './model.js';
 
-export interface GraniteTextDecoderModelOptions extends DecoderOpsOptions {
+export interface GraniteTextDecoderModelOptions extends DecoderModelOptions {
   /** Level k -> the LLM layer its features are added before (`graniteDeepstackLevels(config.json)`); [] for a text-only graph. */
   levels: readonly number[];
   /** Also output `hidden_states.{i}` (layer outputs), `layer_inputs.{i}` (layer inputs after injection) and `inputs_embeds`, all [B, S, D]. */
   outputHiddenStates?: boolean;
-  /**
-   * Declare the int64 scalar input `logits_to_keep`: logits for the last n positions only, 0 for all (HF's
-   * `logits_to_keep`). generate feeds 1, so prefill does not compute [B, S, V] logits it drops. Default false.
-   */
-  logitsToKeep?: boolean;
-  /**
-   * Block-quantized weights (MatMulNBits) for the decoder's linear layers, experts and LM head: 'int8',
-   * 'int4' or options (`QuantizeOptions`); embeddings, norms and routers stay float. Default: float.
-   */
-  quantize?: QuantizeRequest | undefined;
-  /**
-   * How the KV cache inputs and outputs work (`KvCacheMode`): 'concat' (default; HF / optimum: `present.*` =
-   * past + new, [B, Hkv, P+S, hd]) or 'append' (`past_key_values.*` are slot buffers [B, Hkv, C, hd] with
-   * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
-   */
-  kvCache?: KvCacheMode;
-  /**
-   * The float type the decoder computes in (onnx-graph's `ComputeDType`, default 'float32'); weights are stored
-   * in it. Inputs (`deepstack_{k}`) stay float32 and `logits` float32; the KV cache is fed and returned in
-   * `kvCacheDType(computeDtype)`: float16 for float16, float32 (holding bfloat16 values) for bfloat16.
-   */
-  computeDtype?: ComputeDType | undefined;
-  /** Graph name written into the model. */
-  name?: string;
 }
 
 /**
@@ -133,7 +96,6 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
     {
       levels: options.levels,
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
-      ...(options.ops ? { ops: options.ops } : {}),
     },
   );
   g.output(out.logits, DECODER_OUTPUTS.names.logits);
@@ -148,9 +110,5 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       g.output(f32(h), GRANITE_DEBUG_OUTPUTS.hiddenStates(i));
     });
   }
-  if (options.ops === 'contrib') applyPasses(g, CONTRIB_PASSES);
-  // A float32 'append' cache is read in place (the op would copy it each step); a causal decoder, as the pass needs.
-  if (options.kvCache === 'append') applyPasses(g, APPEND_ATTENTION_PASSES);
-  if (options.quantize !== undefined) applyPasses(g, [quantizeLinearPass(options.quantize)]);
-  return g;
+  return rewriteDecoderModel(g, options);
 }

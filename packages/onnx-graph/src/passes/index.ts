@@ -1,17 +1,43 @@
+import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 
 /**
+ * The passes a profile names, by their stable `name` (`resolvePasses`; the CLI's and the benchmarks'
+ * overrides). Quantization (`quantizeLinearPass`) takes its options from the load, so it is not listed.
+ */
+export const PASSES = {
+  'skip-rms-norm': skipRmsNormPass,
+  'skip-layer-norm': skipLayerNormPass,
+  'contrib-attention': contribAttentionPass(),
+  'contrib-attention-mha': contribAttentionPass({ kernel: 'mha' }),
+  'contrib-attention-gqa': contribAttentionPass({ kernel: 'gqa' }),
+  'append-attention': appendAttentionPass,
+} as const satisfies Readonly<Record<string, GraphPass>>;
+
+export type PassName = keyof typeof PASSES;
+export const PASS_NAMES = Object.keys(PASSES) as PassName[];
+
+/** The passes named, in order; a GraphError naming the known ones for a name that is not one. */
+export function resolvePasses(names: readonly string[]): GraphPass[] {
+  return names.map((name) => {
+    const pass = (PASSES as Readonly<Record<string, GraphPass>>)[name];
+    if (pass === undefined) throw new GraphError('BAD_ARGUMENT', `unknown pass '${name}'; the passes are ${PASS_NAMES.join(', ')}`);
+    return pass;
+  });
+}
+
+/**
  * What a graph built for onnxruntime's com.microsoft kernels ('contrib') runs after building, in order:
  * each pass fuses a pattern of standard ops into one fused kernel where it fits.
  */
-export const CONTRIB_PASSES: readonly GraphPass[] = [skipRmsNormPass, skipLayerNormPass, contribAttentionPass()];
+export const CONTRIB_PASSES: readonly GraphPass[] = [PASSES['skip-rms-norm'], PASSES['skip-layer-norm'], PASSES['contrib-attention']];
 
 /**
  * What a decoder graph with an 'append' KV cache (its attention's present outputs unread) runs on ORT's CPU EP
  * after building, and after `CONTRIB_PASSES` when both apply: the cache read in place, long prompts in causal
  * blocks. Only for causal decoders (see `appendAttentionPass`).
  */
-export const APPEND_ATTENTION_PASSES: readonly GraphPass[] = [appendAttentionPass];
+export const APPEND_ATTENTION_PASSES: readonly GraphPass[] = [PASSES['append-attention']];
