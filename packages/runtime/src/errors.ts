@@ -49,7 +49,7 @@ export class RuntimeError extends Error {
 }
 
 // ORT 1.29 at session creation, when no registered kernel of any EP in the session takes a node's input types
-// (measured: every compute op in bfloat16 on the CPU EP): "Could not find an implementation for MatMul(13) node
+// (e.g. every compute op in bfloat16 on the CPU EP): "Could not find an implementation for MatMul(13) node
 // with name 'decoder.layers.0.mlp.MatMul'" (name '' for nodes of a function body ORT expanded, e.g. Gelu's Sqrt).
 const NO_KERNEL = /Could not find an implementation for ([A-Za-z0-9_]+)\((\d+)\) node with name '([^']*)'/;
 
@@ -79,7 +79,7 @@ export function noKernelError(session: string, e: unknown, dtype: string | undef
   });
 }
 
-// The shapes ORT 1.29 uses to name a node in its messages (measured):
+// The shapes ORT 1.29 uses to name a node in its messages:
 //   run:   "... while running Reshape node. Name:'blocks.0/reshape' Status Message: ..."
 //   load:  "... bound to different types (...) in node (blocks.1/add)."
 //   load:  "This is an invalid model. In Node, ("blocks.2/foo", NoSuchOp, "", -1) : ..."

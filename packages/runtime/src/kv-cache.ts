@@ -1,23 +1,13 @@
 /**
- * Host-side KV cache for decoder loops. Each layer keeps a past key and value
- * [B, Hkv, T, hd] tensor (float32, or float16 for a graph whose cache is
- * float16: half the memory); a step feeds them under the decoder graph's
- * past names and takes its present outputs (past with the new tokens appended
- * along axis 2) as the next past. The cache starts empty (T = 0), so the first
- * (prefill) step runs the same graph as decode steps. The names belong to the
- * graph that declares them (e.g. @vlmkit/moe-decoder's `KV_CACHE_IO`,
- * `past_key_values.{i}.key` / `present.{i}.key`, the HF / optimum ONNX
- * naming): the caller passes them in, this package does not guess them.
- * ORT-node has no IO binding for CUDA, so the cache round-trips through host
- * memory each step.
+ * Host-side KV cache for decoder loops: per layer a past key and value [B, Hkv, T, hd] (float32, or
+ * float16 for a graph whose cache is float16), fed under the graph's past names; its present outputs
+ * become the next past. It starts empty (T = 0), so prefill runs the same graph as decode. The caller
+ * passes the names (e.g. @vlmkit/moe-decoder's `KV_CACHE_IO`): they belong to the graph that declares
+ * them. ORT-node has no IO binding for CUDA, so the cache goes through host memory each step.
  *
- * With `capacity` the cache is pre-allocated instead: one [B, Hkv, capacity, hd]
- * buffer per layer and kind, fed whole (ORT-node reads input buffers in place),
- * and each run's present outputs are only its new rows [B, Hkv, S, hd], written
- * into the next free slots (a graph built for it: @vlmkit/moe-decoder's
- * `kvCache: 'append'`, whose attention_mask marks which slots are used). No
- * step copies or reallocates the cache, so a step's cost does not grow with
- * the copy of everything before it.
+ * With `capacity` it is pre-allocated: one [B, Hkv, capacity, hd] buffer per layer and kind, fed whole,
+ * and each run's new rows [B, Hkv, S, hd] are written into the next free slots (a graph built for it:
+ * moe-decoder's `kvCache: 'append'`), so no step copies or reallocates the cache.
  */
 import { RuntimeError } from './errors.js';
 import { type HostTensor, hostTensor } from './tensor.js';

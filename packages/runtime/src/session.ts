@@ -49,19 +49,17 @@ export interface SessionOptions {
    */
   tf32?: boolean;
   /**
-   * ORT's memory pattern (`enableMemPattern`, default true in ORT): a plan of the run's allocations cached
-   * per set of input shapes. A decoder's shapes change every step (the cache grows by one position), so
-   * each step caches one more plan that is never used again: RSS grew ~46 KB per step on the tiny ERNIE
-   * (127 -> 357 MB over 5000 steps) and stayed after `release()`. Default here: false (flat: 118 -> ~190 MB,
-   * the KV cache and the arena's largest buffers). Pass true for fixed-shape sessions run many times.
+   * ORT's memory pattern (`enableMemPattern`, ORT's default true): a plan of the run's allocations cached
+   * per set of input shapes. Default false here: a decoder's shapes change every step, so each step would
+   * cache a plan never used again and memory would grow with the steps (figures in the README).
+   * Pass true for fixed-shape sessions run many times.
    */
   memoryPattern?: boolean;
   /**
    * Let ORT repack constant MatMul/Gemm weights into its kernels' layout at session creation (ORT's default).
    * Default false here (session.disable_prepacking): the packed copy is anonymous memory made while the
-   * original is loaded, and it took most of a large session's creation (1 GB of dense float32 weights, 2
-   * threads: 5.8-6.0 s packed vs 0.13-0.3 s not; M = 1 runs equal, M = 768 within ~10%); unpacked weights
-   * stay memory-mapped from the model's data file.
+   * original is loaded and dominates a large session's creation, while unpacked weights stay memory-mapped
+   * from the model's data file and run about as fast (figures in the README).
    */
   prepack?: boolean;
   /** ORT's CPU memory arena (default true, ORT's default); false returns freed activations to the system. */
