@@ -87,10 +87,9 @@ function loadNodeAv(): Promise<NodeAv> {
 /**
  * Decodes a video file to 8-bit RGB frames, as HF transformers' `read_video_pyav` does (the PyAV
  * backend of `load_video`): FFmpeg decodes the first video stream in decode order, and each kept
- * frame is converted with `frame.to_ndarray(format="rgb24")`, i.e. `sws_scale_frame` with
- * SWS_BILINEAR on a context from `sws_alloc_context`, the frame's own colorspace and range, and its
- * transfer and primaries tags cleared (PyAV 18 VideoReformatter._reformat). Frame rate and count are
- * the stream's `avg_frame_rate` and `nb_frames`, which HF's frame sampling reads.
+ * frame is converted as PyAV's `frame.to_ndarray(format="rgb24")` converts it (bilinear swscale in
+ * the frame's own colorspace and range). Frame rate and count are the stream's `avg_frame_rate` and
+ * `nb_frames`, which HF's frame sampling reads.
  *
  * ```ts
  * const video = await decodeVideo('clip.mp4');
@@ -260,8 +259,8 @@ async function toRgb(
   index: number,
 ): Promise<RgbImage> {
   const { width, height } = frame;
-  // PyAV runs the conversion with the source's transfer / primaries tags neutralized, so that
-  // swscale converts the matrix and range only (no gamma or gamut conversion).
+  // PyAV 18 VideoReformatter._reformat: transfer / primaries tags neutralized, so that swscale
+  // converts the matrix and range only (no gamma or gamut conversion).
   frame.colorTrc = av.AVCOL_TRC_UNSPECIFIED;
   frame.colorPrimaries = av.AVCOL_PRI_UNSPECIFIED;
   const rgb = new av.Frame();
