@@ -36,14 +36,9 @@ export interface WindowQFormerOptions {
 }
 
 /**
- * Adds Granite 4 Vision's WindowQFormerDownsampler to `g`
- * (vLLM: granite4_vision.WindowQFormerDownsampler.forward; HF 5.17:
- * Granite4VisionWindowQFormerDownsampler.forward, the same computation):
- * norm (LayerNorm, eps 1e-6) -> key windows of w x w features; queries =
- * `query` + the downsampled features cut into q x q windows; encoder states =
- * key windows + `image_positions`; the Q-Former runs with every window of
- * every tile as one batch row; the query outputs are put back in raster order
- * and out_linear maps Dv -> D. Dropouts are the identity at inference.
+ * Adds Granite 4 Vision's WindowQFormerDownsampler to `g` (vLLM: granite4_vision.WindowQFormerDownsampler.forward;
+ * HF 5.17: Granite4VisionWindowQFormerDownsampler.forward). Every window of every tile is one Q-Former batch
+ * row: its q x q queries come from the downsampled features, its keys from the w x w features around them.
  * `weights` holds `expectedParameters(config)`; bf16/fp16 weights are cast to the input dtype.
  */
 export function buildWindowQFormerDownsampler(
