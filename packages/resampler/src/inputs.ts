@@ -19,17 +19,11 @@ export interface ResamplerIndexInputs {
 }
 
 /**
- * The gather indices of the resampler's temporal slicing, computed from the
- * grids on the host as the references do (HF `_temporal_slicing`, vLLM
- * `fwd_placeholder`): for each item at merged-token offset b with
- * n = h*w/s^2 tokens per frame, pair frames (0, 1), (2, 3), ... (an image
- * pairs frame 0 with itself) and list rows b + f*n .. b + (f+1)*n - 1.
- * Items may mix images and videos in any order; their outputs follow in order.
- *
- * A video with an odd frame count (> 1) is refused: HF silently drops the
- * last frame and vLLM fails; ERNIE's processors duplicate the last frame to
- * make the count even. Without temporal conv both slices are empty and every
- * frame's tokens pass through.
+ * The gather indices of the resampler's temporal slicing (HF `_temporal_slicing`, vLLM
+ * `fwd_placeholder`), computed from the grids on the host so one graph serves any mix of images
+ * and videos: each item's frames in pairs (0, 1), (2, 3), ..., an image's frame with itself.
+ * A video with an odd frame count (> 1) is refused: HF silently drops the last frame and vLLM
+ * fails (ERNIE's processors duplicate it). Without temporal conv both slices are empty.
  */
 export function resamplerInputs(gridThw: readonly GridThw[], config: ErnieResamplerConfig): ResamplerIndexInputs {
   const { spatialMergeSize: s, temporalMergeSize, useTemporalConv } = validateResamplerConfig(config);
