@@ -6,53 +6,52 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FIXTURE_DIR, loadPretrained, OPS_FIELDS, readNamedTensors } from '@vlmkit/models';
-import { afterAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { main } from './main.js';
 
 const model = join(FIXTURE_DIR, 'ernie-tiny');
 const inputsPath = join(model, 'cases', 'text-only', 'inputs.safetensors');
 
-describe('vlmkit --ops', () => {
-  const work = mkdtemp(join(tmpdir(), 'vlmkit-cli-ops-'));
-  afterAll(async () => rm(await work, { recursive: true, force: true }));
-  const run = async (extra: string[]) => {
-    const dir = await work;
-    let err = '';
-    const out = join(dir, 'out.safetensors');
-    const args = ['forward', '--model', model, '--inputs', inputsPath, '--out', out, '--device', 'cpu', '--cache-dir', join(dir, 'cache')];
-    const code = await main([...args, ...extra], () => {}, {
-      err: (s) => {
-        err += s;
-      },
-    });
-    return { code, err, out, cacheDir: join(dir, 'cache') };
-  };
+it('forward --ops contrib builds and runs the graph of OPS_FIELDS.contrib, --ops onnx the standard one; --ops fused is refused', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-ops-'));
+  try {
+    const [cacheDir, out] = [join(dir, 'cache'), join(dir, 'out.safetensors')];
+    const forward = (ops: string, err?: (s: string) => void) =>
+      main(
+        ['forward', '--model', model, '--inputs', inputsPath, '--out', out, '--device', 'cpu', '--cache-dir', cacheDir, '--ops', ops],
+        () => {},
+        {
+          ...(err ? { err } : {}),
+        },
+      );
+    const decoders = () => readdirSync(cacheDir).filter((f) => /^vlmkit-ernie-decoder-.*\.onnx$/.test(f));
+    const fused = (f: string) => readFileSync(join(cacheDir, f)).includes('SkipSimplifiedLayerNormalization');
 
-  it('forward --ops contrib builds and runs the graph of OPS_FIELDS.contrib; --ops onnx the standard one', async () => {
-    const decoders = (cacheDir: string) => readdirSync(cacheDir).filter((f) => /^vlmkit-ernie-decoder-.*\.onnx$/.test(f));
-    const fused = (cacheDir: string, f: string) => readFileSync(join(cacheDir, f)).includes('SkipSimplifiedLayerNormalization');
-    const r = await run(['--ops', 'contrib']);
-    expect(r.code).toBe(0);
-    const [contrib] = decoders(r.cacheDir);
-    expect(decoders(r.cacheDir)).toHaveLength(1);
-    expect(fused(r.cacheDir, contrib!)).toBe(true);
-    const got = (await readNamedTensors(r.out)).logits!.data as Float32Array;
-    const m = await loadPretrained(model, { device: 'cpu', cacheDir: r.cacheDir, profile: OPS_FIELDS.contrib });
+    expect(await forward('contrib')).toBe(0);
+    const [contrib] = decoders();
+    expect(decoders()).toHaveLength(1);
+    expect(fused(contrib!)).toBe(true);
+    const m = await loadPretrained(model, { device: 'cpu', cacheDir, profile: OPS_FIELDS.contrib });
     try {
-      expect((await m.forwardNamed(await readNamedTensors(inputsPath))).logits!.data).toEqual(got);
+      const logits = (await m.forwardNamed(await readNamedTensors(inputsPath))).logits!.data;
+      expect(logits).toEqual((await readNamedTensors(out)).logits!.data);
     } finally {
       await m.release();
     }
-    expect(decoders(r.cacheDir)).toEqual([contrib]); // the same graph: found in the cache
-    expect((await run(['--ops', 'onnx'])).code).toBe(0);
-    const standard = decoders(r.cacheDir).filter((f) => f !== contrib);
-    expect(standard).toHaveLength(1);
-    expect(fused(r.cacheDir, standard[0]!)).toBe(false);
-  });
+    expect(decoders()).toEqual([contrib]); // the same graph, found in the cache
 
-  it('an unknown op set is a usage error naming the choices', async () => {
-    const r = await run(['--ops', 'fused']);
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--ops must be one of onnx, contrib, got 'fused'/);
-  });
+    expect(await forward('onnx')).toBe(0);
+    const standard = decoders().filter((f) => f !== contrib);
+    expect(standard).toHaveLength(1);
+    expect(fused(standard[0]!)).toBe(false);
+
+    let err = '';
+    const collect = (s: string) => {
+      err += s;
+    };
+    expect(await forward('fused', collect)).toBe(2);
+    expect(err).toMatch(/--ops must be one of onnx, contrib, got 'fused'/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
