@@ -259,7 +259,7 @@ function fromF32(x: Float32Array, like: Tensor): Tensor {
 
 /**
  * Merges the adapter into the base weights as they are read (W + scale * B A,
- * PEFT's merge_and_unload; the seed's full-merge mode): pass the result as
+ * PEFT's merge_and_unload; vLLM granite4_vision's full merge): pass the result as
  * `MapOptions.overlay`. Computed in float32, stored back in the base dtype.
  */
 export function loraOverlay(adapter: LoraAdapter): TensorOverlay {
