@@ -3,7 +3,7 @@ import { VISION_ACTIVATIONS, type VisionActivation } from '../activation.js';
 import { VisionTowerError } from '../errors.js';
 
 /**
- * Which reference the LayerNorm epsilons follow. They differ (MODEL_NOTES):
+ * Which reference the LayerNorm epsilons follow. They differ:
  * - `vllm`: the blocks' norm1/norm2 use the top-level `rms_norm_eps` of
  *   config.json (1e-5 in Baidu's hub config), 1e-6 when there is none (HF 5.17's
  *   own config layout has none); the final `ln` always uses 1e-6.
