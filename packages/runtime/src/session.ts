@@ -108,8 +108,8 @@ export class VlmSession {
 
   /**
    * Run the model. Feeds are checked against the inputs first (names, dtype,
-   * rank, fixed dims). Note: ORT-node runs on the main thread and blocks the
-   * event loop for the duration of the run.
+   * rank, fixed and symbolic dims: `prepareFeeds`). Note: ORT-node runs on the
+   * main thread and blocks the event loop for the duration of the run.
    */
   async run(feeds: Record<string, Feed>, opts: RunOptions = {}): Promise<Record<string, HostTensor>> {
     const session = this.#ort;
