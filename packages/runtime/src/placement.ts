@@ -1,12 +1,9 @@
 /**
- * Which execution provider runs each node. ORT decides when the session is
- * created and says so only in its verbose log: session_state.cc
- * `VerifyEachNodeIsAssignedToAnEp` writes a "Node placements" block, either
- * " All nodes placed on [EP]. Number of nodes: N" or, when the graph is split,
- * " Node(s) placed on [EP]. Number of nodes: N" followed by one
- * "  OpType (node name)" line per node (subgraph nodes included). onnxruntime-node
- * writes that log to the process's own stderr, so `nodePlacement` creates the
- * session in a child Node process and parses what it printed.
+ * Which execution provider runs each node. ORT decides when the session is created and says so only in
+ * its verbose log (session_state.cc `VerifyEachNodeIsAssignedToAnEp`: a "Node placements" block, one
+ * header per provider, then one line per node, subgraphs included, when the graph is split; see HEADER
+ * and NODE). onnxruntime-node writes that log to the process's own stderr, so `nodePlacement` creates
+ * the session in a child Node process and parses what it printed.
  */
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
