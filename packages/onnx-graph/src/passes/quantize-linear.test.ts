@@ -182,6 +182,21 @@ describe('quantizeLinearPass: marked MatMul / Gemm -> MatMulNBits', () => {
     expect(body).not.toContain('MatMul');
   });
 
+  it('quantizes an LM head whose weight Cast was made long before it (a bf16 tied table)', async () => {
+    const g = new Graph();
+    const ids = g.input('ids', 'int64', [B, S]);
+    const w = Weights.from({ 'embed_tokens.weight': tensorFromArray('bfloat16', [V, D], f32ToBf16(randn(V * D, 7))) });
+    const table = g.param(w, 'embed_tokens.weight', [V, D]);
+    // The head's float32 copy is made first, the lookup reads the table itself: the Cast stands far before the Gemm.
+    const head = g.cast(table, 'float32');
+    const y = g.relu(g.cast(g.gather(table, ids, 0), 'float32'));
+    g.output(g.mark(g.gemm(g.reshape(y, [-1, D]), head, undefined, { transB: true }), nn.LM_HEAD), 'logits');
+    expect(applyPasses(g, [quantizeLinearPass({ bits: 8, lmHead: true })])).toEqual({ 'quantize-linear': 1 });
+    expect(g.nodes.map((n) => n.opType)).not.toContain('Gemm');
+    const out = await runGraph(g, { ids: { dtype: 'int64', dims: [B, S], data: Array.from({ length: B * S }, (_, i) => i % V) } });
+    expect(out.logits!.dims).toEqual([B * S, V]);
+  });
+
   it('leaves a graph without marked nodes as built', () => {
     const w = checkpoint();
     const g = new Graph();

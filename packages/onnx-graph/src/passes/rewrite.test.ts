@@ -62,16 +62,45 @@ describe('rewrite passes', () => {
     expect(diffs.y).toBe(0);
   });
 
-  it('refuses an insertion that would read a value made later', () => {
+  it('places a replacement after the values it reads (a removed producer far earlier)', async () => {
+    // Cast(w) early, then MatMul(h, cast) late: the fused node reads h, so it goes where MatMul was.
+    const build = () => {
+      const g = new Graph();
+      const x = g.input('x', 'float32', [2, 2]);
+      const w = g.cast(g.constant('float16', [2, 2], [1, 2, 3, 4]), 'float32');
+      const h = g.relu(g.neg(x));
+      g.output(g.matmul(h, w), 'y');
+      return g;
+    };
+    const fuse: GraphPass = {
+      name: 'cast-matmul',
+      run: (body) =>
+        rewriteEach(body, (node, index) => {
+          // Once: the rewritten MatMul reads a fresh Cast too.
+          if (node.opType !== 'MatMul' || node.name!.startsWith('m')) return false;
+          const cast = index.producer(node.input![1]!)!;
+          const w = body.graph.freshName('w32', { dtype: 'float32', shape: [2, 2] });
+          const c = makeNode('Cast', [cast.input![0]!], [w], { name: body.graph.freshName('c'), attrs: { to: { int: 1 } } });
+          const m = makeNode('MatMul', [node.input![0]!, w], node.output!, { name: body.graph.freshName('m') });
+          return replaceNodes(index, [cast, node], [c, m]);
+        }),
+    };
+    const { rewrites, diffs } = await passDiffs(build, [fuse], { x: { dtype: 'float32', dims: [2, 2], data: randn(4, 3) } });
+    expect(rewrites).toEqual({ 'cast-matmul': 1 });
+    expect(diffs.y).toBe(0);
+  });
+
+  it('refuses a replacement that would read a value computed from its own output', () => {
     const g = new Graph();
     const x = g.input('x', 'float32', [2]);
     const a = g.neg(x);
-    const b = g.relu(x);
-    g.output(g.add(a, b), 'y');
+    const sum = g.add(a, g.relu(x));
+    g.output(sum, 'y');
     const body = { nodes: g.nodes, outputs: new Set(['y']), graph: g };
-    const [neg, relu] = [g.nodes[0]!, g.nodes[1]!];
-    // A node put where Neg was, reading Relu's output, would run before Relu.
-    const bad = makeNode('Identity', [relu.output![0]!], [neg.output![0]!], { name: g.freshName('bad') });
+    const neg = g.nodes[0]!;
+    // Neg's output remade from the Add that reads it: no order runs that.
+    const bad = makeNode('Identity', [sum.name], [neg.output![0]!], { name: g.freshName('bad') });
     expect(rewriteEach(body, (node, index) => node === neg && replaceNodes(index, [neg], [bad]))).toBe(0);
+    expect(g.nodes[0]).toBe(neg);
   });
 });

@@ -99,23 +99,28 @@ export class NodeIndex {
 }
 
 /**
- * Replaces the `remove` nodes by `insert` (in that order) at the position of the first removed node. Refused
- * (false, nothing changed) when an inserted node would read a value not yet made at that position, or when a
- * removed node's output that is still read or returned is not made again by an inserted node.
+ * Replaces the `remove` nodes by `insert` (in that order), placed where the first removed node was, or as
+ * near it as the order allows: after every value the inserted nodes read is made, before every kept node that
+ * reads what they make. Refused (false, nothing changed) when no such place exists, when an inserted node
+ * reads a removed node's output, or when a removed node's output still read or returned is not made again.
  */
 export function replaceNodes(index: NodeIndex, remove: readonly Node[], insert: readonly Node[]): boolean {
   const { body } = index;
-  const at = Math.min(...remove.map((n) => index.position(n)));
   const removed = new Set(remove);
   const made = new Set<string>();
+  let earliest = 0;
   for (const node of insert) {
     for (const name of namesRead(node)) {
-      if (made.has(name)) continue;
-      const p = index.producer(name);
-      if (p !== undefined && (removed.has(p) || index.position(p) >= at)) return false;
+      const p = made.has(name) ? undefined : index.producer(name);
+      if (p === undefined) continue;
+      if (removed.has(p)) return false;
+      earliest = Math.max(earliest, index.position(p) + 1);
     }
     for (const o of node.output ?? []) if (o !== '') made.add(o);
   }
+  let latest = body.nodes.length;
+  for (const o of made) for (const r of index.readersOf(o)) if (!removed.has(r)) latest = Math.min(latest, index.position(r));
+  if (earliest > latest) return false;
   for (const node of remove) {
     for (const o of node.output ?? []) {
       if (o === '' || made.has(o)) continue;
@@ -123,6 +128,8 @@ export function replaceNodes(index: NodeIndex, remove: readonly Node[], insert: 
       if (stillRead) return false;
     }
   }
+  const first = Math.min(...remove.map((n) => index.position(n)));
+  const at = Math.min(Math.max(first, earliest), latest);
   const kept = body.nodes.filter((n) => !removed.has(n));
   const before = body.nodes.slice(0, at).filter((n) => !removed.has(n)).length;
   kept.splice(before, 0, ...insert);
