@@ -6,7 +6,6 @@ import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
 import { type ComputeDType, type Graph, type GraphPass, type QuantizeRequest, quantizeOptions, resolvePasses } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import type { ErnieReference } from './ernie/config.js';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import { LoadResources } from './load-resources.js';
@@ -17,6 +16,9 @@ import { VisionSession } from './vision-session.js';
 
 /** Block-quantized weights: the decoder's ('int8' / 'int4' / `QuantizeOptions`), or each side's. */
 export type QuantizeChoice = QuantizeRequest | { decoder?: QuantizeRequest | undefined; vision?: QuantizeRequest | undefined };
+
+/** Whose implementation a family follows where vLLM's and HF transformers' differ. */
+export type Reference = 'vllm' | 'hf';
 
 /**
  * What a user chooses when loading a model (`fromPretrained`, `loadPretrained`): the device, the compute
@@ -50,10 +52,10 @@ export interface LoadOptions {
   cacheDir?: string | undefined;
   /** Called as each load step (weights, then each session's graph and session) starts and ends: for progress bars. */
   onProgress?: OnLoadProgress | undefined;
-  /** Granite 4 Vision: a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged at load. */
+  /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged at load, for families whose spec supports adapters. */
   adapter?: string | undefined;
-  /** ERNIE-4.5-VL: where vLLM and HF transformers differ, whose rule to follow: 'vllm' (default) or 'hf'. */
-  reference?: ErnieReference | undefined;
+  /** Where a family's vLLM and HF transformers implementations differ, whose rule to follow: 'vllm' (default) or 'hf'. */
+  reference?: Reference | undefined;
 }
 
 /** Every load option with a line about it: what the CLI's flags and the benchmark tools read. */
@@ -64,8 +66,8 @@ export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
   profile: "how the model runs: 'cpu' | 'cuda' (default: the device's) or profile fields over it (PROFILES)",
   cacheDir: 'where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit)',
   onProgress: 'called as each load step (weights, each graph, each session) starts and ends',
-  adapter: 'Granite 4 Vision: a PEFT LoRA adapter directory merged into the decoder at load',
-  reference: "ERNIE-4.5-VL: where vLLM and HF differ, whose rule to follow: 'vllm' (default) or 'hf'",
+  adapter: 'a PEFT LoRA adapter directory merged into the decoder at load (families that support adapters)',
+  reference: "where a family's vLLM and HF implementations differ, whose rule to follow: 'vllm' (default) or 'hf'",
 };
 
 /** Load options of earlier builds that are spelled differently now. */

@@ -2,6 +2,7 @@ import { ErnieConfigFields, type ErnieLayout } from '@vlmkit/config';
 import { type ErnieTextConfig, ernieTextConfigFromFields } from '@vlmkit/moe-decoder';
 import { type ErnieResamplerConfig, resamplerConfigFromFields } from '@vlmkit/resampler';
 import { ErnieVisionConfig } from '@vlmkit/vision-tower';
+import type { Reference } from '../model-load.js';
 import { type ErnieTokens, ernieTokens } from './tokens.js';
 
 /**
@@ -10,7 +11,7 @@ import { type ErnieTokens, ernieTokens } from './tokens.js';
  * - M-RoPE after a video with t' > max(h', w') (vLLM: max + 1; HF: start + max(h', w')).
  * Default 'vllm' (it follows Baidu's original code).
  */
-export type ErnieReference = 'vllm' | 'hf';
+export type ErnieReference = Reference;
 
 export interface Ernie45VLConfig {
   /** The config.json layout, detected once: HF 5.17's (`text_config`) or Baidu's flat hub layout. */
