@@ -3,15 +3,9 @@ import { ProcessorError } from '../errors.js';
 import { type InputKind, readRegularFile } from '../input-file.js';
 import { decodeGifFrame, isGif, parseGif } from './gif.js';
 import { checkExifHeader, checkPngChunks } from './pillow-checks.js';
+import type { RgbImage } from './rgb-image.js';
 
-/** An 8-bit RGB image, pixels row-major and channels interleaved (`data.length === width * height * 3`). */
-export interface RgbImage {
-  /** What errors call the image (decodeImage sets the path, or `name` for bytes). */
-  readonly name?: string;
-  readonly width: number;
-  readonly height: number;
-  readonly data: Uint8Array;
-}
+export type { RgbImage } from './rgb-image.js';
 
 /**
  * PIL's decompression-bomb limit (`Image.MAX_IMAGE_PIXELS * 2`): above it

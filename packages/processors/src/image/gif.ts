@@ -1,5 +1,5 @@
 import { ProcessorError } from '../errors.js';
-import type { RgbImage } from './decode.js';
+import type { RgbImage } from './rgb-image.js';
 
 /**
  * The first frame of a GIF as Pillow 12 opens it (GifImagePlugin `_open` / `_seek(0)`), before
