@@ -19,26 +19,16 @@ export interface GroupedExpertsInputs {
 }
 
 /**
- * Only the chosen experts ('sparse'), grouped by expert with a fixed number of dispatch nodes per layer
- * (vLLM's fused MoE: moe_align_block_size sorts the (token, expert) pairs by expert; HF's
+ * Only the chosen experts ('sparse'), grouped by expert so a layer has a fixed number of dispatch nodes
+ * whatever E is (vLLM's fused MoE: moe_align_block_size sorts the (token, expert) pairs by expert; HF's
  * Ernie4_5_VLMoeMoeExperts loops over the hit experts):
- *
- * 1. each token's k picks are ordered by expert id (TopK over k), picks of the other modality get the id E;
- * 2. the N*k (token, pick) pairs are sorted by expert id, stable (ONNX TopK breaks ties by index, so rows
- *    of one expert stay in token order), and counted per expert;
- * 3. one Split cuts the sorted token indices into E groups (the last, id E, is dropped); per expert only
- *    Gather, gate/up/down and the SiLU product: the checkpoint's own `{e}.{gate,up,down}_proj.weight`,
- *    through `nn.linear` (transposes ORT folds at load, or MatMulNBits on a graph built with `quantize`);
- * 4. the outputs, concatenated in expert order and padded with zero rows for the dropped picks, go back to
- *    (token, pick) order (a Gather by the inverse permutation), are scaled by their routing weights and
- *    summed over the k picks with k - 1 Adds in expert order.
- *
- * The rows an expert sees and their order are those of a per-expert NonZero over the routing weights, and
- * each token's scaled expert outputs are added from zero in expert index order, one rounding per add in the
- * tokens' dtype (HF's `final_hidden_states.index_add_`): the same numbers as per-expert NonZero + Gather +
- * ScatterND 'add', which took ~17 nodes per expert (2484 per 64 + 64 expert layer, 7 here) and whose
- * session creation grew with the square of the node count (ORT 1.29). A pick with routing weight exactly 0
- * is run and scaled by 0 (the per-expert form skipped it). [N, D] in the tokens' dtype.
+ * 1. the (token, pick) pairs are sorted by expert id with TopK, which breaks ties by index, so each
+ *    expert's rows stay in token order; the other modality's picks get id E and are dropped;
+ * 2. one Split gives each expert its rows: Gather, gate/up/down (`{e}.{gate,up,down}_proj.weight` through
+ *    `nn.linear`) and the SiLU product;
+ * 3. the outputs go back to (token, pick) order, are scaled by their routing weights and summed over the
+ *    k picks in expert order: one rounding per add in the tokens' dtype, as HF's `final_hidden_states.index_add_`.
+ * A pick with routing weight exactly 0 is run and scaled by 0. Returns [N, D] in the tokens' dtype.
  */
 export function groupedExperts(g: Graph, w: Weights, sizes: GroupedExpertSizes, inputs: GroupedExpertsInputs): Value {
   const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
