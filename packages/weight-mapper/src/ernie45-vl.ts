@@ -5,11 +5,8 @@
  * and Ernie4_5_VLMoeForCausalLM.load_weights; HF: conversion_mapping.py "ernie4_5_vl_moe".
  */
 
-import type { Weights } from '@vlmkit/onnx-graph';
-import type { Checkpoint } from '@vlmkit/safetensors';
 import { type ComponentParameters, type ComponentWithConfig, withSources } from './components.js';
-import { FLOAT_PARAMETER_DTYPES, type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
-import type { MappingReport } from './report.js';
+import { type ComponentTable, FLOAT_PARAMETER_DTYPES, tableMapper } from './mapping.js';
 import { prefix, regex, substring } from './rules.js';
 import { pack, range, row, type Source, stack, stackExperts, tensor, transpose } from './source.js';
 
@@ -35,9 +32,7 @@ export interface Ernie45VlComponents {
   readonly decoder: ComponentWithConfig<ErnieTextMapperConfig>;
 }
 
-export function ernie45VlMapping(
-  components: Ernie45VlComponents,
-): MappingTable & { components: Record<Ernie45VlComponent, readonly ParamSpec[]> } {
+export function ernie45VlMapping(components: Ernie45VlComponents): ComponentTable<Ernie45VlComponent> {
   const text = components.decoder.config;
   return {
     name: 'ERNIE-4.5-VL',
@@ -69,14 +64,7 @@ export function ernie45VlMapping(
 }
 
 /** Maps an ERNIE-4.5-VL checkpoint (hub layout) to the vision tower's, resampler's and decoder's parameters. */
-export async function mapErnie45VL(
-  ckpt: Checkpoint,
-  components: Ernie45VlComponents,
-  opts: MapOptions = {},
-): Promise<{ vision: Weights; resampler: Weights; decoder: Weights; report: MappingReport }> {
-  const mapped = mapCheckpoint<Ernie45VlComponent>(ckpt, ernie45VlMapping(components), opts);
-  return { ...mapped.components, report: mapped.report };
-}
+export const mapErnie45VL = tableMapper(ernie45VlMapping);
 
 const MODALITIES = { text: { k: 0, gate: 'gate.weight' }, vision: { k: 1, gate: 'gate.weight_1' } } as const;
 

@@ -12,11 +12,8 @@
  *   `shared_mlp.input_linear` (gate rows, then up) / `shared_mlp.output_linear`.
  */
 
-import type { Weights } from '@vlmkit/onnx-graph';
-import type { Checkpoint } from '@vlmkit/safetensors';
 import { type ComponentParameters, type ComponentWithConfig, withSources } from './components.js';
-import { FLOAT_PARAMETER_DTYPES, type MapOptions, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
-import type { MappingReport } from './report.js';
+import { type ComponentTable, FLOAT_PARAMETER_DTYPES, tableMapper } from './mapping.js';
 import { prefix, regex } from './rules.js';
 import { firstOf, pack, type Source, tensor } from './source.js';
 
@@ -40,9 +37,7 @@ export interface Granite4VisionComponents {
   readonly decoder: ComponentWithConfig<GraniteTextMapperConfig>;
 }
 
-export function granite4VisionMapping(
-  components: Granite4VisionComponents,
-): MappingTable & { components: Record<Granite4VisionComponent, readonly ParamSpec[]> } {
+export function granite4VisionMapping(components: Granite4VisionComponents): ComponentTable<Granite4VisionComponent> {
   return {
     name: 'Granite 4 Vision',
     dtypes: FLOAT_PARAMETER_DTYPES,
@@ -60,14 +55,7 @@ export function granite4VisionMapping(
 }
 
 /** Maps a Granite 4 Vision checkpoint to the SigLIP tower's, the projectors' and the decoder's parameters. */
-export async function mapGranite4Vision(
-  ckpt: Checkpoint,
-  components: Granite4VisionComponents,
-  opts: MapOptions = {},
-): Promise<{ vision: Weights; projectors: Weights; decoder: Weights; report: MappingReport }> {
-  const mapped = mapCheckpoint<Granite4VisionComponent>(ckpt, granite4VisionMapping(components), opts);
-  return { ...mapped.components, report: mapped.report };
-}
+export const mapGranite4Vision = tableMapper(granite4VisionMapping);
 
 /** vLLM's packed `qkv_proj` from the hub's q/k/v projections; any other name as is. */
 function packedQkv(name: string): Source {

@@ -16,7 +16,15 @@ export {
 } from './granite4-vision.js';
 export { type LoraAdapter, loraOverlay, readLoraAdapter } from './lora.js';
 export type { TensorOverlay } from './mapping.js';
-export { FLOAT_PARAMETER_DTYPES, type MapOptions, type Mapped, type MappingTable, mapCheckpoint, type ParamSpec } from './mapping.js';
+export {
+  type ComponentTable,
+  FLOAT_PARAMETER_DTYPES,
+  type MapOptions,
+  type Mapped,
+  type MappingTable,
+  mapCheckpoint,
+  type ParamSpec,
+} from './mapping.js';
 export { formatReport, type MappingReport, type Mismatch, type MissingParameter, type ParameterRecord } from './report.js';
 export { applyRename, canonicalName, matches, type NameMatcher, prefix, type RenameRule, regex, substring } from './rules.js';
 export { concat, firstOf, pack, range, row, type Source, slice, sourceNames, stack, stackExperts, tensor, transpose } from './source.js';

@@ -69,6 +69,17 @@ export interface Mapped<C extends string = string> {
   readonly report: MappingReport;
 }
 
+/** A table over named components: each one's parameter list (`C` names them). */
+export type ComponentTable<C extends string> = MappingTable & { components: Record<C, readonly ParamSpec[]> };
+
+/** A family's mapper from its table: the checkpoint onto each component's weights, and the report. */
+export function tableMapper<C extends string, P>(table: (components: P) => ComponentTable<C>) {
+  return async (ckpt: Checkpoint, components: P, opts: MapOptions = {}): Promise<Record<C, Weights> & { report: MappingReport }> => {
+    const mapped = mapCheckpoint<C>(ckpt, table(components), opts);
+    return { ...mapped.components, report: mapped.report };
+  };
+}
+
 /** The float types the model graphs read (and cast) exactly: what the model tables allow (`MappingTable.dtypes`). */
 export const FLOAT_PARAMETER_DTYPES: readonly DType[] = ['F32', 'F16', 'BF16'];
 
@@ -111,11 +122,7 @@ function layersBeyond(
 const NEAREST_LIMIT = 100;
 const SHOWN = 5;
 
-export function mapCheckpoint<C extends string>(
-  ckpt: Checkpoint,
-  table: MappingTable & { components: Record<C, readonly ParamSpec[]> },
-  opts: MapOptions = {},
-): Mapped<C> {
+export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: ComponentTable<C>, opts: MapOptions = {}): Mapped<C> {
   const canon = canonicalNames(table.renames, ckpt.names(), ckpt.path);
   const lookup = (name: string) => {
     const original = canon.get(name);
