@@ -28,9 +28,8 @@ export interface CachedAttentionInputs {
  * Grouped-query attention of one new position per row over a KV cache, without copying the cache: scores
  * against the cache and against the new key, one softmax over both, then the cache's weighted values plus the
  * new value's. The numbers of ONNX Attention with past key/value (up to float summation order), which also
- * writes past + new into its present outputs: a copy of the whole cache per layer and step, and the dominant
- * cost of a decode step at long contexts on ORT's CPU EP (medium ERNIE, 8 layers at 1300 cached positions:
- * 3.2-3.7 ms for the op against 1.8 ms here).
+ * writes past + new into its present outputs: a copy of the whole cache per layer and step, the dominant
+ * cost of a decode step at long contexts on ORT's CPU EP (figures in docs/design-notes.md).
  *
  * - `q` [B, 1, H*hd], `k` / `v` [B, 1, Hkv*hd] (the new position, rotated);
  * - `past.key` / `past.value` [B, Hkv, C, hd];
