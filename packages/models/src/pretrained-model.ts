@@ -1,12 +1,15 @@
 // The public face of every loaded model (`PretrainedModel`: what the CLI and apps call), implemented once by
 // `FamilyModel`, the base of each family's model class: chat on the directory's processor, the prompt checked
 // against max_position_embeddings, HF-named forward outputs.
+
+import { DECODER_STEP_IO } from '@vlmkit/moe-decoder';
 import { type ChatMessage, Processor, type ProcessorFamily } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
 import { type ChatOptions, type ChatStream, chat } from './chat.js';
 import type { PromptBatch } from './decode-state.js';
-import { DecoderModel } from './decoder-model.js';
+import { type DecoderDims, type DecoderIo, DecoderModel } from './decoder-model.js';
 import type { GenerateResult } from './generate.js';
+import type { GenerationTokens } from './generation-tokens.js';
 import type { ModelGenerateOptions } from './graph-loop.js';
 import { checkPromptLength, pastMaxPositions } from './inputs-check.js';
 import type { LoadedSessions } from './model-load.js';
@@ -42,6 +45,12 @@ export interface ModelChatOptions extends ChatOptions {
   processor?: Processor | undefined;
 }
 
+/** What the base reads from a family's config: the decoder's sizes and the generation tokens. */
+export interface FamilyModelConfig {
+  readonly text: DecoderDims;
+  readonly tokens: GenerationTokens;
+}
+
 /** What a family's load tells its model besides the sessions. */
 export interface ModelOrigin {
   /** The checkpoint directory as the caller named it: the processor is read from it (its errors name it so). */
@@ -62,11 +71,16 @@ export abstract class FamilyModel<Inputs extends NamedTensors, Prompt extends Pr
   implements PretrainedModel
 {
   readonly modelType: string;
+  protected readonly dims: DecoderDims;
+  protected readonly io: DecoderIo = DECODER_STEP_IO;
+  protected readonly tokens: GenerationTokens;
   private readonly origin: ModelOrigin;
   private loadingProcessor: Promise<Processor> | undefined;
 
-  protected constructor(loaded: LoadedSessions, origin: ModelOrigin) {
+  protected constructor(config: FamilyModelConfig, loaded: LoadedSessions, origin: ModelOrigin) {
     super(loaded);
+    this.dims = config.text;
+    this.tokens = config.tokens;
     this.origin = origin;
     this.modelType = origin.modelType;
   }

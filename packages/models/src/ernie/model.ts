@@ -1,6 +1,5 @@
 import {
   DECODER_OUTPUTS,
-  DECODER_STEP_IO,
   ERNIE_DECODER_INPUTS,
   type ErnieDecoderFeeds,
   ernieDecodePositions,
@@ -83,18 +82,12 @@ interface ErnieVision {
 
 /** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
 export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision> {
-  protected readonly dims;
-  protected readonly io = DECODER_STEP_IO;
-  protected readonly tokens;
-
   private constructor(
     readonly config: Ernie45VLConfig,
     loaded: LoadedSessions,
     origin: ModelOrigin,
   ) {
-    super(loaded, origin);
-    this.dims = config.text;
-    this.tokens = config.tokens;
+    super(config, loaded, origin);
   }
 
   static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {

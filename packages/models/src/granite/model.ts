@@ -1,10 +1,4 @@
-import {
-  DECODER_OUTPUTS,
-  DECODER_STEP_IO,
-  GRANITE_DECODER_INPUTS,
-  type GraniteDecoderFeeds,
-  graniteDecodePositions,
-} from '@vlmkit/moe-decoder';
+import { DECODER_OUTPUTS, GRANITE_DECODER_INPUTS, type GraniteDecoderFeeds, graniteDecodePositions } from '@vlmkit/moe-decoder';
 import { contract, type FeedValues } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import type { DecodeStep } from '../decoder-model.js';
@@ -67,18 +61,12 @@ export type GraniteLoadOptions = Omit<LoadOptions, 'reference'>;
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
 export class Granite4Vision extends FamilyModel<GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
-  protected readonly dims;
-  protected readonly io = DECODER_STEP_IO;
-  protected readonly tokens;
-
   private constructor(
     readonly config: Granite4VisionConfig,
     loaded: LoadedSessions,
     origin: ModelOrigin,
   ) {
-    super(loaded, origin);
-    this.dims = config.text;
-    this.tokens = config.tokens;
+    super(config, loaded, origin);
   }
 
   static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
