@@ -61,7 +61,7 @@ describe('usage errors: stderr, exit 2, nothing on stdout', () => {
 });
 
 describe('errors past usage carry a code and name what was wrong', () => {
-  it('a --cache-dir that is a file: BAD_CACHE_DIR naming the path and saying it is a file', async () => {
+  it('a --cache-dir that is a file: BAD_CACHE_DIR naming the path and saying it is a regular file', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'vlmkit-cli-cache-'));
     const file = join(dir, 'not-a-dir');
     await writeFile(file, 'x');
@@ -73,7 +73,7 @@ describe('errors past usage carry a code and name what was wrong', () => {
     ).catch((x: unknown) => x)) as ModelError;
     expect(e.code).toBe('BAD_CACHE_DIR');
     expect(e.message).toBe(
-      `graph cache directory ${file} cannot be used: it is a file, not a directory. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
+      `graph cache directory ${file} cannot be used: it is a regular file, not a directory. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
     );
     expect(await readFile(file, 'utf8')).toBe('x');
   });
