@@ -58,10 +58,14 @@ export class NodeIndex {
   private readonly producers = new Map<string, number>();
   private readonly readers = new Map<string, Node[]>();
 
-  constructor(readonly body: PassBody) {
+  /** `reads`: the names a node reads (a cache of `namesRead` while one body is rewritten: its bodies stay as they are). */
+  constructor(
+    readonly body: PassBody,
+    reads: (node: Node) => Set<string> = namesRead,
+  ) {
     body.nodes.forEach((node, i) => {
       for (const o of node.output ?? []) if (o !== '') this.producers.set(o, i);
-      for (const name of namesRead(node)) {
+      for (const name of reads(node)) {
         const list = this.readers.get(name);
         if (list === undefined) this.readers.set(name, [node]);
         else if (!list.includes(node)) list.push(node);
@@ -144,12 +148,21 @@ export function replaceNodes(index: NodeIndex, remove: readonly Node[], insert: 
  */
 export function rewriteEach(body: PassBody, match: (node: Node, index: NodeIndex) => boolean): number {
   let count = 0;
-  let index = new NodeIndex(body);
+  // A node's reads are walked once (its subgraphs included), not on every rebuild of the index.
+  const seen = new WeakMap<Node, Set<string>>();
+  const reads = (node: Node) => {
+    const known = seen.get(node);
+    if (known !== undefined) return known;
+    const names = namesRead(node);
+    seen.set(node, names);
+    return names;
+  };
+  let index = new NodeIndex(body, reads);
   for (let i = 0; i < body.nodes.length; i++) {
     const node = body.nodes[i]!;
     if (match(node, index)) {
       count++;
-      index = new NodeIndex(body);
+      index = new NodeIndex(body, reads);
       i = -1;
     }
   }
