@@ -9,7 +9,9 @@
 // A variants file maps a label to the CLI flags that select it in that tree, e.g.
 // {"cpu": ["--device", "cpu"], "cpu-contrib": ["--device", "cpu", "--ops", "contrib"]}; a variant may be
 // limited to some commands with {"flags": [...], "only": ["generate"]}. A pairs file maps a label of `after`
-// to the label of `before` it must equal (default: the same label).
+// to the label of `before` it must equal (default: the same label). tools/dev/logits-variants/ holds the two
+// tables issue 17 used: before-issue-17.json (the --ops / --loop flags of 37a8884) and profiles.json (the
+// same graphs selected through --profile).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
