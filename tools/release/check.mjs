@@ -59,6 +59,7 @@ function entryPaths(pkg) {
 const packages = readdirSync(join(REPO, 'packages'))
   .map((name) => ({ dir: join(REPO, 'packages', name), json: readJson(join(REPO, 'packages', name, 'package.json')) }))
   .filter((p) => !p.json.private);
+const LICENSE = readFileSync(join(REPO, 'LICENSE'), 'utf8');
 const versions = new Map(packages.map((p) => [p.json.name, p.json.version]));
 
 const work = mkdtempSync(join(tmpdir(), 'vlmkit-release-'));
@@ -91,7 +92,9 @@ try {
     mkdirSync(tarballs);
     const problems = [];
     for (const p of packages) {
-      const packed = JSON.parse(run('pnpm', ['pack', '--json', '--pack-destination', tarballs], { cwd: p.dir }));
+      // pnpm prints the lifecycle scripts it runs (cli's prepack) before the JSON.
+      const printed = run('pnpm', ['pack', '--json', '--pack-destination', tarballs], { cwd: p.dir });
+      const packed = JSON.parse(printed.slice(printed.search(/^\{/m)));
       const files = packed.files.map((f) => f.path);
       const shipped = new Set(files);
       for (const e of entryPaths(p.json)) if (!shipped.has(e.replace(/^\.\//, ''))) problems.push(`${p.json.name}: ${e} not packed`);
@@ -100,6 +103,9 @@ try {
           problems.push(`${p.json.name}: ships ${f}`);
       }
       if (!shipped.has('README.md')) problems.push(`${p.json.name}: no README.md`);
+      if (!shipped.has('LICENSE')) problems.push(`${p.json.name}: no LICENSE`);
+      else if (readFileSync(join(p.dir, 'LICENSE'), 'utf8') !== LICENSE)
+        problems.push(`${p.json.name}: LICENSE differs from the repository's`);
     }
     if (problems.length) throw new Error(`tarball contents (fix \`files\` in package.json):\n  ${problems.join('\n  ')}`);
     return `${readdirSync(tarballs).length} tarballs`;
@@ -141,6 +147,13 @@ try {
     const text = out.slice(0, summary?.index ?? 0).trim();
     if (!summary || Number(summary[2]) !== 4 || text === '') throw new Error(`expected an answer and "4 new tokens", got:\n${out}`);
     return JSON.stringify(text);
+  });
+
+  step('npx vlmkit demo (the checkpoint and picture packed with @vlmkit/cli)', () => {
+    const out = run('npx', ['--no', 'vlmkit', 'demo', '--max-new-tokens', '4', '--cache-dir', join(work, 'cache')], { cwd: project });
+    if (!/^-- (\d+) prompt tokens, 4 new tokens/m.test(out)) throw new Error(`expected "4 new tokens", got:\n${out}`);
+    if (!out.includes(join(project, 'node_modules', '@vlmkit', 'cli', 'demo')))
+      throw new Error(`the demo did not use the packed checkpoint:\n${out}`);
   });
 
   step('import every export from a plain .mjs', () => {

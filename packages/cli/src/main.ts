@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
   DECODE_LOOPS,
@@ -247,10 +249,19 @@ function sampling(v: {
 
 type SamplingFlags = Omit<ModelGenerateOptions, 'maxNewTokens' | 'onToken' | 'signal' | 'loop'>;
 
+/**
+ * Where `vlmkit demo` finds its checkpoint and picture: the copy packed into the package (scripts/demo-files.mjs)
+ * once installed, the repository's test-fixtures/ in a checkout.
+ */
+const SHIPPED_DEMO = fileURLToPath(new URL('../demo/', import.meta.url));
+const DEMO_FILES = existsSync(SHIPPED_DEMO)
+  ? { model: join(SHIPPED_DEMO, 'ernie-tiny'), image: join(SHIPPED_DEMO, 'photo.jpg') }
+  : { model: join(FIXTURE_DIR, 'ernie-tiny'), image: join(FIXTURE_DIR, 'processors', 'images', 'photo.jpg') };
+
 /** `vlmkit demo`: what `pnpm demo` runs (the README's first command), on the tiny ERNIE fixture. */
 const DEMO = {
-  model: join(FIXTURE_DIR, 'ernie-tiny'),
-  images: [join(FIXTURE_DIR, 'processors', 'images', 'photo.jpg')],
+  model: DEMO_FILES.model,
+  images: [DEMO_FILES.image],
   video: undefined,
   prompt: 'Describe this image.',
 };
