@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint, f32ToBf16, f32ToF16, type Tensor, writeSafetensors } from './index.js';
+import { Checkpoint, checkpointFiles, f32ToBf16, type Tensor, writeSafetensors } from './index.js';
 import { rejection, tempDir } from './test-utils/files.js';
 
 const f32 = (...v: number[]): Tensor => ({ dtype: 'F32', shape: [v.length], data: new Float32Array(v) });
@@ -48,7 +48,7 @@ describe('Checkpoint', () => {
     await ckpt.close();
   });
 
-  it('opens the index file itself, a single file, and a directory of files without an index', async () => {
+  it('opens the index file itself and a single file as given', async () => {
     const dir = await shardedModel(join(root, 'by-index-file'));
     const byIndex = await Checkpoint.open(join(dir, 'model.safetensors.index.json'));
     expect(byIndex.names()).toHaveLength(4);
@@ -56,24 +56,62 @@ describe('Checkpoint', () => {
 
     const single = await Checkpoint.open(join(dir, 'model-00001-of-00002.safetensors'));
     expect(single.names().sort()).toEqual(['a.weight', 'b.weight']);
+    expect(single.files()).toEqual([join(dir, 'model-00001-of-00002.safetensors')]);
     await single.close();
-
-    const plain = join(root, 'plain');
-    await mkdir(plain);
-    await writeSafetensors(join(plain, 'model.safetensors'), { x: f32(1) });
-    await writeSafetensors(join(plain, 'extra.safetensors'), { y: { dtype: 'F16', shape: [1], data: f32ToF16(new Float32Array([2])) } });
-    const ckpt = await Checkpoint.open(plain);
-    expect(ckpt.names().sort()).toEqual(['x', 'y']);
-    expect([...(await ckpt.readFloat32('y'))]).toEqual([2]);
-    await ckpt.close();
   });
 
-  it('ignores files the index does not name (a consolidated copy beside the shards)', async () => {
-    const dir = await shardedModel(join(root, 'with-consolidated'));
-    await writeSafetensors(join(dir, 'consolidated.safetensors'), { 'a.weight': f32(1, 2) });
-    const ckpt = await Checkpoint.open(dir);
-    expect(ckpt.names()).toHaveLength(4);
-    await ckpt.close();
+  describe("a directory's weight files are transformers' (model.safetensors, else the index's shards)", () => {
+    it('model.safetensors beside other .safetensors files (a reference dump, an adapter): only it is read', async () => {
+      const dir = join(root, 'plain');
+      await mkdir(dir);
+      await writeSafetensors(join(dir, 'model.safetensors'), { x: f32(1) });
+      // Other names, and one name of the weights with other values: neither is read, nor a duplicate.
+      await writeSafetensors(join(dir, 'expected.safetensors'), { logits: f32(9, 9) });
+      await writeSafetensors(join(dir, 'adapter_model.safetensors'), { x: f32(-7) });
+      const ckpt = await Checkpoint.open(dir);
+      expect(ckpt.names()).toEqual(['x']);
+      expect([...(await ckpt.readFloat32('x'))]).toEqual([1]);
+      expect(ckpt.files()).toEqual([join(dir, 'model.safetensors')]);
+      await ckpt.close();
+      expect(await checkpointFiles(dir)).toEqual({
+        index: undefined,
+        files: [join(dir, 'model.safetensors')],
+        unread: [join(dir, 'adapter_model.safetensors'), join(dir, 'expected.safetensors')],
+      });
+    });
+
+    it('model.safetensors wins over model.safetensors.index.json, as in from_pretrained', async () => {
+      const dir = await shardedModel(join(root, 'both'));
+      await writeSafetensors(join(dir, 'model.safetensors'), { whole: f32(4) });
+      const ckpt = await Checkpoint.open(dir);
+      expect(ckpt.names()).toEqual(['whole']);
+      await ckpt.close();
+    });
+
+    it('a directory named model.safetensors is no weights file: the index is read', async () => {
+      const dir = await shardedModel(join(root, 'dir-named-weights'));
+      await mkdir(join(dir, 'model.safetensors'));
+      expect(await checkpointFiles(dir)).toEqual({
+        index: join(dir, 'model.safetensors.index.json'),
+        files: [join(dir, 'model-00001-of-00002.safetensors'), join(dir, 'model-00002-of-00002.safetensors')],
+        unread: [join(dir, 'model.safetensors')],
+      });
+    });
+
+    it('other .safetensors files without model.safetensors or its index: refused, every one named', async () => {
+      const dir = join(root, 'misnamed');
+      await mkdir(dir);
+      await writeSafetensors(join(dir, 'weights.safetensors'), { x: f32(1) });
+      await writeSafetensors(join(dir, 'adapter_model.safetensors'), { y: f32(2) });
+      await writeFile(join(dir, 'other.safetensors.index.json'), index({ x: 'weights.safetensors' }));
+      const err = await rejection(Checkpoint.open(dir));
+      expect(err.code).toBe('NO_MODEL_SAFETENSORS');
+      expect(err.file).toBe(dir);
+      expect(err.message).toContain(
+        "expected model.safetensors or model.safetensors.index.json in this directory (the weight files transformers' from_pretrained reads), found only 'adapter_model.safetensors', 'other.safetensors.index.json', 'weights.safetensors'",
+      );
+      expect((await rejection(checkpointFiles(dir))).code).toBe('NO_MODEL_SAFETENSORS');
+    });
   });
 
   describe('rejects bad checkpoints', () => {
@@ -112,7 +150,8 @@ describe('Checkpoint', () => {
         'DUPLICATE_TENSOR',
         async (d) => {
           await writeSafetensors(join(d, 'a.safetensors'), { x: f32(1) });
-          await writeSafetensors(join(d, 'b.safetensors'), { x: f32(2) });
+          await writeSafetensors(join(d, 'b.safetensors'), { x: f32(2), y: f32(3) });
+          await writeFile(join(d, 'model.safetensors.index.json'), index({ x: 'a.safetensors', y: 'b.safetensors' }));
         },
       ],
       [
@@ -127,7 +166,7 @@ describe('Checkpoint', () => {
       ['no weights at all', 'NO_SAFETENSORS', (d) => writeFile(join(d, 'config.json'), '{}')],
       [
         'two indexes, none the default',
-        'INDEX_AMBIGUOUS',
+        'NO_MODEL_SAFETENSORS',
         async (d) => {
           await writeFile(join(d, 'a.safetensors.index.json'), index({}));
           await writeFile(join(d, 'b.safetensors.index.json'), index({}));

@@ -1,14 +1,14 @@
 /**
- * A model checkpoint: a directory in the Hugging Face hub layout (a
- * `*.safetensors.index.json` naming shards, or one or more `*.safetensors`
- * files), an index file, or a single .safetensors file. All headers are read
- * and cross-checked at open; tensor data is read lazily, one tensor at a time.
+ * A model checkpoint: a directory in the Hugging Face hub layout, an index
+ * file, or a single .safetensors file. All headers are read and
+ * cross-checked at open; tensor data is read lazily, one tensor at a time.
  *
- * With an index, only the shards it names are opened (a directory may also
- * hold a consolidated copy of the same weights). Every shard must stay inside
- * the model directory, also after following symlinks, and no tensor may
- * appear in two shards. Tensors a shard holds beyond those the weight_map
- * lists are kept, as transformers loads whole shard files.
+ * Which files of a directory are its weights is transformers' rule
+ * (`checkpointFiles`): `model.safetensors`, else the shards
+ * `model.safetensors.index.json` names; no other file is read. Every shard
+ * must stay inside the model directory, also after following symlinks, and no
+ * tensor may appear in two shards. Tensors a shard holds beyond those the
+ * weight_map lists are kept, as transformers loads whole shard files.
  */
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -20,7 +20,9 @@ import { type JsonDefect, MAX_JSON_DEPTH, scanJson, showPath } from './json-guar
 import { tensorEntry } from './nearest.js';
 import { readRegularTextFile } from './regular-file.js';
 
-const DEFAULT_INDEX = 'model.safetensors.index.json';
+/** transformers' SAFE_WEIGHTS_NAME and SAFE_WEIGHTS_INDEX_NAME: the only weight files of a directory it reads. */
+const WEIGHTS = 'model.safetensors';
+const WEIGHTS_INDEX = 'model.safetensors.index.json';
 const FLOAT_DTYPES = new Set(['F64', 'F32', 'F16', 'BF16']);
 /** An index is read whole; one for a 1T-parameter model is a few MB. */
 const MAX_INDEX_SIZE = 100_000_000;
@@ -38,40 +40,19 @@ export class Checkpoint {
   }
 
   static async open(pathOrDir: string): Promise<Checkpoint> {
-    const path = resolve(pathOrDir);
-    const st = await stat(path).catch((cause: NodeJS.ErrnoException) =>
-      cause.code === 'ENOENT'
-        ? fail('FILE_NOT_FOUND', 'expected a model directory, index .json or .safetensors file here, found nothing.', { file: path, cause })
-        : fail('IO_ERROR', `cannot stat: ${cause.message}.`, { file: path, cause }),
-    );
-    if (st.isDirectory()) {
-      const index = await findIndex(path);
-      if (index !== undefined) return Checkpoint.#openIndexed(path, index);
-      const shards = (await readdir(path)).filter((f) => f.endsWith('.safetensors')).sort();
-      if (shards.length === 0) {
-        fail('NO_SAFETENSORS', `expected ${DEFAULT_INDEX} or *.safetensors files in this directory, found neither.`, { file: path });
-      }
-      return Checkpoint.#openFiles(
-        path,
-        shards.map((f) => join(path, f)),
-      );
-    }
-    if (path.endsWith('.json')) return Checkpoint.#openIndexed(path, path);
-    return Checkpoint.#openFiles(path, [path]);
+    const found = await locate(pathOrDir);
+    const checkpoint = await Checkpoint.#openFiles(found.path, found.files);
+    if (found.index !== undefined) await checkpoint.#checkWeightMap(found.index, found.weightMap);
+    return checkpoint;
   }
 
-  static async #openIndexed(path: string, indexFile: string): Promise<Checkpoint> {
+  /** Every `weight_map` entry must be in the shard it names; closes the checkpoint before refusing. */
+  async #checkWeightMap(indexFile: string, weightMap: Record<string, string>): Promise<void> {
     const dir = dirname(indexFile);
-    const weightMap = await readWeightMap(indexFile);
-    const shardNames = [...new Set(Object.values(weightMap))].sort();
-    const shardPaths = await Promise.all(shardNames.map((s) => resolveShard(indexFile, dir, s)));
-    // 'a.safetensors' and './a.safetensors' are one file: open it once.
-    const checkpoint = await Checkpoint.#openFiles(path, [...new Set(shardPaths)]);
-    const byShard = new Map(shardNames.map((s, i) => [s, shardPaths[i]!]));
     for (const [tensor, shard] of Object.entries(weightMap)) {
-      const holder = checkpoint.#owner.get(tensor)?.path;
-      if (holder !== byShard.get(shard)) {
-        await checkpoint.close();
+      const holder = this.#owner.get(tensor)?.path;
+      if (holder !== resolve(dir, shard)) {
+        await this.close();
         fail(
           'INDEX_MISMATCH',
           `expected the tensor in shard '${shard}' as the index says, found it ${holder === undefined ? 'in no shard' : `in '${basename(holder)}'`}.`,
@@ -79,7 +60,6 @@ export class Checkpoint {
         );
       }
     }
-    return checkpoint;
   }
 
   static async #openFiles(path: string, files: string[]): Promise<Checkpoint> {
@@ -106,6 +86,11 @@ export class Checkpoint {
       await Promise.all(opened.map((f) => f.close().catch(() => undefined)));
       throw err;
     }
+  }
+
+  /** The .safetensors files this checkpoint reads (absolute, in shard order): `checkpointFiles`' list. */
+  files(): string[] {
+    return this.#files.map((f) => f.path);
   }
 
   /** Tensor names, in shard order then header order. */
@@ -147,18 +132,85 @@ export class Checkpoint {
   }
 }
 
-async function findIndex(dir: string): Promise<string | undefined> {
-  const entries = await readdir(dir);
-  if (entries.includes(DEFAULT_INDEX)) return join(dir, DEFAULT_INDEX);
-  const indexes = entries.filter((f) => f.endsWith('.safetensors.index.json')).sort();
-  if (indexes.length > 1) {
-    fail(
-      'INDEX_AMBIGUOUS',
-      `expected one *.safetensors.index.json, found ${indexes.length}: ${indexes.join(', ')}; open the one you mean directly.`,
-      { file: dir },
-    );
+/** The weight files of a checkpoint: what `Checkpoint.open` reads. */
+export interface CheckpointFiles {
+  /** The index naming the shards; undefined for one unsharded file. */
+  readonly index: string | undefined;
+  /** The .safetensors files, absolute, sorted by name; each once. */
+  readonly files: readonly string[];
+  /**
+   * The directory's other `*.safetensors` and `*.safetensors.index.json` files (absolute, sorted), which a
+   * load does not read: a reference dump, an adapter, a variant. Empty for a file opened directly.
+   */
+  readonly unread: readonly string[];
+}
+
+/**
+ * The files a load of `pathOrDir` reads. A directory follows transformers' `from_pretrained` for a local
+ * folder (modeling_utils `_get_resolved_checkpoint_files`): `model.safetensors` if it is a file, else the shards
+ * `model.safetensors.index.json` names; any other .safetensors or index file there (a reference dump, an
+ * adapter, a variant) is not a weight file, and a folder holding only such files is refused by name
+ * (NO_MODEL_SAFETENSORS) rather than guessed at. An index .json or a .safetensors file given directly is
+ * read as given. Every caller that needs "the checkpoint's files" (the graph cache's key, an export's manifest,
+ * `vlmkit inspect`) asks here.
+ */
+export async function checkpointFiles(pathOrDir: string): Promise<CheckpointFiles> {
+  const { index, files, unread } = await locate(pathOrDir);
+  return { index, files, unread };
+}
+
+interface Located extends CheckpointFiles {
+  /** What was opened (absolute). */
+  readonly path: string;
+  readonly files: string[];
+  /** The index's weight_map ({} without an index). */
+  readonly weightMap: Record<string, string>;
+}
+
+async function locate(pathOrDir: string): Promise<Located> {
+  const path = resolve(pathOrDir);
+  const st = await stat(path).catch((cause: NodeJS.ErrnoException) =>
+    cause.code === 'ENOENT'
+      ? fail('FILE_NOT_FOUND', 'expected a model directory, index .json or .safetensors file here, found nothing.', { file: path, cause })
+      : fail('IO_ERROR', `cannot stat: ${cause.message}.`, { file: path, cause }),
+  );
+  if (!st.isDirectory()) {
+    if (path.endsWith('.json')) return { path, ...(await readIndex(path)), unread: [] };
+    return { path, index: undefined, files: [path], weightMap: {}, unread: [] };
   }
-  return indexes[0] === undefined ? undefined : join(dir, indexes[0]);
+  const present = (await readdir(path)).filter((f) => f.endsWith('.safetensors') || f.endsWith('.safetensors.index.json')).sort();
+  const unread = (read: readonly string[]) => present.map((f) => join(path, f)).filter((f) => !read.includes(f));
+  // os.path.isfile, as transformers checks: a directory or a dangling link of that name is not the weights.
+  const isFile = (name: string) =>
+    stat(join(path, name)).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+  if (await isFile(WEIGHTS)) {
+    const files = [join(path, WEIGHTS)];
+    return { path, index: undefined, files, weightMap: {}, unread: unread(files) };
+  }
+  if (await isFile(WEIGHTS_INDEX)) {
+    const found = await readIndex(join(path, WEIGHTS_INDEX));
+    return { path, ...found, unread: unread([found.index, ...found.files]) };
+  }
+  if (present.length === 0) {
+    fail('NO_SAFETENSORS', `expected ${WEIGHTS} or ${WEIGHTS_INDEX} in this directory, found no safetensors file at all.`, { file: path });
+  }
+  return fail(
+    'NO_MODEL_SAFETENSORS',
+    `expected ${WEIGHTS} or ${WEIGHTS_INDEX} in this directory (the weight files transformers' from_pretrained reads), found only ${present.map((f) => `'${f}'`).join(', ')}, which are not read as weights; rename the weights file to ${WEIGHTS} (or its index to ${WEIGHTS_INDEX}).`,
+    { file: path },
+  );
+}
+
+/** An index and the shards it names (absolute, each once: 'a.safetensors' and './a.safetensors' are one file). */
+async function readIndex(indexFile: string): Promise<{ index: string; files: string[]; weightMap: Record<string, string> }> {
+  const dir = dirname(indexFile);
+  const weightMap = await readWeightMap(indexFile);
+  const shardNames = [...new Set(Object.values(weightMap))].sort();
+  const shardPaths = await Promise.all(shardNames.map((s) => resolveShard(indexFile, dir, s)));
+  return { index: indexFile, files: [...new Set(shardPaths)], weightMap };
 }
 
 async function readWeightMap(indexFile: string): Promise<Record<string, string>> {

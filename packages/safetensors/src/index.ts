@@ -1,4 +1,4 @@
-export { Checkpoint } from './checkpoint.js';
+export { Checkpoint, type CheckpointFiles, checkpointFiles } from './checkpoint.js';
 export {
   allocateAs,
   DTYPE_OF,

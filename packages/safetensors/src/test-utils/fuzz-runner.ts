@@ -132,9 +132,11 @@ function oracle(c: FuzzCase, modelDir: string): Map<string, OracleEntry & { file
   const target = resolve(modelDir, c.open);
   let shards: string[];
   let weightMap: Record<string, string> = {};
+  // transformers' rule for a directory: model.safetensors, else the shards of model.safetensors.index.json.
+  const weights = join(modelDir, 'model.safetensors');
   const indexFile = c.open.endsWith('.json')
     ? target
-    : byPath.has(join(modelDir, 'model.safetensors.index.json'))
+    : target === modelDir && byPath.get(weights)?.bytes === undefined && byPath.has(join(modelDir, 'model.safetensors.index.json'))
       ? join(modelDir, 'model.safetensors.index.json')
       : undefined;
   if (indexFile !== undefined) {
@@ -153,7 +155,7 @@ function oracle(c: FuzzCase, modelDir: string): Map<string, OracleEntry & { file
     weightMap = wm as Record<string, string>;
     shards = [...new Set(Object.values(weightMap).map((v) => resolve(modelDir, v)))];
   } else {
-    shards = [target];
+    shards = [target === modelDir ? weights : target];
   }
   const out = new Map<string, OracleEntry & { file: string }>();
   for (const s of shards) {
