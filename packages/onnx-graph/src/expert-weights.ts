@@ -1,3 +1,5 @@
+import { dtypeSize, typedArrayFor } from './dtype.js';
+import { tensorBytes } from './model.js';
 import { floatValues } from './quant-ref.js';
 import { lazyTensor, type TensorRef } from './tensor-ref.js';
 
@@ -35,5 +37,30 @@ export function stackedExperts(refs: readonly TensorRef[]): TensorRef {
     const out = new Float32Array(refs.length * n);
     for (let e = 0; e < refs.length; e++) out.set(await floatValues(refs[e]!), e * n);
     return out;
+  });
+}
+
+/**
+ * Per-expert tensors of one dtype stacked on a new first axis, bytes as stored, the rows of each expert's parts
+ * interleaved: with m parts, row r of expert e is row floor(r / m) of its part r % m (each part [rows / m,
+ * width] row-major, any shape of that size). QMoE's fc1 from the gate and up Linears' MatMulNBits blocks (row
+ * 2i the gate's row i), its fc2 from the down ones (one part).
+ */
+export function interleavedRows(experts: readonly (readonly TensorRef[])[], shape: readonly [number, number, number]): TensorRef {
+  const [E, rows, width] = shape;
+  const dtype = experts[0]![0]!.dtype;
+  const m = experts[0]!.length;
+  const rowBytes = width * dtypeSize(dtype);
+  return lazyTensor(dtype, shape, async () => {
+    const data = typedArrayFor(dtype, E * rows * width);
+    const out = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    for (let e = 0; e < E; e++) {
+      const parts = await Promise.all(experts[e]!.map((ref) => tensorBytes(ref)));
+      for (let r = 0; r < rows; r++) {
+        const from = Math.floor(r / m) * rowBytes;
+        out.set(parts[r % m]!.subarray(from, from + rowBytes), (e * rows + r) * rowBytes);
+      }
+    }
+    return data;
   });
 }

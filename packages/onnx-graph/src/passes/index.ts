@@ -1,6 +1,7 @@
 import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
+import { moeExpertsPass } from './moe-experts.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 
@@ -15,6 +16,7 @@ export const PASSES = {
   'contrib-attention-mha': contribAttentionPass({ kernel: 'mha' }),
   'contrib-attention-gqa': contribAttentionPass({ kernel: 'gqa' }),
   'append-attention': appendAttentionPass,
+  'moe-experts': moeExpertsPass,
 } as const satisfies Readonly<Record<string, GraphPass>>;
 
 export type PassName = keyof typeof PASSES;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Graph } from '../graph.js';
 import { passDiffs, randn } from '../test-utils/ort.js';
-import { applyPasses, type GraphPass, makeNode, replaceNodes, rewriteEach } from './rewrite.js';
+import { applyPasses, feedersOf, type GraphPass, makeNode, NodeIndex, replaceNodes, rewriteEach } from './rewrite.js';
 
 /** Neg(Neg(x)) -> Identity(x): the smallest pattern with an inner value, to test the machinery. */
 const doubleNeg: GraphPass = {
@@ -102,5 +102,22 @@ describe('rewrite passes', () => {
     const bad = makeNode('Identity', [sum.name], [neg.output![0]!], { name: g.freshName('bad') });
     expect(rewriteEach(body, (node, index) => node === neg && replaceNodes(index, [neg], [bad]))).toBe(0);
     expect(g.nodes[0]).toBe(neg);
+  });
+
+  it('feedersOf: the nodes that only feed a node, stopping at values read elsewhere, returned or kept', () => {
+    const g = new Graph();
+    const x = g.input('x', 'float32', [2]);
+    const shared = g.relu(x); // read by the root's cone and by the other output
+    const kept = g.neg(x); // a value the replacement will read
+    const only = g.exp(g.sigmoid(x)); // feeds the root alone, through two nodes
+    const root = g.add(g.add(shared, kept), only);
+    g.output(root, 'y');
+    g.output(g.abs(shared), 'z');
+    const body = { nodes: g.nodes, outputs: new Set(['y', 'z']), graph: g };
+    const index = new NodeIndex(body);
+    const cone = feedersOf(index, index.producer(root.name)!, new Set([kept.name]));
+    expect(cone.map((n) => n.opType)).toEqual(['Sigmoid', 'Exp', 'Add', 'Add']);
+    // Without `keep`, the Neg only feeds the root too.
+    expect(feedersOf(index, index.producer(root.name)!, new Set()).map((n) => n.opType)).toEqual(['Neg', 'Sigmoid', 'Exp', 'Add', 'Add']);
   });
 });

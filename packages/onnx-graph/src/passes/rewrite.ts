@@ -143,6 +143,29 @@ export function replaceNodes(index: NodeIndex, remove: readonly Node[], insert: 
 }
 
 /**
+ * `root` and the nodes that exist only to feed it: a producer joins when every output it makes is read by joined
+ * nodes alone, is not returned by the body and is not in `keep` (the values a replacement will read). What a
+ * pass replacing `root`'s result by another computation removes with it, so no dead node stays behind.
+ */
+export function feedersOf(index: NodeIndex, root: Node, keep: ReadonlySet<string>): Node[] {
+  const cone = new Set<Node>([root]);
+  const onlyFeedsCone = (p: Node) =>
+    (p.output ?? []).every((o) => o === '' || (!keep.has(o) && !index.body.outputs.has(o) && index.readersOf(o).every((r) => cone.has(r))));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const node of [...cone]) {
+      for (const name of namesRead(node)) {
+        const p = index.producer(name);
+        if (p === undefined || cone.has(p) || !onlyFeedsCone(p)) continue;
+        cone.add(p);
+        grew = true;
+      }
+    }
+  }
+  return index.body.nodes.filter((n) => cone.has(n));
+}
+
+/**
  * Runs `match` on each node in order; a match returns true after it rewrote the body (`replaceNodes`), and the
  * index is rebuilt. Returns the number of rewrites.
  */
