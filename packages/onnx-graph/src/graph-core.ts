@@ -27,9 +27,9 @@ export interface GraphOptions {
   /** ai.onnx opset (default 23: Attention, RMSNormalization, RotaryEmbedding). */
   opset?: number;
   /**
-   * The float type the components built on this graph compute in (default 'float32'): they cast their float
-   * inputs to it at entry, and `nn` blocks keep weights in it (a checkpoint tensor already in it is used as
-   * stored; others are cast, a cast `saveModel({ fold })` does once while saving). See `ComputeDType`.
+   * The float type the graph is written in (default 'float32'). Builders write float32 and a 16-bit graph is
+   * made from it by `floatConvertPass`, which sets `Graph.computeDtype`; this option is for graphs written
+   * directly in a 16-bit type (kernel probes, op tests).
    */
   computeDtype?: ComputeDType | undefined;
 }

@@ -22,6 +22,10 @@ interface SharedState {
   readonly byInitName: Map<string, Value>;
   /** What a node is, by its first output's name, for passes to read (`mark`). */
   readonly marks: Map<string, string>;
+  /** The nodes built inside `inFloat32`, by their first output's name. */
+  readonly float32Nodes: Set<string>;
+  float32Depth: number;
+  computeDtype: ComputeDType;
   readonly smallConstants: Map<string, Value>;
   /** Every value's dtype and shape by name, bodies' too: what rewrite passes read (`typeOf`). */
   readonly types: Map<string, OutputSpec>;
@@ -53,8 +57,6 @@ interface SharedState {
 export class Graph {
   readonly name: string;
   readonly opset: number;
-  /** The compute dtype asked for at construction (`GraphOptions.computeDtype`), default 'float32'. */
-  readonly computeDtype: ComputeDType;
   /** The graph this one is a body of; undefined for the root (model) graph. */
   readonly parent: Graph | undefined;
   private readonly nodeList: OnnxTypes.INodeProto[] = [];
@@ -67,7 +69,6 @@ export class Graph {
   constructor(options: GraphOptions = {}, parent?: Graph) {
     this.name = options.name ?? 'vlmkit';
     this.parent = parent;
-    this.computeDtype = parent?.computeDtype ?? options.computeDtype ?? 'float32';
     if (parent !== undefined) {
       this.opset = parent.opset;
       this.shared = parent.shared;
@@ -83,11 +84,22 @@ export class Graph {
         byRef: new Map(),
         byInitName: new Map(),
         marks: new Map(),
+        float32Nodes: new Set(),
+        float32Depth: 0,
+        computeDtype: options.computeDtype ?? 'float32',
         smallConstants: new Map(),
         types: new Map(),
         dims: 0,
       };
     }
+  }
+
+  /**
+   * The float type the graph computes in: 'float32' as built, the 16-bit type `floatConvertPass` converted it
+   * to afterwards (or the one asked for at construction, `GraphOptions.computeDtype`).
+   */
+  get computeDtype(): ComputeDType {
+    return this.shared.computeDtype;
   }
 
   /** The model graph: this one, or the root of the bodies this one is nested in. */
@@ -220,6 +232,45 @@ export class Graph {
   }
 
   /**
+   * Runs `fn`; the nodes it builds compute in float32 whatever 16-bit type `floatConvertPass` converts the
+   * graph to (HF's `autocast(enabled=False)` regions: a MoE router, a rotary in float32): their float inputs
+   * are cast to float32 and their results rounded where 16-bit nodes read them.
+   */
+  inFloat32<T>(fn: () => T): T {
+    this.shared.float32Depth++;
+    try {
+      return fn();
+    } finally {
+      this.shared.float32Depth--;
+    }
+  }
+
+  /** The node whose first output is `name` was built inside `inFloat32`. */
+  computesInFloat32(name: string): boolean {
+    return this.shared.float32Nodes.has(name);
+  }
+
+  /**
+   * Retypes the value `name` (a graph input or output too), as `floatConvertPass` converts it.
+   * @internal For rewrite passes.
+   */
+  retype(name: string, dtype: DType): void {
+    const t = this.shared.types.get(name);
+    if (t === undefined) throw new GraphError('BAD_ARGUMENT', `retype: no value '${name}' in graph '${this.root.name}'`);
+    this.shared.types.set(name, { dtype, shape: t.shape });
+    const root = this.root;
+    for (const list of [root.inputList, root.outputList]) {
+      const i = list.findIndex((v) => v.name === name);
+      if (i >= 0) list[i] = new Value(root, name, dtype, list[i]!.shape);
+    }
+  }
+
+  /** @internal For `floatConvertPass`. */
+  convertedTo(dtype: ComputeDType): void {
+    this.shared.computeDtype = dtype;
+  }
+
+  /**
    * A parameter from `weights` under its local name, embedded as an
    * initializer named after the current scope (`blocks.3.attn.qkv.weight`).
    * `shape` is the concrete shape the builder expects: checked against the
@@ -299,6 +350,7 @@ export class Graph {
     if (domain !== '') this.shared.domains.add(domain);
     const outNames = outputs.map((_, i) => (outputs.length === 1 ? `${name}/out` : `${name}/out${i}`));
     for (const o of outNames) this.claim(o);
+    if (this.shared.float32Depth > 0 && outNames[0] !== undefined) this.shared.float32Nodes.add(outNames[0]);
     const attribute: OnnxTypes.IAttributeProto[] = [];
     for (const [key, a] of Object.entries(attrs)) if (a !== undefined) attribute.push(toAttribute(key, a));
     // Trailing optional inputs are dropped; inner ones are written as '' (ONNX's "absent").

@@ -53,35 +53,26 @@ export function paramAs(g: Graph, w: Weights, name: string, shape: readonly numb
   return asDType(g, g.param(w, name, shape), like);
 }
 
-/** True for the 16-bit float types, which the norms compute in float32 inside. */
-function halfPrecision(x: Value): boolean {
-  return x.dtype === 'float16' || x.dtype === 'bfloat16';
-}
-
 /**
- * torch.nn.LayerNorm over x's last dimension (`name.weight`, `name.bias`). A 16-bit x is normalised in
- * float32 with float32 weight and bias and rounded once at the end, as torch's CPU and CUDA kernels do.
+ * torch.nn.LayerNorm over x's last dimension (`name.weight`, `name.bias`). In a 16-bit graph
+ * (`floatConvertPass`) it normalises in float32 with float32 weight and bias and rounds once at the end, as
+ * torch's CPU and CUDA kernels do.
  */
 export function layerNorm(g: Graph, x: Value, w: Weights, name: string, eps: number): Value {
   const d = lastDim(x, w.fullName(name));
-  const inner = halfPrecision(x) ? g.scope(name, () => g.cast(x, 'float32')) : x;
-  const [weight, bias] = [paramAs(g, w, `${name}.weight`, [d], inner), paramAs(g, w, `${name}.bias`, [d], inner)];
-  return g.scope(name, () => g.cast(g.layerNorm(inner, weight, bias, eps), x.dtype));
+  const [weight, bias] = [paramAs(g, w, `${name}.weight`, [d], x), paramAs(g, w, `${name}.bias`, [d], x)];
+  return g.scope(name, () => g.layerNorm(x, weight, bias, eps));
 }
 
 /**
- * RMSNorm over x's last dimension (`name.weight`): x / sqrt(mean(x^2) + eps) * weight. A 16-bit x follows HF's
- * Ernie4_5 / Granite / Llama RMSNorm: normalised in float32, rounded to x's dtype, then times the weight in
- * x's dtype (`weight * hidden.to(float32)...to(input_dtype)`).
+ * RMSNorm over x's last dimension (`name.weight`): x / sqrt(mean(x^2) + eps) * weight. In a 16-bit graph
+ * (`floatConvertPass`) it follows HF's Ernie4_5 / Granite / Llama RMSNorm: normalised in float32, rounded to
+ * the 16-bit type, then times the weight in it (`weight * hidden.to(float32)...to(input_dtype)`).
  */
 export function rmsNorm(g: Graph, x: Value, w: Weights, name: string, eps: number): Value {
   const d = lastDim(x, w.fullName(name));
   const weight = paramAs(g, w, `${name}.weight`, [d], x);
-  if (!halfPrecision(x)) return g.scope(name, () => g.rmsNorm(x, weight, eps));
-  return g.scope(name, () => {
-    const ones = g.constant('float32', [d], new Float32Array(d).fill(1));
-    return g.mul(g.cast(g.rmsNorm(g.cast(x, 'float32'), ones, eps), x.dtype), weight);
-  });
+  return g.scope(name, () => g.rmsNorm(x, weight, eps));
 }
 
 /** SiLU-gated MLP with a packed gate_up projection [2I, D] (gate rows first), then down [D, I]; biases only with `bias`. */

@@ -110,12 +110,11 @@ export class MathOps {
   }
 
   /**
-   * x * sigmoid(x). A 16-bit x is computed in float32 and rounded once, as torch's (and a fused GPU kernel's)
-   * SiLU on bfloat16 / float16 does.
+   * x * sigmoid(x), in float32 in a 16-bit graph (`inFloat32`) and rounded once, as torch's (and a fused GPU
+   * kernel's) SiLU on bfloat16 / float16 does.
    */
   silu(this: Graph, x: Value): Value {
-    if (x.dtype === 'float16' || x.dtype === 'bfloat16') return this.cast(this.silu(this.cast(x, 'float32')), x.dtype);
-    return this.mul(x, this.sigmoid(x));
+    return this.inFloat32(() => this.mul(x, this.sigmoid(x)));
   }
 
   /** ONNX Gelu (opset 20): exact erf form, or the tanh approximation (gelu_pytorch_tanh). */

@@ -6,6 +6,7 @@ import { type TensorRef, tensorFromArray } from '../tensor-ref.js';
 import { passDiffs, randn } from '../test-utils/ort.js';
 import type { Value } from '../value.js';
 import { Weights } from '../weights.js';
+import { floatConvertPass } from './float-convert.js';
 import { applyPasses } from './rewrite.js';
 import { skipLayerNormPass } from './skip-norm.js';
 
@@ -38,13 +39,15 @@ function weights(modules: string[], dtype: 'float32' | 'float16' = 'float32'): W
 
 /** A pre-norm encoder on [N, D] tokens (the ERNIE vision tower's layout): x = x + tanh(ln(x)) per layer, final ln. */
 function preNormStack(computeDtype: 'float32' | 'float16', weightDtype: 'float32' | 'float16' = 'float32'): Graph {
-  const g = new Graph({ computeDtype });
+  // Built in float32; the 16-bit form is floatConvertPass's.
+  const g = new Graph();
   const w = weights([...Array.from({ length: L }, (_, l) => `layers.${l}.norm`), 'ln'], weightDtype);
-  let x: Value = g.cast(g.input('x', 'float32', ['patches', D]), computeDtype);
+  let x: Value = g.input('x', 'float32', ['patches', D]);
   for (let l = 0; l < L; l++) {
     x = g.scope(`layers.${l}`, () => g.add(x, g.tanh(layerNorm(g, x, w.sub(`layers.${l}`), 'norm', 1e-6))));
   }
-  g.output(g.cast(layerNorm(g, x, w, 'ln', 1e-6), 'float32'), 'y');
+  g.output(layerNorm(g, x, w, 'ln', 1e-6), 'y');
+  if (computeDtype !== 'float32') applyPasses(g, [floatConvertPass(computeDtype)]);
   return g;
 }
 

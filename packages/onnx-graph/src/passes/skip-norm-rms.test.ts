@@ -6,6 +6,7 @@ import { type TensorRef, tensorFromArray } from '../tensor-ref.js';
 import { passDiffs, randn } from '../test-utils/ort.js';
 import type { Value } from '../value.js';
 import { Weights } from '../weights.js';
+import { floatConvertPass } from './float-convert.js';
 import { applyPasses } from './rewrite.js';
 import { skipRmsNormPass } from './skip-norm.js';
 
@@ -24,16 +25,18 @@ function weights(names: string[], dtype: 'float32' | 'float16' = 'float32'): Wei
 
 /** nanoGPT's block with only a norm and a branch: x = x + tanh(norm(x)) per layer, then the final norm. */
 function preNormStack(computeDtype: 'float32' | 'float16', weightDtype: 'float32' | 'float16' = 'float32', extraOut = false): Graph {
-  const g = new Graph({ computeDtype });
+  // Built in float32; the 16-bit form is floatConvertPass's.
+  const g = new Graph();
   const w = weights([...Array.from({ length: L }, (_, l) => `layers.${l}.norm.weight`), 'norm.weight'], weightDtype);
-  let x: Value = g.cast(g.input('x', 'float32', [B, 'seq', D]), computeDtype);
+  let x: Value = g.input('x', 'float32', [B, 'seq', D]);
   const sums: Value[] = [];
   for (let l = 0; l < L; l++) {
     x = g.scope(`layers.${l}`, () => g.add(x, g.tanh(rmsNorm(g, x, w.sub(`layers.${l}`), 'norm', 1e-6))));
     sums.push(x);
   }
-  g.output(g.cast(rmsNorm(g, x, w, 'norm', 1e-6), 'float32'), 'y');
-  if (extraOut) g.output(g.cast(sums[0]!, 'float32'), 'h1');
+  g.output(rmsNorm(g, x, w, 'norm', 1e-6), 'y');
+  if (extraOut) g.output(sums[0]!, 'h1');
+  if (computeDtype !== 'float32') applyPasses(g, [floatConvertPass(computeDtype)]);
   return g;
 }
 
