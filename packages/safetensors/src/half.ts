@@ -9,17 +9,11 @@ import type { Tensor } from './dtype.js';
 import { fail } from './errors.js';
 
 export function bf16ToF32(bits: Uint16Array): Float32Array {
-  const out = new Float32Array(bits.length);
-  const u = new Uint32Array(out.buffer);
-  for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
-  return out;
+  return widen(bits, 'bf16');
 }
 
 export function f32ToBf16(x: Float32Array): Uint16Array {
-  const u = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  const out = new Uint16Array(x.length);
-  for (let i = 0; i < u.length; i++) out[i] = f32BitsToBf16(u[i]!);
-  return out;
+  return narrow(x, 'bf16');
 }
 
 export function f32BitsToBf16(u: number): number {
@@ -29,10 +23,7 @@ export function f32BitsToBf16(u: number): number {
 }
 
 export function f16ToF32(bits: Uint16Array): Float32Array {
-  const out = new Float32Array(bits.length);
-  const u = new Uint32Array(out.buffer);
-  for (let i = 0; i < bits.length; i++) u[i] = f16BitsToF32Bits(bits[i]!);
-  return out;
+  return widen(bits, 'f16');
 }
 
 export function f16BitsToF32Bits(h: number): number {
@@ -52,10 +43,7 @@ export function f16BitsToF32Bits(h: number): number {
 }
 
 export function f32ToF16(x: Float32Array): Uint16Array {
-  const u = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  const out = new Uint16Array(x.length);
-  for (let i = 0; i < u.length; i++) out[i] = f32BitsToF16(u[i]!);
-  return out;
+  return narrow(x, 'f16');
 }
 
 export function f32BitsToF16(u: number): number {
@@ -80,6 +68,27 @@ export function f32BitsToF16(u: number): number {
   const rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem === 0x1000 && (r & 1) === 1)) r++; // a carry may reach 0x7c00 = inf, as it should
   return sign | r;
+}
+
+/**
+ * 16-bit patterns to f32. One loop per format rather than a conversion passed in: V8 does not inline a
+ * function argument here, and these loops convert whole checkpoints.
+ */
+function widen(bits: Uint16Array, from: 'bf16' | 'f16'): Float32Array {
+  const out = new Float32Array(bits.length);
+  const u = new Uint32Array(out.buffer);
+  if (from === 'bf16') for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
+  else for (let i = 0; i < bits.length; i++) u[i] = f16BitsToF32Bits(bits[i]!);
+  return out;
+}
+
+/** f32 to 16-bit patterns, rounded to nearest even (one loop per format, as `widen`). */
+function narrow(x: Float32Array, to: 'bf16' | 'f16'): Uint16Array {
+  const u = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const out = new Uint16Array(x.length);
+  if (to === 'bf16') for (let i = 0; i < u.length; i++) out[i] = f32BitsToBf16(u[i]!);
+  else for (let i = 0; i < u.length; i++) out[i] = f32BitsToF16(u[i]!);
+  return out;
 }
 
 /**
