@@ -116,6 +116,19 @@ describe('Graph', () => {
     expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);
   });
 
+  it('names a shared constant made after others were pruned apart from the ones kept', () => {
+    const g = new Graph();
+    const x = g.input('x', 'float32', [2]);
+    g.add(x, g.scalar(1, 'float32')); // const.float32.0, read by a node dropped below
+    g.output(g.mul(x, g.scalar(2, 'float32')), 'y'); // const.float32.1
+    g.nodes.splice(0, 1);
+    g.pruneInitializers();
+    const three = g.scalar(3, 'float32');
+    expect(three.name).not.toBe('const.float32.1');
+    g.output(g.add(x, three), 'z');
+    expect(g.snapshot().initializers.map((t) => t.name)).toEqual(['const.float32.1', three.name]);
+  });
+
   it('stores a tensor embedded twice (tied weights) once', () => {
     const g = new Graph();
     const ref = tensorFromArray('float32', [2, 2], new Float32Array(4));

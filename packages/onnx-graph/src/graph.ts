@@ -305,7 +305,8 @@ export class Graph {
       if (hit !== undefined) return hit;
     }
     const data = toTypedArray(dtype, n, values);
-    const name = small ? `const.${dtype}.${this.shared.smallConstants.size}` : this.uniqueName(this.scoped('const'));
+    // Numbered by the shared ones made so far; a pruned one's number may be taken (`pruneInitializers`).
+    const name = this.uniqueName(small ? `const.${dtype}.${this.shared.smallConstants.size}` : this.scoped('const'));
     const v = this.initializer(name, tensorFromArray(dtype, shape, data));
     if (small) this.shared.smallConstants.set(key, v);
     return v;
