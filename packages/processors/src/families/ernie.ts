@@ -23,16 +23,7 @@ import {
   moeMmTokenTypeIds,
   type PlaceholderExpansion,
 } from '../text/placeholders.js';
-import { decodeVideo } from '../video/decode.js';
-import {
-  type ErnieVideoInputs,
-  type ErnieVideoProcessorConfig,
-  ernieSampleFrameIndices,
-  ernieVideoProcessorConfig,
-  processErnieVideos,
-  type VideoFrames,
-  type VideoSampling,
-} from '../video/ernie.js';
+import { ernieVideoProcessorConfig, processErnieVideoInputs, type VideoSampling } from '../video/ernie.js';
 
 export const ERNIE_PROCESSOR: ProcessorFamily = {
   modelType: 'ernie4_5_vl_moe',
@@ -149,41 +140,5 @@ function ernieRules({ dir, tokenizer, image: imageSettings, modelConfig }: Proce
         },
       };
     },
-  };
-}
-
-/**
- * Videos as HF's video processor takes them: decoded frames are sampled by processErnieVideos; a
- * file is decoded as fetch_videos does it, the sampled indices computed from the container's frame
- * count and rate first (sample_indices_fn) and only those frames decoded, then not sampled again.
- */
-async function processErnieVideoInputs(
-  videos: readonly VideoInput[],
-  config: ErnieVideoProcessorConfig,
-  sampling: VideoSampling | undefined,
-): Promise<ErnieVideoInputs> {
-  if (videos.every((v) => typeof v !== 'string')) return processErnieVideos(videos as VideoFrames[], config, sampling);
-  const parts: ErnieVideoInputs[] = [];
-  for (const v of videos) {
-    if (typeof v !== 'string') {
-      parts.push(processErnieVideos([v], config, sampling));
-      continue;
-    }
-    const decoded = await decodeVideo(
-      v,
-      config.doSampleFrames ? { frames: (info) => ernieSampleFrameIndices(info.totalFrames, info.fps, config, sampling) } : {},
-    );
-    parts.push(processErnieVideos([decoded], { ...config, doSampleFrames: false }, sampling));
-  }
-  const pixelValuesVideos = new Float32Array(parts.reduce((n, p) => n + p.pixelValuesVideos.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    pixelValuesVideos.set(p.pixelValuesVideos, offset);
-    offset += p.pixelValuesVideos.length;
-  }
-  return {
-    pixelValuesVideos,
-    pixelValuesVideosShape: [parts.reduce((n, p) => n + p.pixelValuesVideosShape[0], 0), parts[0]!.pixelValuesVideosShape[1]],
-    videoGridThw: parts.flatMap((p) => p.videoGridThw),
   };
 }

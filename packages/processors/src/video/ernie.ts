@@ -3,6 +3,7 @@ import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type Settings
 import type { RgbImage } from '../image/decode.js';
 import { ernieSmartResize } from '../image/ernie.js';
 import { PIXEL_SETTING_KEYS, type PixelNormalization, readNormalization, readResample } from '../image/pixels.js';
+import { decodeVideo } from './decode.js';
 import { torchResizeBicubicUint8 } from './torch-resize.js';
 
 /** A decoded video: its frames in order (8-bit RGB, all the same size) and, for fps sampling, its frame rate. */
@@ -251,4 +252,40 @@ function normalizeLut(n: PixelNormalization): Float32Array[] {
     }
     return lut;
   });
+}
+
+/**
+ * Videos as HF's video processor takes them: decoded frames are sampled by processErnieVideos; a
+ * file is decoded as fetch_videos does it, the sampled indices computed from the container's frame
+ * count and rate first (sample_indices_fn) and only those frames decoded, then not sampled again.
+ */
+export async function processErnieVideoInputs(
+  videos: readonly (string | VideoFrames)[],
+  config: ErnieVideoProcessorConfig,
+  sampling: VideoSampling | undefined,
+): Promise<ErnieVideoInputs> {
+  if (videos.every((v) => typeof v !== 'string')) return processErnieVideos(videos as VideoFrames[], config, sampling);
+  const parts: ErnieVideoInputs[] = [];
+  for (const v of videos) {
+    if (typeof v !== 'string') {
+      parts.push(processErnieVideos([v], config, sampling));
+      continue;
+    }
+    const decoded = await decodeVideo(
+      v,
+      config.doSampleFrames ? { frames: (info) => ernieSampleFrameIndices(info.totalFrames, info.fps, config, sampling) } : {},
+    );
+    parts.push(processErnieVideos([decoded], { ...config, doSampleFrames: false }, sampling));
+  }
+  const pixelValuesVideos = new Float32Array(parts.reduce((n, p) => n + p.pixelValuesVideos.length, 0));
+  let offset = 0;
+  for (const p of parts) {
+    pixelValuesVideos.set(p.pixelValuesVideos, offset);
+    offset += p.pixelValuesVideos.length;
+  }
+  return {
+    pixelValuesVideos,
+    pixelValuesVideosShape: [parts.reduce((n, p) => n + p.pixelValuesVideosShape[0], 0), parts[0]!.pixelValuesVideosShape[1]],
+    videoGridThw: parts.flatMap((p) => p.videoGridThw),
+  };
 }
