@@ -91,8 +91,9 @@ ${Object.entries(LOAD_FLAGS)
   .flatMap(([name, f]) => (f ? [optionLine(`--${f.flag} ${f.values}`, LOAD_OPTIONS[name as keyof LoadOptions])] : []))
   .join('\n')}
 ${optionLine(`--quantize-vision ${QUANTIZE_MODES.join('|')}`, "the vision encoder's weights quantized too (quantize: { decoder, vision })")}
-  The profile (--profile, default the device's) decides the rest: KV cache layout, decode loop, decoder passes,
-  experts, sessions (the models README, "Load options and profiles"). Two of its parts can be set for benchmarks:
+  The profile (--profile, default the device's) decides the rest: KV cache layout, decode loop, decoder passes
+  (ERNIE's experts among them), sessions (the models README, "Load options and profiles"). Two of its parts
+  can be set for benchmarks:
 ${optionLine(`--loop ${DECODE_LOOPS.join('|')}`, 'profile loop: one session run per token, or an ONNX Loop (run, generate; same ids)')}
 ${optionLine(`--ops ${OP_SETS.join('|')}`, "the decoder's passes: the cpu profile's, or the cuda profile's com.microsoft fused kernels")}
 generation options (run, generate):

@@ -227,7 +227,6 @@ function portableDecoder(computeDtype: ComputeDType, quantize: QuantizeRequest |
     loop: 'host',
     kvCache: 'concat',
     passes: [],
-    experts: 'sparse',
     emptyModalityIf: true,
     quantize,
     computeDtype,

@@ -2,7 +2,7 @@
 // ./profiles.ts), and the steps every load takes (weights mapped from the checkpoint, the vision encoder's
 // session, the decoder's, from the graph cache or built into it), each model saying only how its weights map
 // and how its two graphs are built.
-import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
+import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import { type ComputeDType, type Graph, type GraphPass, type QuantizeRequest, quantizeOptions, resolvePasses } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
@@ -83,8 +83,6 @@ export interface DecoderBuild {
   quantize: QuantizeRequest | undefined;
   /** The rewrites run on the built decoder graph, in order (the profile's `decoderPasses`). */
   passes: readonly GraphPass[];
-  /** ERNIE's routed experts (Granite's decoder is dense). */
-  experts: ExpertsImpl;
   /** ERNIE: the If that skips the vision experts without vision tokens (the profile's). */
   emptyModalityIf: boolean;
   computeDtype: ComputeDType;
@@ -165,8 +163,6 @@ export function resolveLoad(options: LoadOptions): ResolvedLoad {
       kvCache: profile.kvCache,
       quantize: quantize.decoder,
       passes: resolvePasses(profile.decoderPasses),
-      // A quantized decoder's experts are MatMulNBits: the fused MoE kernel takes float weights.
-      experts: quantize.decoder !== undefined && profile.experts === 'fused' ? 'sparse' : profile.experts,
       emptyModalityIf: profile.emptyModalityIf,
       computeDtype,
     },

@@ -19,6 +19,21 @@ export type Attr =
   /** A subgraph (Loop / If bodies): see `g.loop`, `g.if`. */
   | { readonly graph: OnnxTypes.IGraphProto };
 
+/** An optional attribute: absent, so the op's default applies, when the option is not given. */
+export function flagAttr(on: boolean | undefined): Attr | undefined {
+  return on ? { int: 1 } : undefined;
+}
+
+/** See `flagAttr`. */
+export function intAttr(value: number | undefined): Attr | undefined {
+  return value === undefined ? undefined : { int: value };
+}
+
+/** See `flagAttr`. */
+export function floatAttr(value: number | undefined): Attr | undefined {
+  return value === undefined ? undefined : { float: value };
+}
+
 export const MS_DOMAIN = 'com.microsoft';
 
 export interface GraphOptions {

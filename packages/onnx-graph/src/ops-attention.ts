@@ -1,6 +1,6 @@
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
-import { MS_DOMAIN } from './graph-core.js';
+import { flagAttr, floatAttr, intAttr, MS_DOMAIN } from './graph-core.js';
 import { sameDType } from './op-checks.js';
 import { type Dim, dimsCompatible } from './shape.js';
 import type { Value } from './value.js';
@@ -89,10 +89,10 @@ export class AttentionOps {
       [q, k, v, opts.mask, opts.pastKey, opts.pastValue],
       outs,
       {
-        is_causal: opts.isCausal ? { int: 1 } : undefined,
-        q_num_heads: opts.qNumHeads !== undefined ? { int: opts.qNumHeads } : undefined,
-        kv_num_heads: opts.kvNumHeads !== undefined ? { int: opts.kvNumHeads } : undefined,
-        scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
+        is_causal: flagAttr(opts.isCausal),
+        q_num_heads: intAttr(opts.qNumHeads),
+        kv_num_heads: intAttr(opts.kvNumHeads),
+        scale: floatAttr(opts.scale),
       },
       '',
       name,
@@ -133,7 +133,7 @@ export class AttentionOps {
       'MultiHeadAttention',
       [q, k, v, undefined, undefined, opts.attentionBias, opts.pastKey, opts.pastValue],
       outs,
-      { num_heads: { int: opts.numHeads }, scale: opts.scale !== undefined ? { float: opts.scale } : undefined },
+      { num_heads: { int: opts.numHeads }, scale: floatAttr(opts.scale) },
       MS_DOMAIN,
       name,
     );
@@ -167,9 +167,9 @@ export class AttentionOps {
       {
         num_heads: { int: opts.numHeads },
         kv_num_heads: { int: opts.kvNumHeads },
-        scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
-        do_rotary: opts.cos ? { int: 1 } : undefined,
-        rotary_interleaved: opts.interleaved ? { int: 1 } : undefined,
+        scale: floatAttr(opts.scale),
+        do_rotary: flagAttr(opts.cos !== undefined),
+        rotary_interleaved: flagAttr(opts.interleaved),
       },
       MS_DOMAIN,
       name,
@@ -197,11 +197,7 @@ export class AttentionOps {
       'RotaryEmbedding',
       [x, cos, sin, opts.positionIds],
       [{ dtype: x.dtype, shape: x.shape }],
-      {
-        interleaved: opts.interleaved ? { int: 1 } : undefined,
-        num_heads: opts.numHeads !== undefined ? { int: opts.numHeads } : undefined,
-        rotary_embedding_dim: opts.rotaryDim !== undefined ? { int: opts.rotaryDim } : undefined,
-      },
+      { interleaved: flagAttr(opts.interleaved), num_heads: intAttr(opts.numHeads), rotary_embedding_dim: intAttr(opts.rotaryDim) },
       '',
       name,
     )[0]!;

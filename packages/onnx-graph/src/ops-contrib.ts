@@ -1,6 +1,6 @@
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
-import { MS_DOMAIN } from './graph-core.js';
+import { flagAttr, floatAttr, MS_DOMAIN } from './graph-core.js';
 import type { Dim } from './shape.js';
 import type { Value } from './value.js';
 
@@ -91,7 +91,7 @@ export class ContribOps {
     if (positionIds.dtype !== 'int64')
       throw new GraphError('DTYPE_MISMATCH', `RotaryEmbedding position ids must be int64, got ${positionIds}`);
     return this.custom('RotaryEmbedding', MS_DOMAIN, [x, positionIds, cache.cos, cache.sin], [{ dtype: x.dtype, shape: x.shape }], {
-      interleaved: opts.interleaved ? { int: 1 } : undefined,
+      interleaved: flagAttr(opts.interleaved),
       num_heads: { int: opts.numHeads },
     })[0]!;
   }
@@ -143,11 +143,7 @@ export class ContribOps {
       // query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos, sin, position_ids, attention_bias
       [q, k, v, past.key, past.value, inputs.seqlensK, inputs.totalSequenceLength, undefined, undefined, undefined, inputs.attentionBias],
       [{ dtype: q.dtype, shape: q.shape }, present, present],
-      {
-        num_heads: { int: opts.numHeads },
-        kv_num_heads: { int: opts.kvNumHeads },
-        scale: opts.scale !== undefined ? { float: opts.scale } : undefined,
-      },
+      { num_heads: { int: opts.numHeads }, kv_num_heads: { int: opts.kvNumHeads }, scale: floatAttr(opts.scale) },
     );
     return { out: out!, presentKey: presentKey!, presentValue: presentValue! };
   }

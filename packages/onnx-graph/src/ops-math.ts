@@ -1,7 +1,7 @@
 import type { DType } from './dtype.js';
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
-import { MS_DOMAIN } from './graph-core.js';
+import { flagAttr, floatAttr, MS_DOMAIN } from './graph-core.js';
 import { checkAxis, requireFloat, sameDType } from './op-checks.js';
 import { broadcastShapes, type Dim, dimsCompatible, type Shape } from './shape.js';
 import type { Value } from './value.js';
@@ -9,101 +9,54 @@ import type { Value } from './value.js';
 /** A value, or a plain number turned into a scalar constant of the other operand's dtype. */
 export type Operand = Value | number;
 
+/** Elementwise ops on two operands that broadcast, by method name: ONNX op. */
+const ARITHMETIC = { add: 'Add', sub: 'Sub', mul: 'Mul', div: 'Div', pow: 'Pow', max: 'Max', min: 'Min', mod: 'Mod' } as const;
+/** As ARITHMETIC, giving bool. */
+const COMPARISONS = {
+  equal: 'Equal',
+  less: 'Less',
+  lessOrEqual: 'LessOrEqual',
+  greater: 'Greater',
+  greaterOrEqual: 'GreaterOrEqual',
+} as const;
+/** On two bool values. */
+const LOGICAL = { and: 'And', or: 'Or' } as const;
+/** Elementwise on one value, of its dtype and shape. */
+const UNARY = {
+  neg: 'Neg',
+  exp: 'Exp',
+  log: 'Log',
+  sqrt: 'Sqrt',
+  reciprocal: 'Reciprocal',
+  abs: 'Abs',
+  erf: 'Erf',
+  tanh: 'Tanh',
+  sigmoid: 'Sigmoid',
+  relu: 'Relu',
+  cos: 'Cos',
+  sin: 'Sin',
+  floor: 'Floor',
+} as const;
+/** Over `axes` (kept as size 1 unless `keepdims` is false). */
+const REDUCTIONS = { reduceSum: 'ReduceSum', reduceMean: 'ReduceMean', reduceMax: 'ReduceMax', reduceMin: 'ReduceMin' } as const;
+
+type Methods<Table, Method> = { [K in keyof Table]: Method };
+
+/** The table ops' signatures: methods of `Graph` as the class's own are. */
+export interface MathOps
+  extends Methods<typeof ARITHMETIC & typeof COMPARISONS, (this: Graph, a: Operand, b: Operand) => Value>,
+    Methods<typeof LOGICAL, (this: Graph, a: Value, b: Value) => Value>,
+    Methods<typeof UNARY, (this: Graph, x: Value) => Value>,
+    Methods<typeof REDUCTIONS, (this: Graph, x: Value, axes: readonly number[], keepdims?: boolean) => Value> {}
+
 /**
  * Arithmetic, activations, normalisations and reductions: methods of `Graph` (graph.ts mixes them in; this
  * class is never instantiated). Every op checks its operands' dtypes and shapes and throws a GraphError
  * naming the node.
  */
 export class MathOps {
-  // ---- elementwise binary -------------------------------------------------
+  // The elementwise ops and reductions that differ only in their ONNX op are the tables above, installed below.
 
-  add(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Add', a, b);
-  }
-  sub(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Sub', a, b);
-  }
-  mul(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Mul', a, b);
-  }
-  div(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Div', a, b);
-  }
-  pow(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Pow', a, b);
-  }
-  max(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Max', a, b);
-  }
-  min(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Min', a, b);
-  }
-  mod(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Mod', a, b);
-  }
-  equal(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Equal', a, b, 'bool');
-  }
-  less(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Less', a, b, 'bool');
-  }
-  lessOrEqual(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'LessOrEqual', a, b, 'bool');
-  }
-  greater(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'Greater', a, b, 'bool');
-  }
-  greaterOrEqual(this: Graph, a: Operand, b: Operand): Value {
-    return binary(this, 'GreaterOrEqual', a, b, 'bool');
-  }
-  and(this: Graph, a: Value, b: Value): Value {
-    return binary(this, 'And', a, b, 'bool');
-  }
-  or(this: Graph, a: Value, b: Value): Value {
-    return binary(this, 'Or', a, b, 'bool');
-  }
-
-  // ---- elementwise unary --------------------------------------------------
-
-  neg(this: Graph, x: Value): Value {
-    return unary(this, 'Neg', x);
-  }
-  exp(this: Graph, x: Value): Value {
-    return unary(this, 'Exp', x);
-  }
-  log(this: Graph, x: Value): Value {
-    return unary(this, 'Log', x);
-  }
-  sqrt(this: Graph, x: Value): Value {
-    return unary(this, 'Sqrt', x);
-  }
-  reciprocal(this: Graph, x: Value): Value {
-    return unary(this, 'Reciprocal', x);
-  }
-  abs(this: Graph, x: Value): Value {
-    return unary(this, 'Abs', x);
-  }
-  erf(this: Graph, x: Value): Value {
-    return unary(this, 'Erf', x);
-  }
-  tanh(this: Graph, x: Value): Value {
-    return unary(this, 'Tanh', x);
-  }
-  sigmoid(this: Graph, x: Value): Value {
-    return unary(this, 'Sigmoid', x);
-  }
-  relu(this: Graph, x: Value): Value {
-    return unary(this, 'Relu', x);
-  }
-  cos(this: Graph, x: Value): Value {
-    return unary(this, 'Cos', x);
-  }
-  sin(this: Graph, x: Value): Value {
-    return unary(this, 'Sin', x);
-  }
-  floor(this: Graph, x: Value): Value {
-    return unary(this, 'Floor', x);
-  }
   not(this: Graph, x: Value): Value {
     if (x.dtype !== 'bool') throw new GraphError('DTYPE_MISMATCH', `Not takes bool, got ${x.dtype}`, this.scoped('Not'));
     return unary(this, 'Not', x);
@@ -207,12 +160,7 @@ export class MathOps {
       'Gemm',
       [a, b, c],
       [{ dtype: a.dtype, shape: [m, n] }],
-      {
-        transA: opts.transA ? { int: 1 } : undefined,
-        transB: opts.transB ? { int: 1 } : undefined,
-        alpha: opts.alpha !== undefined ? { float: opts.alpha } : undefined,
-        beta: opts.beta !== undefined ? { float: opts.beta } : undefined,
-      },
+      { transA: flagAttr(opts.transA), transB: flagAttr(opts.transB), alpha: floatAttr(opts.alpha), beta: floatAttr(opts.beta) },
       '',
       name,
     )[0]!;
@@ -229,52 +177,15 @@ export class MathOps {
 
   /** LayerNormalization over the last axis (opset 17). */
   layerNorm(this: Graph, x: Value, scale: Value, bias: Value | undefined, epsilon: number): Value {
-    const name = this.nodeName('LayerNormalization');
-    normChecks(name, x, scale, bias);
-    return this.emit(
-      'LayerNormalization',
-      [x, scale, bias],
-      [{ dtype: x.dtype, shape: x.shape }],
-      {
-        axis: { int: -1 },
-        epsilon: { float: epsilon },
-      },
-      '',
-      name,
-    )[0]!;
+    return lastAxisNorm(this, 'LayerNormalization', x, scale, bias, epsilon);
   }
 
   /** RMSNormalization over the last axis (opset 23). */
   rmsNorm(this: Graph, x: Value, scale: Value, epsilon: number): Value {
-    const name = this.nodeName('RMSNormalization');
-    normChecks(name, x, scale, undefined);
-    return this.emit(
-      'RMSNormalization',
-      [x, scale],
-      [{ dtype: x.dtype, shape: x.shape }],
-      {
-        axis: { int: -1 },
-        epsilon: { float: epsilon },
-      },
-      '',
-      name,
-    )[0]!;
+    return lastAxisNorm(this, 'RMSNormalization', x, scale, undefined, epsilon);
   }
 
-  // ---- reductions and scans ----------------------------------------------
-
-  reduceSum(this: Graph, x: Value, axes: readonly number[], keepdims = true): Value {
-    return reduce(this, 'ReduceSum', x, axes, keepdims);
-  }
-  reduceMean(this: Graph, x: Value, axes: readonly number[], keepdims = true): Value {
-    return reduce(this, 'ReduceMean', x, axes, keepdims);
-  }
-  reduceMax(this: Graph, x: Value, axes: readonly number[], keepdims = true): Value {
-    return reduce(this, 'ReduceMax', x, axes, keepdims);
-  }
-  reduceMin(this: Graph, x: Value, axes: readonly number[], keepdims = true): Value {
-    return reduce(this, 'ReduceMin', x, axes, keepdims);
-  }
+  // ---- scans ------------------------------------------------------------
 
   cumsum(this: Graph, x: Value, axis: number, opts: { exclusive?: boolean; reverse?: boolean } = {}): Value {
     const name = this.nodeName('CumSum');
@@ -283,10 +194,7 @@ export class MathOps {
       'CumSum',
       [x, this.constant('int64', [], [axis])],
       [{ dtype: x.dtype, shape: x.shape }],
-      {
-        exclusive: opts.exclusive ? { int: 1 } : undefined,
-        reverse: opts.reverse ? { int: 1 } : undefined,
-      },
+      { exclusive: flagAttr(opts.exclusive), reverse: flagAttr(opts.reverse) },
       '',
       name,
     )[0]!;
@@ -373,6 +281,43 @@ export class MathOps {
   }
 }
 
+install(
+  ARITHMETIC,
+  (op) =>
+    function (this: Graph, a: Operand, b: Operand) {
+      return binary(this, op, a, b);
+    },
+);
+install(
+  { ...COMPARISONS, ...LOGICAL },
+  (op) =>
+    function (this: Graph, a: Operand, b: Operand) {
+      return binary(this, op, a, b, 'bool');
+    },
+);
+install(
+  UNARY,
+  (op) =>
+    function (this: Graph, x: Value) {
+      return unary(this, op, x);
+    },
+);
+install(
+  REDUCTIONS,
+  (op) =>
+    function (this: Graph, x: Value, axes: readonly number[], keepdims = true) {
+      return reduce(this, op, x, axes, keepdims);
+    },
+);
+
+/** Adds one method per table entry to MathOps, as a class method is (named, not enumerable). */
+function install(table: Record<string, string>, method: (op: string) => (this: Graph, ...args: never[]) => Value): void {
+  for (const [name, op] of Object.entries(table)) {
+    const value = Object.defineProperty(method(op), 'name', { value: name });
+    Object.defineProperty(MathOps.prototype, name, { value, writable: true, configurable: true });
+  }
+}
+
 /** Casts of initializers made so far in each graph (a body has its own), by value and target dtype (see `cast`). */
 const castsByGraph = new WeakMap<Graph, Map<Value, Map<DType, Value>>>();
 
@@ -406,7 +351,9 @@ function operands(g: Graph, name: string, a: Operand, b: Operand): [Value, Value
   return [va, vb];
 }
 
-function normChecks(name: string, x: Value, scale: Value, bias: Value | undefined): void {
+/** A normalisation over the last axis: `scale` (and `bias`) [last dim] of x's float dtype; x's dtype and shape out. */
+function lastAxisNorm(g: Graph, op: string, x: Value, scale: Value, bias: Value | undefined, epsilon: number): Value {
+  const name = g.nodeName(op);
   requireFloat(name, x);
   sameDType(name, x, scale, ...(bias ? [bias] : []));
   const last = x.shape[x.rank - 1]!;
@@ -415,6 +362,8 @@ function normChecks(name: string, x: Value, scale: Value, bias: Value | undefine
       throw new GraphError('SHAPE_MISMATCH', `norm parameter ${p} does not match the last dim of ${x}`, name);
     }
   }
+  const attrs = { axis: { int: -1 }, epsilon: { float: epsilon } };
+  return g.emit(op, [x, scale, bias], [{ dtype: x.dtype, shape: x.shape }], attrs, '', name)[0]!;
 }
 
 function reduce(g: Graph, op: string, x: Value, axes: readonly number[], keepdims: boolean): Value {

@@ -1,6 +1,7 @@
 import { type DType, floatData } from './dtype.js';
 import { GraphError } from './errors.js';
 import type { Graph } from './graph.js';
+import { flagAttr, intAttr } from './graph-core.js';
 import { checkAxis, requireIndex, sameDType } from './op-checks.js';
 import { broadcastShapes, type Dim, dimProduct, dimsCompatible, formatShape, type Shape } from './shape.js';
 import type { Value } from './value.js';
@@ -238,8 +239,8 @@ export class TensorOps {
     const e = end ?? x.rank;
     const len = Math.max(0, (e < 0 ? e + x.rank : e) - (s < 0 ? s + x.rank : s));
     return this.emit('Shape', [x], [{ dtype: 'int64', shape: [len] }], {
-      start: start !== undefined ? { int: start } : undefined,
-      end: end !== undefined ? { int: end } : undefined,
+      start: intAttr(start),
+      end: intAttr(end),
     })[0]!;
   }
 
@@ -301,7 +302,7 @@ export class TensorOps {
       [{ dtype: x.dtype, shape }],
       {
         mode: { string: mode },
-        antialias: opts.antialias ? { int: 1 } : undefined,
+        antialias: flagAttr(opts.antialias),
         coordinate_transformation_mode: opts.coordinateTransformation ? { string: opts.coordinateTransformation } : undefined,
       },
       '',

@@ -3,13 +3,10 @@ import type { Graph, Value, Weights } from '@vlmkit/onnx-graph';
 import { buildDecodeLoopModel, type DecodeLoopModelOptions } from '../decode-loop.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
-import type { ExpertsImpl } from './moe.js';
 import { ERNIE_DECODER_INPUTS } from './standalone.js';
 
-/** `experts` and `emptyModalityIf` build the step as `buildErnieTextDecoderModel` does. */
+/** `emptyModalityIf` builds the step as `buildErnieTextDecoderModel` does. */
 export interface ErnieDecodeLoopModelOptions extends DecodeLoopModelOptions {
-  /** How MoE layers run their routed experts (see `ErnieTextDecoderModelOptions`). */
-  experts?: ExpertsImpl;
   /** See `ErnieTextDecoderModelOptions`. */
   emptyModalityIf?: boolean;
 }
@@ -47,10 +44,7 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
             past: x.past,
             logitsToKeep: x.logitsToKeep,
           },
-          {
-            ...(options.experts ? { experts: options.experts } : {}),
-            ...(options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {}),
-          },
+          options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {},
         );
         return { logits: out.logits, present: out.present! };
       },

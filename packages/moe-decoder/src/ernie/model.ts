@@ -31,7 +31,7 @@ export interface ErnieTextDecoderInputs {
   logitsToKeep?: Value;
 }
 
-/** `experts`, `emptyModalityIf` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
+/** `emptyModalityIf` and `routing` (see `ErnieMoeOptions`) reach every MoE layer. */
 export interface ErnieTextDecoderOptions extends ErnieMoeOptions {
   /** Scope of the decoder's nodes and initializers (default 'decoder'). */
   scope?: string;
@@ -122,7 +122,6 @@ export function buildErnieTextDecoder(
           {
             layerIndex: i,
             routing: options.routing ?? false,
-            ...(options.experts ? { experts: options.experts } : {}),
             ...(options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {}),
           },
         ),

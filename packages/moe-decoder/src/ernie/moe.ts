@@ -1,22 +1,7 @@
-import { type Graph, interleavedGateUp, stackedExperts, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { type Graph, markRoutedExperts, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { gatedSiluMlp } from '../mlp.js';
 import type { ErnieTextConfig } from './config.js';
-import { groupedExperts } from './grouped-experts.js';
-
-/**
- * How a MoE layer runs its routed experts (the `experts` option):
- * - 'sparse' (default): per expert, only the tokens routed to it, grouped by
- *   expert (`groupedExperts`: one sort and one Split per layer and modality,
- *   Gather and MatMuls per expert): k of E experts' FLOPs per token, as vLLM's
- *   fused MoE.
- * - 'all': every expert on every token (batched MatMul over the stacked
- *   weights), combined with routing weights that are zero for unchosen
- *   experts: E/k times the FLOPs, in fewer and larger ops.
- * - 'fused': onnxruntime's com.microsoft MoE kernel per modality, on that
- *   modality's tokens (float weights only: a quantized decoder's experts are
- *   'sparse' Linear layers).
- */
-export type ExpertsImpl = 'sparse' | 'all' | 'fused';
+import { type GroupedExpertSizes, groupedExperts } from './grouped-experts.js';
 
 /** The router's choice per token over the flattened [B*S] tokens: expert ids [N, k] int64 (within the modality) and weights [N, k]. */
 export interface MoeRouting {
@@ -32,8 +17,6 @@ export interface ErnieMoeInputs {
 }
 
 export interface ErnieMoeOptions {
-  /** Default 'sparse'. */
-  experts?: ExpertsImpl;
   /**
    * Run the vision router and experts in an If that skips them when no token is a vision one (default true).
    * false runs them on the empty modality instead: on CUDA an If's condition is read on the host, a copy and
@@ -60,19 +43,18 @@ export function ernieMoe(
   options: ErnieMoeOptions = {},
 ): { out: Value; routing: MoeRouting | undefined } {
   const { hiddenSize: D, moe } = config;
-  const impl = options.experts ?? 'sparse';
   const x = inputs.hidden;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const isVision = g.cast(g.reshape(inputs.moeTokenType, [-1, 1]), 'bool'); // [N, 1]
   const isText = g.not(isVision);
-  const text = routedExperts(g, w, config, { modality: 'text', tokens, inModality: isText, impl });
-  // Sparse: each modality only wrote its own tokens' rows. All: both ran everywhere; keep each token's own.
-  const withVision = (b: Graph, vision: Value) => (impl === 'all' ? b.where(isVision, vision, text.out) : b.add(text.out, vision));
+  const text = routedExperts(g, w, config, { modality: 'text', tokens, inModality: isText });
+  // Each modality wrote its own tokens' rows only.
+  const withVision = (b: Graph, vision: Value) => b.add(text.out, vision);
   let out: Value;
   let vision: { topkIds: Value; topkWeights: Value } | undefined;
   // Routing outputs need both modalities' routers on every token, so no If then.
   if (options.routing || options.emptyModalityIf === false) {
-    const v = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision, impl });
+    const v = routedExperts(g, w, config, { modality: 'vision', tokens, inModality: isVision });
     out = withVision(g, v.out);
     vision = v;
   } else {
@@ -82,7 +64,7 @@ export function ernieMoe(
     const anyVision = g.cast(g.reduceMax(g.cast(g.reshape(isVision, [-1]), 'int32'), [0], false), 'bool');
     [out] = g.if(
       anyVision,
-      (b) => [withVision(b, routedExperts(b, w, config, { modality: 'vision', tokens, inModality: isVision, impl }).out)],
+      (b) => [withVision(b, routedExperts(b, w, config, { modality: 'vision', tokens, inModality: isVision }).out)],
       () => [text.out],
     ) as [Value];
   }
@@ -107,9 +89,8 @@ interface RoutedExpertsArgs {
   modality: 'text' | 'vision';
   /** [N, D] flattened tokens. */
   tokens: Value;
-  /** bool [N, 1]: the tokens of this modality (the 'sparse' path runs only those). */
+  /** bool [N, 1]: the tokens of this modality (the only ones its experts run). */
   inModality: Value;
-  impl: ExpertsImpl;
 }
 
 /**
@@ -123,6 +104,9 @@ interface RoutedExpertsArgs {
  * topk_weights = p[topk_ids] / max(sum, moe_norm_min) (HF clamps the sum;
  * vLLM divides by it unclamped, the same for any real sum). The weights are
  * then rounded to the compute dtype, as HF's `routing_weights.to(hidden_states.dtype)`.
+ *
+ * The experts run grouped (`groupedExperts`), and the result is marked (`markRoutedExperts`) for the
+ * `moe-experts` pass, which makes them one com.microsoft MoE / QMoE.
  */
 function routedExperts(
   g: Graph,
@@ -130,9 +114,9 @@ function routedExperts(
   config: ErnieTextConfig,
   args: RoutedExpertsArgs,
 ): { out: Value; topkIds: Value; topkWeights: Value } {
-  const { modality, tokens: x, inModality, impl } = args;
+  const { modality, tokens: x, inModality } = args;
   const k = modality === 'text' ? 0 : 1;
-  const sizes: ExpertSizes = {
+  const sizes: GroupedExpertSizes = {
     numExperts: config.moe.numExperts[k]!,
     intermediateSize: config.moe.intermediateSize[k]!,
     hiddenSize: config.hiddenSize,
@@ -143,102 +127,16 @@ function routedExperts(
   const bias = g.param(w, `${modality}_experts.e_score_correction_bias`, [E]);
   const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
   return g.scope(`${modality}_experts`, () => {
-    const { topkIds, topkWeights, routingWeights, logits, chosen } = g.scope('router', () => {
+    const { topkIds, topkWeights, logits } = g.scope('router', () => {
       const logits = g.matmul(f32(x), g.transpose(f32(gate), [1, 0])); // [N, E]
       const probs = g.softmax(logits, -1);
       const [, topkIds] = g.topk(g.add(probs, f32(bias)), topK, -1); // [N, k]
       const picked = g.gatherElements(probs, topkIds, 1);
       const topkWeights = g.div(picked, g.max(g.reduceSum(picked, [1]), normMin));
-      // The same weights scattered over all E experts, [N, E]: sum over the k picks of one_hot(expert) * weight.
-      const oneHot = g.cast(
-        g.equal(
-          g.unsqueeze(topkIds, [2]),
-          g.constant(
-            'int64',
-            [1, 1, E],
-            Array.from({ length: E }, (_, e) => e),
-          ),
-        ),
-        'float32',
-      );
-      const routingWeights = g.reduceSum(g.mul(oneHot, g.unsqueeze(topkWeights, [2])), [1], false);
-      // 'fused': which experts each token chose, bool [N, E].
-      const chosen = impl === 'fused' ? g.greater(g.reduceSum(oneHot, [1], false), g.scalar(0, 'float32')) : undefined;
-      return { topkIds, topkWeights, routingWeights, logits, chosen };
+      return { topkIds, topkWeights, logits };
     });
-
-    const ew = w.sub(`${modality}_experts`);
-    const out =
-      impl === 'sparse'
-        ? groupedExperts(g, ew, sizes, { tokens: x, topkIds, topkWeights, inModality })
-        : impl === 'fused'
-          ? fusedExperts(g, ew, sizes, { tokens: x, inModality, logits, chosen: chosen!, topK })
-          : allExperts(g, ew, sizes, { tokens: x, routingWeights });
+    const experts = groupedExperts(g, w.sub(`${modality}_experts`), sizes, { tokens: x, topkIds, topkWeights, inModality });
+    const out = markRoutedExperts(g, experts.out, { tokens: x, inModality, routerLogits: logits, topkIds, experts: experts.linears });
     return { out, topkIds, topkWeights };
-  });
-}
-
-/** One modality's experts: E experts of intermediate size I on hidden size D. */
-interface ExpertSizes {
-  numExperts: number;
-  intermediateSize: number;
-  hiddenSize: number;
-}
-
-interface ExpertsInputs {
-  /** [N, D]. */
-  tokens: Value;
-  /** [N, E] float32: each token's weight for each expert, zero for the experts it did not choose (used in the tokens' dtype). */
-  routingWeights: Value;
-}
-
-/**
- * Every expert on every token ('all'), weights on the left so no [E, ., .]
- * weight is ever transposed (a folded transpose would copy all expert
- * weights at session load): [E, 2I, D] x [D, N] -> SiLU(gate) * up
- * [E, I, N] -> [E, D, I] x [E, I, N] -> [E, D, N], summed with the routing
- * weights. Reads the stacked `w13_weight` / `w2_weight`.
- */
-function allExperts(g: Graph, w: Weights, sizes: ExpertSizes, inputs: ExpertsInputs): Value {
-  const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
-  const like = (v: Value) => g.cast(v, inputs.tokens.dtype);
-  const w13 = like(g.param(w, 'w13_weight', [E, 2 * I, D]));
-  const w2 = like(g.param(w, 'w2_weight', [E, D, I]));
-  const experts = g.scope('experts', () => {
-    const gateUp = g.matmul(w13, g.transpose(inputs.tokens, [1, 0]));
-    const [gt, up] = g.split(gateUp, [I, I], 1);
-    return g.matmul(w2, g.mul(g.silu(gt!), up!));
-  });
-  const perExpert = g.unsqueeze(g.transpose(like(inputs.routingWeights), [1, 0]), [1]); // [E, 1, N]
-  return g.transpose(g.reduceSum(g.mul(experts, perExpert), [0], false), [1, 0]); // [N, D]
-}
-
-/**
- * The modality's routed experts as one com.microsoft MoE ('fused'), on its own tokens (NonZero, Gather; the
- * result scattered back, other rows zero). The op routes by itself (softmax of its router input, top-k,
- * renormalized), and ERNIE's router does not: it chooses by softmax + e_score_correction_bias and weights by
- * the softmax without the bias. So the op is given the logits of the experts this router chose and -1e30 for
- * the rest: its softmax over them is p_i / sum(p of the chosen) (shift-invariant), its top-k are exactly the
- * chosen, and its renormalized weights are ERNIE's (the moe_norm_min clamp only acts on sums below it, which k
- * softmax probabilities never are). Weights: the checkpoint's per-expert gate/up/down, packed once at save
- * (`interleavedGateUp`, `stackedExperts`), float32 ([E, 2I, D] + [E, D, I] per modality).
- */
-function fusedExperts(
-  g: Graph,
-  w: Weights,
-  sizes: ExpertSizes,
-  inputs: { tokens: Value; inModality: Value; logits: Value; chosen: Value; topK: number },
-): Value {
-  const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
-  const { tokens: x } = inputs;
-  const per = (name: string, shape: [number, number]) => Array.from({ length: E }, (_, e) => g.paramRef(w.sub(`${e}`), name, shape));
-  return g.scope('experts', () => {
-    const like = (v: Value) => g.cast(v, x.dtype);
-    const fc1 = like(g.initializer(g.scoped('fc1'), interleavedGateUp(per('gate_proj.weight', [I, D]), per('up_proj.weight', [I, D]))));
-    const fc2 = like(g.initializer(g.scoped('fc2'), stackedExperts(per('down_proj.weight', [D, I]))));
-    const rows = g.reshape(g.nonZero(g.reshape(inputs.inModality, [-1])), [-1]); // [M]
-    const router = g.where(inputs.chosen, inputs.logits, g.scalar(-1e30, 'float32'));
-    const y = g.moe(g.gather(x, rows, 0), like(g.gather(router, rows, 0)), fc1, fc2, { k: inputs.topK });
-    return g.scatterND(g.mul(x, 0), g.unsqueeze(rows, [1]), y);
   });
 }

@@ -4,11 +4,8 @@ import { rewriteDecoderModel } from '../model-passes.js';
 import type { DecoderModelOptions } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
 import { buildErnieTextDecoder } from './model.js';
-import type { ExpertsImpl } from './moe.js';
 
 export interface ErnieTextDecoderModelOptions extends DecoderModelOptions {
-  /** How MoE layers run their routed experts (`ExpertsImpl`): 'sparse' (default), 'all' or 'fused'. */
-  experts?: ExpertsImpl;
   /** The If that skips the vision experts when no token is a vision one (`ErnieMoeOptions`; default true). */
   emptyModalityIf?: boolean;
   /** Also output each layer's hidden state as `hidden_states.{i}` [B, S, D] (tests, debugging). */
@@ -107,7 +104,6 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
     },
     {
       routing: options.outputRouting ?? false,
-      ...(options.experts ? { experts: options.experts } : {}),
       ...(options.emptyModalityIf !== undefined ? { emptyModalityIf: options.emptyModalityIf } : {}),
       ...(options.kvCache ? { kvCache: options.kvCache } : {}),
     },
