@@ -2,8 +2,8 @@
 // --past positions) of the standalone decoder built four ways, timed interleaved on one device:
 //   onnx          the standard ops (opset-23 Attention, RMSNormalization, RotaryEmbedding; sparse experts)
 //   contrib-mha   fused norms, rotary and MultiHeadAttention; experts still the sparse per-expert MatMuls
-//   contrib-moe   the same with the fused MoE (the models' cuda profile)
-//   contrib-gqa   GroupQueryAttention instead of MultiHeadAttention, fused MoE
+//   contrib-moe   the same with the experts as one com.microsoft MoE per modality (moe-experts; the cuda profile)
+//   contrib-gqa   GroupQueryAttention instead of MultiHeadAttention, MoE
 // Prints the median step per variant (medians over --rounds rounds of --steps steps each). Not a test; needs
 // `pnpm build`. usage: node tools/bench/ops-decode-ab.mjs --model DIR [--past 1024] [--steps 10] [--rounds 3] [--threads N]
 
@@ -41,21 +41,21 @@ const [P, steps, rounds] = [Number(o.past), Number(o.steps), Number(o.rounds)];
 // Build options, passes among them (onnx-graph PASSES by name; float32's default kernel is MultiHeadAttention).
 // The contrib builds drop the empty-modality If as the cuda profile does; the GQA variant keeps it.
 const contrib = (kernel = '') => resolvePasses(['skip-rms-norm', 'skip-layer-norm', `contrib-attention${kernel}`]);
+const moe = resolvePasses(['moe-experts']);
 const VARIANTS = {
   onnx: {},
-  'contrib-mha': { experts: 'sparse', emptyModalityIf: false, passes: contrib() },
-  'contrib-moe': { experts: 'fused', emptyModalityIf: false, passes: contrib() },
-  'contrib-gqa': { experts: 'fused', passes: contrib('-gqa') },
+  'contrib-mha': { emptyModalityIf: false, passes: contrib() },
+  'contrib-moe': { emptyModalityIf: false, passes: [...contrib(), ...moe] },
+  'contrib-gqa': { passes: [...contrib('-gqa'), ...moe] },
 };
 const ckpt = await Checkpoint.open(dir);
 const sessions = {};
+const { decoder } = await mapErnie45VL(ckpt, {
+  vision: { parameters: [] },
+  resampler: { parameters: [] },
+  decoder: { parameters: ernieTextExpectedParameters(config), config },
+});
 for (const [name, opts] of Object.entries(VARIANTS)) {
-  const parameters = ernieTextExpectedParameters(config, opts.experts ? { experts: opts.experts } : {});
-  const { decoder } = await mapErnie45VL(ckpt, {
-    vision: { parameters: [] },
-    resampler: { parameters: [] },
-    decoder: { parameters, config },
-  });
   const graph = buildErnieTextDecoderModel(decoder, config, opts);
   const { bytes, externalData } = await serializeModel(graph);
   sessions[name] = await ort.InferenceSession.create(bytes, {

@@ -3,8 +3,8 @@
 // computed on the host (rotary tables, 3D position ids, gather indices) is described in the manifest with the
 // numbers a port needs (inverse frequencies as float32, token ids, merge sizes); tools/export/run-exported.mjs
 // is such a port, in plain JavaScript on onnxruntime-node, tested against `vlmkit forward`.
-import { readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { rm, stat, writeFile } from 'node:fs/promises';
+import { basename, join, relative, resolve } from 'node:path';
 import { KV_CACHE_IO, type KvCacheDType, kvCacheDType } from '@vlmkit/moe-decoder';
 import { type ComputeDType, declaredTensors, type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
@@ -170,9 +170,7 @@ async function exportInto(
   const family = familyOf(configFile);
   const ckpt = await Checkpoint.open(root);
   const files: ExportManifest['source']['files'] = {};
-  for (const f of (await readdir(root)).filter((n) => n.endsWith('.safetensors')).sort()) {
-    files[f] = { size: (await stat(join(root, f))).size, sha256: await sha256File(join(root, f)) };
-  }
+  for (const path of ckpt.files()) files[relative(root, path)] = { size: (await stat(path)).size, sha256: await sha256File(path) };
   const t = options.externalThreshold;
   const computeDtype = checkComputeDtype(options);
   let manifest: ExportManifest;

@@ -23,7 +23,7 @@ import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, rmd
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type Graph, saveModel } from '@vlmkit/onnx-graph';
-import { describeFileKind } from '@vlmkit/safetensors';
+import { checkpointFiles, describeFileKind } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
 /**
@@ -261,8 +261,8 @@ export class GraphCache {
 
   /**
    * The key of a graph built from `checkpointDir`: its nodes, inputs, outputs and initializer descriptions,
-   * with every file an initializer reads named by its content digest, plus the digests of every
-   * .safetensors file of the checkpoint (lazy tensors read those too) and of `extraFiles`.
+   * with every file an initializer reads named by its content digest, plus the digests of the checkpoint's
+   * weight files (`checkpointFiles`: lazy tensors read those too) and of `extraFiles`.
    */
   async key(
     g: Graph,
@@ -289,8 +289,7 @@ export class GraphCache {
       const where = ref.kind === 'file' ? [await digest(ref.path), ref.byteOffset, ref.byteLength] : ref.kind;
       h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
     }
-    const shards = (await readdir(checkpointDir)).filter((f) => f.endsWith('.safetensors')).sort();
-    for (const f of shards) h.update(`shard:${f}:${await digest(join(checkpointDir, f))}`);
+    for (const f of (await checkpointFiles(checkpointDir)).files) h.update(`shard:${basename(f)}:${await digest(f)}`);
     for (const f of extraFiles) h.update(`extra:${basename(f)}:${await digest(f)}`);
     return { key: h.digest('hex').slice(0, 24), inputs };
   }

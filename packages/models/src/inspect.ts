@@ -1,11 +1,11 @@
 // The quick check of a downloaded checkpoint: everything a load reads before it builds a graph, with every
-// problem kept instead of the first one thrown. config.json through the model's own reader, every safetensors
-// header (Checkpoint.open), the weight mapping (weight-mapper's tables against each component's
+// problem kept instead of the first one thrown. config.json through the model's own reader, the headers of the
+// weight files a load reads (Checkpoint.open: model.safetensors, else the index's shards), the weight mapping (weight-mapper's tables against each component's
 // expectedParameters: names, shapes, dtypes), and a LoRA adapter if given. No graph is built and no tensor
 // data is read.
 import { resolve } from 'node:path';
 import { ConfigError } from '@vlmkit/config';
-import { Checkpoint, SafetensorsError } from '@vlmkit/safetensors';
+import { Checkpoint, checkpointFiles, SafetensorsError } from '@vlmkit/safetensors';
 import { type LoraAdapter, MappingError, type MappingReport, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { readConfigFile } from './config-file.js';
 import { ModelError } from './errors.js';
@@ -34,6 +34,11 @@ export interface InspectReport {
   readonly modelType: string | undefined;
   /** The .safetensors files whose headers were read, with their tensor counts. */
   readonly files: readonly { readonly path: string; readonly tensors: number }[];
+  /**
+   * Other .safetensors and index files in the directory, which a load does not read (transformers reads
+   * model.safetensors, else the index's shards): a reference dump, an adapter. Listed, not problems.
+   */
+  readonly unread: readonly string[];
   readonly components: readonly InspectComponent[];
   /** Checkpoint tensors by what the mapping did with them. */
   readonly tensors: {
@@ -78,6 +83,7 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
     dir: root,
     modelType: undefined,
     files: [],
+    unread: [],
     components: [],
     tensors: empty,
     adapter: undefined,
@@ -97,7 +103,9 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
   }
 
   let ckpt: Checkpoint;
+  let unread: readonly string[];
   try {
+    unread = (await checkpointFiles(root)).unread;
     ckpt = await Checkpoint.open(root);
   } catch (e) {
     problems.push(problem(e));
@@ -129,7 +137,7 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
       if (e instanceof MappingError && e.report !== undefined) report = e.report;
       else problems.push(problem(e));
     }
-    if (report === undefined) return done({ modelType: family.modelTypes[0], files });
+    if (report === undefined) return done({ modelType: family.modelTypes[0], files, unread });
 
     const missing = report.missing.filter((m) => m.required);
     for (const m of missing) {
@@ -158,6 +166,7 @@ export async function inspectCheckpoint(dir: string, options: InspectOptions = {
     return done({
       modelType: family.modelTypes[0],
       files,
+      unread,
       components: [...components.values()],
       tensors: {
         mapped: report.consumed.length,
@@ -179,6 +188,7 @@ export function formatInspectReport(r: InspectReport): string {
   const lines = [`checkpoint ${r.dir}`];
   if (r.modelType !== undefined) lines.push(`model_type ${r.modelType}`);
   for (const f of r.files) lines.push(`  file ${f.path}: ${n(f.tensors)} tensors, header read`);
+  for (const f of r.unread) lines.push(`  file ${f}: not read (not a weight file of this checkpoint)`);
   for (const c of r.components) lines.push(`  ${c.name}: ${n(c.parameters)} parameters in ${n(c.tensors)} tensors`);
   if (r.components.length > 0) {
     const total = r.components.reduce((a, c) => a + c.parameters, 0);

@@ -191,16 +191,16 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
   try {
-    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(await Checkpoint.open(root)), build));
+    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await Checkpoint.open(root))), build));
     const t1 = performance.now();
     const visionName = `${name}-vision`;
     // Each session is held as soon as it exists: a progress callback that throws after it still releases it.
-    const vision = await steps.session(visionName, async (onSession) =>
+    const vision = await steps.session(visionName, { quantize: visionBuild.quantize !== undefined }, async (onSession) =>
       held.session(await cachedSession(spec.visionGraph(mapped, visionBuild), root, visionName, session, { onSession })),
     );
     const decoderName = build.loop === 'graph' ? `${name}-decode-loop` : `${name}-decoder`;
     const extraFiles = spec.extraFiles?.(mapped);
-    const decoder = await steps.session(decoderName, async (onSession) =>
+    const decoder = await steps.session(decoderName, { quantize: build.quantize !== undefined }, async (onSession) =>
       held.session(
         await cachedSession(spec.decoderGraph(mapped, build), root, decoderName, session, {
           ...(extraFiles ? { extraFiles } : {}),

@@ -1,7 +1,7 @@
 // Execution profiles: how a model runs on a device, decided once per device from measurements. The user
 // chooses the device, the compute dtype and quantization (model-load.ts `LoadOptions`); everything else is
 // here, and a benchmark overrides it by passing `profile: { loop: 'graph' }` or another profile by name.
-import type { ExpertsImpl, KvCacheMode } from '@vlmkit/moe-decoder';
+import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import { type OpSet, PASS_NAMES, type PassName } from '@vlmkit/onnx-graph';
 import { chooseDevice, type DeviceRequest, findCudaBinaries, probeNvidiaGpu } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
@@ -28,8 +28,6 @@ export interface Profile {
    * `ErnieMoeOptions.emptyModalityIf`); false runs them on the empty modality instead.
    */
   readonly emptyModalityIf: boolean;
-  /** How ERNIE's MoE layers run their routed experts (moe-decoder `ExpertsImpl`); a quantized decoder keeps 'sparse'. */
-  readonly experts: ExpertsImpl;
   /** How long the vision encoder's session lives (`VisionSessionMode`). */
   readonly visionSession: VisionSessionMode;
   /** ORT's prepacking of constant weights: always, never, or for quantized graphs only (MatMulNBits needs it). */
@@ -58,11 +56,10 @@ const CPU: Profile = {
   loop: 'host',
   // models README "Decoder passes" (tools/bench/ops-ab.mjs): the contrib passes prefill faster but decode slower.
   // An 'append' cache is read in place (float32 only; the pass matches nothing in a 'concat' or loop graph).
+  // No 'moe-experts' (ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
   decoderPasses: ['append-attention'],
   // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
   emptyModalityIf: true,
-  // models README "Decoder passes" (tools/bench/ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
-  experts: 'sparse',
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
   visionSession: 'resident',
   // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
@@ -85,12 +82,11 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     ...CPU,
     name: 'cuda',
     // tools/gpu/README.md "Fused ops": the fused attention kernels are what the CUDA EP has for 16-bit graphs,
-    // and every contrib node stayed on the device in the placement list.
-    decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'append-attention'],
+    // and every contrib node stayed on the device in the placement list; ERNIE's experts are one MoE kernel
+    // per modality (QMoE when quantized).
+    decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'moe-experts', 'append-attention'],
     // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
     emptyModalityIf: false,
-    // onnxruntime's MoE kernel per modality.
-    experts: 'fused',
   },
 };
 
@@ -98,7 +94,7 @@ export const PROFILE_NAMES = Object.keys(PROFILES) as ProfileName[];
 
 /**
  * The CLI's `--ops` shorthand, profile fields over the device's profile: 'contrib' takes the cuda profile's
- * decoder rewrites (its passes, no empty-modality If), 'onnx' the cpu profile's; experts stay the profile's.
+ * decoder rewrites (its passes, ERNIE's experts as MoE among them, no empty-modality If), 'onnx' the cpu profile's.
  */
 export const OPS_FIELDS: Readonly<Record<OpSet, ProfileOverrides>> = {
   onnx: { decoderPasses: PROFILES.cpu.decoderPasses, emptyModalityIf: PROFILES.cpu.emptyModalityIf },
@@ -106,7 +102,6 @@ export const OPS_FIELDS: Readonly<Record<OpSet, ProfileOverrides>> = {
 };
 
 const KV_CACHE_MODES = ['append', 'concat'] as const satisfies readonly KvCacheMode[];
-const EXPERTS = ['sparse', 'all', 'fused'] as const satisfies readonly ExpertsImpl[];
 
 /** What each field accepts: a list of values, or a check with what it expects. */
 const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) => boolean, string] } = {
@@ -118,7 +113,6 @@ const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) =
     `a list of pass names (${PASS_NAMES.join(', ')})`,
   ],
   emptyModalityIf: [true, false],
-  experts: EXPERTS,
   visionSession: VISION_SESSION_MODES,
   prepack: [true, false, 'quantized'],
   threads: [(v) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1), 'an integer >= 1, or undefined'],

@@ -133,7 +133,7 @@ describe('decoders built plainly, then rewritten by the attention passes', () =>
       ['gqa', 'float32', 'GroupQueryAttention'],
       ['mha', 'bfloat16', 'MultiHeadAttention'],
     ] as const) {
-      const e = buildErnieTextDecoderModel(ew, tinyConfig, { experts: 'fused', computeDtype });
+      const e = buildErnieTextDecoderModel(ew, tinyConfig, { computeDtype });
       const g = buildGraniteTextDecoderModel(gw, tinyGraniteConfig, { levels: [], computeDtype });
       expect(applyPasses(e, contribPasses(kernel))[`contrib-attention-${kernel}`]).toBe(3);
       expect(applyPasses(g, contribPasses(kernel))[`contrib-attention-${kernel}`]).toBe(2);

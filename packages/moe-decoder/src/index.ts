@@ -18,7 +18,7 @@ export {
   type ErnieTextDecoderOptions,
   type ErnieTextDecoderOutputs,
 } from './ernie/model.js';
-export type { ExpertsImpl, MoeRouting } from './ernie/moe.js';
+export type { MoeRouting } from './ernie/moe.js';
 export { ernieTextExpectedParameters } from './ernie/parameters.js';
 export { ernieDecodePositions, ernieRotaryTables } from './ernie/rotary.js';
 export {

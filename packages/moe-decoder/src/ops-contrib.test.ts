@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { applyPasses, CONTRIB_PASSES, everyNode, type Graph } from '@vlmkit/onnx-graph';
+import { applyPasses, CONTRIB_PASSES, everyNode, type Graph, moeExpertsPass } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernieTextConfigFromHf } from './ernie/config.js';
@@ -52,8 +52,8 @@ describe('decoders built with com.microsoft fused ops', () => {
     graphs.ernieMoeLayers = ernie.mlpLayerTypes.filter((t) => t === 'sparse').length;
     graphs.ernie = {
       onnx: buildErnieTextDecoderModel(ew, ernie),
-      mha: buildErnieTextDecoderModel(ew, ernie, { experts: 'fused', emptyModalityIf: false, passes: CONTRIB_PASSES }),
-      gqa: withGqa(buildErnieTextDecoderModel(ew, ernie, { experts: 'fused' })),
+      mha: buildErnieTextDecoderModel(ew, ernie, { emptyModalityIf: false, passes: [...CONTRIB_PASSES, moeExpertsPass] }),
+      gqa: withGqa(buildErnieTextDecoderModel(ew, ernie, { passes: [moeExpertsPass] })),
       layers: ernie.numHiddenLayers,
       unfused: 1,
     };

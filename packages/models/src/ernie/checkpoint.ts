@@ -24,18 +24,16 @@ export const ERNIE_CHECKPOINT: FamilyCheckpoint<Ernie45VLConfig, ErnieWeights> =
   processor: ERNIE_PROCESSOR,
   cacheName: 'ernie',
   config: (json, generation, { reference }) => ernie45VLConfig(json, reference ?? 'vllm', generation),
-  weights: (ckpt, config, { allowMissing, decoder }) =>
-    loadErnieWeights(ckpt, config, { ...(allowMissing ? { allowMissing } : {}), ...(decoder ? { experts: decoder.experts } : {}) }),
+  weights: (ckpt, config, { allowMissing }) => loadErnieWeights(ckpt, config, allowMissing ? { allowMissing } : {}),
   visionGraph: (config, w, build) => buildErnieVisionEncoder(w.vision, w.resampler, config, build),
-  decoderGraph: (config, w, { loop, kvCache, quantize, passes, experts, emptyModalityIf, computeDtype, logitsToKeep }) =>
+  decoderGraph: (config, w, { loop, kvCache, quantize, passes, emptyModalityIf, computeDtype, logitsToKeep }) =>
     loop === 'graph'
-      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, passes, experts, emptyModalityIf, computeDtype })
+      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, passes, emptyModalityIf, computeDtype })
       : buildErnieTextDecoderModel(w.decoder, config.text, {
           logitsToKeep,
           kvCache,
           quantize,
           passes,
-          experts,
           emptyModalityIf,
           computeDtype,
         }),

@@ -17,8 +17,6 @@ export const ernie45VL: ModelFamily<Ernie45VLConfig, ErnieWeights, Ernie45VL> = 
   parameterDocs: () => {
     const config = ernie45VLConfig(ernie28b);
     const table = ernie45VlMapping(ernieComponents(config));
-    const all = ernie45VlMapping(ernieComponents(config, { experts: 'all' }));
-    const sparse = new Set(table.components.decoder.map((p) => p.name));
     return {
       title: 'ERNIE-4.5-VL (ERNIE-4.5-VL-28B-A3B)',
       table,
@@ -37,12 +35,10 @@ temporal_* parameters are not read.`,
 all experts of a layer in one list: text experts \`j < Et\`, then vision experts
 \`j = Et + e\` (vLLM's moe_offset); the routers transposed (\`[D, E]\`) as
 \`mlp.gate.weight\` / \`mlp.gate.weight_1\`; both correction biases as the rows of
-\`mlp.moe_statics.e_score_correction_bias\`. The default sparse expert path reads
-each expert as stored, in place. Tied embeddings: the head reads
+\`mlp.moe_statics.e_score_correction_bias\`. Each expert is read as stored, in
+place. Tied embeddings: the head reads
 \`embed_tokens.weight\`, no \`lm_head.weight\` is read (a stored one is ignored).`,
         table.components.decoder,
-        "With `experts: 'all'` (every expert on every token) the decoder reads the stacked experts instead of the per-expert rows:",
-        all.components.decoder.filter((p) => !sparse.has(p.name)),
       ],
     };
   },

@@ -1,4 +1,4 @@
-import { type ExpertsImpl, ernieTextExpectedParameters } from '@vlmkit/moe-decoder';
+import { ernieTextExpectedParameters } from '@vlmkit/moe-decoder';
 import type { Weights } from '@vlmkit/onnx-graph';
 import { expectedParameters as resamplerParameters } from '@vlmkit/resampler';
 import type { Checkpoint } from '@vlmkit/safetensors';
@@ -6,22 +6,17 @@ import { expectedErnieVisionParameters } from '@vlmkit/vision-tower';
 import { type Ernie45VlComponents, type MapOptions, type MappingReport, mapErnie45VL } from '@vlmkit/weight-mapper';
 import type { Ernie45VLConfig } from './config.js';
 
-export interface ErnieWeightOptions extends MapOptions {
-  /** How the decoder that will read the weights runs its routed experts (its list follows): default 'sparse'. */
-  experts?: ExpertsImpl;
-}
-
 /**
  * What the mapper takes for ERNIE-4.5-VL: each component's parameter list
  * (a dry run of its builder) and the decoder's parsed config. Nothing is
  * parsed here: `config` is the model's config, built from the components'.
  */
-export function ernieComponents(config: Ernie45VLConfig, options: { experts?: ExpertsImpl } = {}): Ernie45VlComponents {
+export function ernieComponents(config: Ernie45VLConfig): Ernie45VlComponents {
   return {
     vision: { parameters: expectedErnieVisionParameters(config.vision) },
     resampler: { parameters: resamplerParameters(config.resampler) },
     decoder: {
-      parameters: ernieTextExpectedParameters(config.text, options.experts ? { experts: options.experts } : {}),
+      parameters: ernieTextExpectedParameters(config.text),
       config: config.text,
     },
   };
@@ -31,8 +26,7 @@ export function ernieComponents(config: Ernie45VLConfig, options: { experts?: Ex
 export function loadErnieWeights(
   ckpt: Checkpoint,
   config: Ernie45VLConfig,
-  options: ErnieWeightOptions = {},
+  options: MapOptions = {},
 ): Promise<{ vision: Weights; resampler: Weights; decoder: Weights; report: MappingReport }> {
-  const { experts, ...map } = options;
-  return mapErnie45VL(ckpt, ernieComponents(config, experts ? { experts } : {}), map);
+  return mapErnie45VL(ckpt, ernieComponents(config), options);
 }

@@ -28,9 +28,15 @@ export interface GroupedExpertsInputs {
  *    `nn.linear`) and the SiLU product;
  * 3. the outputs go back to (token, pick) order, are scaled by their routing weights and summed over the
  *    k picks in expert order: one rounding per add in the tokens' dtype, as HF's `final_hidden_states.index_add_`.
- * A pick with routing weight exactly 0 is run and scaled by 0. Returns [N, D] in the tokens' dtype.
+ * A pick with routing weight exactly 0 is run and scaled by 0. Returns `out` [N, D] in the tokens' dtype, and
+ * each expert's Linear outputs (what `markRoutedExperts` records).
  */
-export function groupedExperts(g: Graph, w: Weights, sizes: GroupedExpertSizes, inputs: GroupedExpertsInputs): Value {
+export function groupedExperts(
+  g: Graph,
+  w: Weights,
+  sizes: GroupedExpertSizes,
+  inputs: GroupedExpertsInputs,
+): { out: Value; linears: { gate: Value; up: Value; down: Value }[] } {
   const { numExperts: E, intermediateSize: I, hiddenSize: D } = sizes;
   const { tokens: x, topkIds, topkWeights, inModality } = inputs;
   const k = topkIds.shape[1];
@@ -52,19 +58,19 @@ export function groupedExperts(g: Graph, w: Weights, sizes: GroupedExpertSizes, 
     return { tokenOfPick, counts, pickWeights, inverse };
   });
   const groups = g.splitDynamic(tokenOfPick, counts, E + 1, 0);
-  const ys: Value[] = [];
-  for (let e = 0; e < E; e++) {
-    ys.push(
-      g.scope(`${e}`, () => {
-        const ew = w.sub(`${e}`);
-        const xs = g.gather(x, groups[e]!, 0); // [M_e, D]
-        const proj = (v: Value, name: string, shape: { in: number; out: number }) => nn.linear(g, v, ew, name, { bias: false, ...shape });
-        const h = g.mul(g.silu(proj(xs, 'gate_proj', { in: D, out: I })), proj(xs, 'up_proj', { in: D, out: I }));
-        return proj(h, 'down_proj', { in: I, out: D }); // [M_e, D]
-      }),
-    );
-  }
-  return g.scope('combine', () => {
+  const linears = Array.from({ length: E }, (_, e) =>
+    g.scope(`${e}`, () => {
+      const ew = w.sub(`${e}`);
+      const xs = g.gather(x, groups[e]!, 0); // [M_e, D]
+      const proj = (v: Value, name: string, shape: { in: number; out: number }) => nn.linear(g, v, ew, name, { bias: false, ...shape });
+      const gate = proj(xs, 'gate_proj', { in: D, out: I });
+      const act = g.silu(gate);
+      const up = proj(xs, 'up_proj', { in: D, out: I });
+      return { gate, up, down: proj(g.mul(act, up), 'down_proj', { in: I, out: D }) }; // down [M_e, D]
+    }),
+  );
+  const ys = linears.map((l) => l.down);
+  const out = g.scope('combine', () => {
     const dropped = g.gather(counts, g.constant('int64', [1], [E]), 0); // [1]: picks of the other modality
     const zeros = g.constantOfShape(g.concat([dropped, g.constant('int64', [1], [D])], 0), 0, x.dtype);
     const sorted = g.concat([...ys, g.cast(zeros, x.dtype)], 0); // [P, D] in expert order
@@ -73,4 +79,5 @@ export function groupedExperts(g: Graph, w: Weights, sizes: GroupedExpertSizes, 
     const picks = g.split(scaled, Array(k).fill(1), 1).map((p) => g.reshape(p, [-1, D]));
     return picks.slice(1).reduce((acc, p) => g.add(acc, p), picks[0]!); // [N, D]
   });
+  return { out, linears };
 }

@@ -1,4 +1,4 @@
-import { everyNode, Graph, modelBytes } from '@vlmkit/onnx-graph';
+import { everyNode, Graph, type GraphPass, modelBytes, moeExpertsPass } from '@vlmkit/onnx-graph';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MoeDecoderError } from '../errors.js';
 import { f32, i64, maxAbs, maxAbsDiff, randn, run, sessionFor } from '../test-utils/ort.js';
@@ -45,10 +45,13 @@ function feeds(inp: RefInputs) {
   return f;
 }
 
-describe.each(['sparse', 'all'] as const)('ERNIE text decoder vs a plain-TypeScript reference (random weights, %s experts)', (experts) => {
+describe.each<{ experts: string; passes: GraphPass[] }>([
+  { experts: 'as built', passes: [] },
+  { experts: 'moe-experts (com.microsoft MoE)', passes: [moeExpertsPass] },
+])('ERNIE text decoder vs a plain-TypeScript reference (random weights, experts $experts)', ({ passes }) => {
   let session: Awaited<ReturnType<typeof sessionFor>>;
   beforeAll(async () => {
-    session = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { outputHiddenStates: true, experts }));
+    session = await sessionFor(buildErnieTextDecoderModel(weights, cfg, { outputHiddenStates: true, passes }));
   });
 
   it('runs the vision router and experts inside an If per MoE layer (skipped without vision tokens), or none with emptyModalityIf false', () => {
@@ -56,17 +59,18 @@ describe.each(['sparse', 'all'] as const)('ERNIE text decoder vs a plain-TypeScr
     expect(moeLayers).toBeGreaterThan(0);
     const visionIfs = (g: ReturnType<typeof buildErnieTextDecoderModel>) =>
       g.snapshot().nodes.filter((n) => n.opType === 'If' && /\.mlp\./.test(n.name ?? '')).length;
-    expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { experts }))).toBe(moeLayers);
-    expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { experts, emptyModalityIf: false }))).toBe(0);
+    expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { passes }))).toBe(moeLayers);
+    expect(visionIfs(buildErnieTextDecoderModel(weights, cfg, { passes, emptyModalityIf: false }))).toBe(0);
   });
 
-  it('runs its experts the way it was asked to: sparse groups the routed tokens by expert (one E + 1 way Split per modality and MoE layer), all does not', () => {
-    const nodes = [...everyNode(buildErnieTextDecoderModel(weights, cfg, { experts }).snapshot().nodes)];
+  it('as built, groups the routed tokens by expert (one E + 1 way Split per modality and MoE layer); the pass leaves one MoE each', () => {
+    const nodes = [...everyNode(buildErnieTextDecoderModel(weights, cfg, { passes }).snapshot().nodes)];
     const groupings = nodes.filter((n) => n.opType === 'Split' && cfg.moe.numExperts.some((e) => n.output?.length === e + 1));
     const moeLayers = cfg.mlpLayerTypes.filter((t) => t === 'sparse').length;
-    expect(groupings.length).toBe(experts === 'sparse' ? 2 * moeLayers : 0);
+    expect(groupings.length).toBe(passes.length === 0 ? 2 * moeLayers : 0);
+    expect(nodes.filter((n) => n.opType === 'MoE').length).toBe(passes.length === 0 ? 0 : 2 * moeLayers);
     // No per-expert NonZero + ScatterND (16 nodes per expert; ORT's session creation is quadratic in such values).
-    if (experts === 'sparse') {
+    if (passes.length === 0) {
       expect(nodes.some((n) => /\.mlp\./.test(n.name ?? '') && (n.opType === 'NonZero' || n.opType === 'ScatterND'))).toBe(false);
     }
   });
@@ -120,8 +124,6 @@ describe('graph structure', () => {
     // Sparse experts (the default) embed each expert's own weights, never the stacked ones.
     expect(initializers.some((e) => e.name === 'decoder.layers.2.mlp.vision_experts.0.down_proj.weight')).toBe(true);
     expect(initializers.some((e) => e.name.endsWith('w13_weight'))).toBe(false);
-    const all = buildErnieTextDecoderModel(weights, cfg, { experts: 'all' }).snapshot().initializers;
-    expect(all.some((e) => e.name === 'decoder.layers.2.mlp.vision_experts.w13_weight')).toBe(true);
     // Deterministic: the same inputs give the same bytes.
     const again = buildErnieTextDecoderModel(weights, cfg);
     expect(Buffer.from(await modelBytes(g)).equals(Buffer.from(await modelBytes(again)))).toBe(true);

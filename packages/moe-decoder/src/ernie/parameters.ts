@@ -1,18 +1,15 @@
 import { type ParameterSpec, recordParameters } from '@vlmkit/onnx-graph';
 import type { ErnieTextConfig } from './config.js';
-import type { ExpertsImpl } from './moe.js';
 import { buildErnieTextDecoderModel } from './standalone.js';
 
 /**
  * The parameters `buildErnieTextDecoder` reads, under the names of
  * docs/parameter-names.md (vLLM's module tree with packed qkv_proj /
  * gate_up_proj): a dry run of the builder (vLLM: named_parameters()), so the
- * list follows the build options. The routed experts are read as the
- * `experts` option runs them: 'sparse' (default) per expert, as checkpoints
- * store them (`{text,vision}_experts.{e}.{gate,up,down}_proj.weight`), 'all'
- * stacked (`{text,vision}_experts.w13_weight` / `w2_weight`). With tied
- * embeddings the head reads `embed_tokens.weight` (no `lm_head.weight`).
+ * list follows the build. The routed experts are read per expert, as
+ * checkpoints store them (`{text,vision}_experts.{e}.{gate,up,down}_proj.weight`).
+ * With tied embeddings the head reads `embed_tokens.weight` (no `lm_head.weight`).
  */
-export function ernieTextExpectedParameters(config: ErnieTextConfig, options: { experts?: ExpertsImpl } = {}): ParameterSpec[] {
-  return recordParameters((weights) => buildErnieTextDecoderModel(weights, config, options.experts ? { experts: options.experts } : {}));
+export function ernieTextExpectedParameters(config: ErnieTextConfig): ParameterSpec[] {
+  return recordParameters((weights) => buildErnieTextDecoderModel(weights, config));
 }

@@ -2,18 +2,13 @@ import type { Weights } from '@vlmkit/onnx-graph';
 import type { Checkpoint } from '@vlmkit/safetensors';
 import { type MappingReport, mapErnie45VL, mapGranite4Vision } from '@vlmkit/weight-mapper';
 import type { ErnieTextConfig } from '../ernie/config.js';
-import type { ExpertsImpl } from '../ernie/moe.js';
 import { ernieTextExpectedParameters } from '../ernie/parameters.js';
 import type { GraniteTextConfig } from '../granite/config.js';
 import { graniteTextExpectedParameters } from '../granite/parameters.js';
 
 /** A whole-model checkpoint mapped for the ERNIE decoder alone: its parameter list and config, no vision components. */
-export async function mapErnieDecoder(
-  ckpt: Checkpoint,
-  config: ErnieTextConfig,
-  experts?: ExpertsImpl,
-): Promise<{ decoder: Weights; report: MappingReport }> {
-  const parameters = ernieTextExpectedParameters(config, experts ? { experts } : {});
+export async function mapErnieDecoder(ckpt: Checkpoint, config: ErnieTextConfig): Promise<{ decoder: Weights; report: MappingReport }> {
+  const parameters = ernieTextExpectedParameters(config);
   const { decoder, report } = await mapErnie45VL(ckpt, {
     vision: { parameters: [] },
     resampler: { parameters: [] },

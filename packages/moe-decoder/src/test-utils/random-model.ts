@@ -32,11 +32,22 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
   const arrays = new Map<string, Float32Array>();
   const refs = new Map<string, TensorRef>();
   let k = seed * 1000;
-  const perExpert = /_experts\.\d+\./;
-  // The stacked experts ('all'), per-expert views of them added below; the order of the random draws is the lists'.
-  for (const p of ernieTextExpectedParameters(config, { experts: 'all' })) {
+  const perExpert = /^(.*\.(text|vision)_experts)\.(\d+)\./;
+  // Each modality's experts drawn stacked, [E, 2I, D] gate/up and [E, D, I] down (the reference reads them so),
+  // where its first expert is read; per-expert views of them added below. The draws follow the list's order.
+  const params = ernieTextExpectedParameters(config).flatMap((p) => {
+    const m = perExpert.exec(p.name);
+    if (m === null) return [p];
+    if (m[3] !== '0' || !p.name.endsWith('.gate_proj.weight')) return [];
+    const [I, D] = p.shape as [number, number];
+    const E = config.moe.numExperts[m[2] === 'text' ? 0 : 1]!;
+    return [
+      { name: `${m[1]}.w13_weight`, shape: [E, 2 * I, D] },
+      { name: `${m[1]}.w2_weight`, shape: [E, D, I] },
+    ];
+  });
+  for (const p of params) {
     if (p.name === 'lm_head.weight' && config.tieWordEmbeddings) continue;
-    if (perExpert.test(p.name)) continue; // views of the stacked tensors, below
     const n = p.shape.reduce((a, b) => a * b, 1);
     const fanIn = p.shape[p.shape.length - 1]!;
     let data: Float32Array;
@@ -52,11 +63,7 @@ export function randomWeights(config: ErnieTextConfig, seed = 1): { weights: Wei
     const m = /^(.*_experts)\.w13_weight$/.exec(name);
     if (!m) continue;
     const w2 = arrays.get(`${m[1]}.w2_weight`)!;
-    const [E, twoI, D] = ernieTextExpectedParameters(config, { experts: 'all' }).find((p) => p.name === name)!.shape as [
-      number,
-      number,
-      number,
-    ];
+    const [E, twoI, D] = params.find((p) => p.name === name)!.shape as [number, number, number];
     const I = twoI / 2;
     for (let e = 0; e < E; e++) {
       const at = (k: string, shape: number[], data: Float32Array) => refs.set(`${m[1]}.${e}.${k}`, tensorFromArray('float32', shape, data));
