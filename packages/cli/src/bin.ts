@@ -23,6 +23,7 @@ async function bin(): Promise<void> {
   try {
     code = await main(process.argv.slice(2), undefined, {
       tty: process.stdout.isTTY === true,
+      errTty: process.stderr.isTTY === true,
       err: (s) => process.stderr.write(s),
       outputClosed: closed.signal,
     });

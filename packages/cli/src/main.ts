@@ -170,6 +170,8 @@ const OPTIONS = {
 export interface MainIo {
   tty?: boolean | undefined;
   err?: Out | undefined;
+  /** Whether stderr is a terminal (bars redrawn in place) or a log (one line per load step). Default: as `tty`. */
+  errTty?: boolean | undefined;
   /** Where `--prompt -` reads the prompt (default process.stdin). */
   stdin?: NodeJS.ReadableStream | undefined;
   /** Aborts when stdout's reader has gone (EPIPE): `run` stops generating and prints nothing more. */
@@ -306,7 +308,7 @@ function dashValues(args: readonly string[]): string[] {
 export async function main(
   argv: readonly string[],
   out: Out = (s) => process.stdout.write(s),
-  io: MainIo = { tty: process.stdout.isTTY === true, err: (s) => process.stderr.write(s) },
+  io: MainIo = { tty: process.stdout.isTTY === true, errTty: process.stderr.isTTY === true, err: (s) => process.stderr.write(s) },
 ): Promise<number> {
   const [command, ...rest] = argv;
   // Usage errors and problems go to stderr (io.err), never into the command's output.
@@ -378,6 +380,7 @@ export async function main(
             json: v.json,
             tty: io.tty,
             err: io.err,
+            errTty: io.errTty ?? io.tty,
             signal: stop.signal,
             outputClosed: io.outputClosed,
           },

@@ -5,14 +5,14 @@ import { FIXTURE_DIR, loadPretrained, type PretrainedModel, readNamedTensors } f
 import { Processor } from '@vlmkit/processors';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { main } from './main.js';
+import { type MainIo, main } from './main.js';
 
 const PROCESSORS = join(FIXTURE_DIR, 'processors');
 const IMAGES = join(PROCESSORS, 'images');
 const FRAMES = join(PROCESSORS, 'video', 'frames.safetensors');
 const SUMMARY = /^-- (\d+) prompt tokens, (\d+) new tokens \((stop|length)\), time to first token [\d.]+ ms, [\d.]+ tokens\/s, device cpu$/;
 
-async function cli(argv: string[], io = { tty: false, err: (_: string) => {} }): Promise<string> {
+async function cli(argv: string[], io: MainIo = { tty: false, err: (_: string) => {} }): Promise<string> {
   let text = '';
   const code = await main(
     argv,
@@ -169,6 +169,48 @@ describe('vlmkit run on a terminal, and the demo', () => {
     expect(quiet).toBe('');
     expect(splitAnswer(onTty).answer).toBe(splitAnswer(piped).answer);
     expect(onTty.includes('\x1b')).toBe(false);
+  });
+
+  it('a first load that quantizes: the bar shows the checkpoint file read and each layer; a log gets one line per step', async () => {
+    const dir = join(FIXTURE_DIR, 'ernie-tiny');
+    const cacheDir = await mkdtemp(join(tmpdir(), 'vlmkit-run-progress-'));
+    const argv = ['run', '--model', dir, '--prompt', 'Hi', '--max-new-tokens', '2', '--quantize', 'int8', '--cache-dir', cacheDir];
+    let err = '';
+    await cli(argv, {
+      tty: true,
+      err: (s) => {
+        err += s;
+      },
+    });
+    const draws = err.split('\r\x1b[2K').filter((d) => d !== '');
+    // Each of the tiny decoder's 4 layers drawn as it is quantized (and again at the timer's ticks), with the
+    // bytes of model.safetensors read so far.
+    const layers = draws.filter((d) => d.includes('quantizing'));
+    const shown = layers.map((d) => /quantizing model\.layers layer (\d+)\/4$/.exec(d)?.[1]);
+    expect(shown.filter((l, i) => l !== shown[i - 1])).toEqual(['1', '2', '3', '4']);
+    const read = layers.map((d) => /3\/5 building graph ernie-decoder .* s: reading model\.safetensors ([\d.]+) of ([\d.]+) MB/.exec(d)!);
+    const bytes = read.map((m) => Number(m[1]));
+    expect(bytes.every((b, i) => b <= Number(read[i]![2]) && (i === 0 || b >= bytes[i - 1]!))).toBe(true);
+    expect(bytes.at(-1)).toBeGreaterThan(0);
+    // stderr a log, not a terminal (stdout still one): no redraws, one line per step as it starts.
+    let log = '';
+    await cli(argv, {
+      tty: true,
+      errTty: false,
+      err: (s) => {
+        log += s;
+      },
+    });
+    expect(log).toBe(
+      [
+        'vlmkit: 0/5 reading and mapping weights',
+        'vlmkit: 1/5 building graph ernie-vision (or verifying the cached one)',
+        'vlmkit: 2/5 creating session ernie-vision',
+        'vlmkit: 3/5 building graph ernie-decoder (or verifying the cached one)',
+        'vlmkit: 4/5 creating session ernie-decoder',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('demo (what pnpm demo runs) answers about photo.jpg on the tiny ERNIE: the text of generate() on HF processor outputs', async () => {

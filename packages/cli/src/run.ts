@@ -35,6 +35,8 @@ export interface RunCommandOptions extends CommonOptions, PromptOptions {
   tty?: boolean | undefined;
   /** Where progress bars go (stderr), so stdout holds only the answer and its summary. */
   err?: Out | undefined;
+  /** `err` is a terminal: the bar is redrawn in place (default); else one line per load step. */
+  errTty?: boolean | undefined;
   /**
    * Ctrl-C. Before the answer's first piece (reading media, loading, preprocessing, prefill) it ends the
    * command at once with Interrupted; once the answer streams, generation stops after the current token and
@@ -116,7 +118,7 @@ function summaryLine(s: ChatSummary): string {
  */
 export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSummary> {
   const json = (x: Record<string, unknown>) => out(`${JSON.stringify(x)}\n`);
-  const bar = !o.json && o.tty && o.err ? loadProgressBar(o.err) : undefined;
+  const bar = !o.json && o.tty && o.err ? loadProgressBar(o.err, { redraw: o.errTty ?? true }) : undefined;
   const interrupted = untilAborted(o.signal);
   // Fail before the long model load: the media readable, the processor files there. The model's chat takes
   // this processor, so it is read once.
@@ -133,7 +135,8 @@ export async function runCommand(o: RunCommandOptions, out: Out): Promise<ChatSu
   let model: Awaited<ReturnType<typeof loadPretrained>>;
   const loading = loadPretrained(o.model, {
     ...modelLoadOptions(o),
-    onProgress: o.json ? (p) => json({ type: 'progress', ...p }) : bar?.onProgress,
+    // JSON lines: a step's start and end only; the details within a step are a terminal's.
+    onProgress: o.json ? (p) => p.detail === undefined && json({ type: 'progress', ...p }) : bar?.onProgress,
   });
   try {
     model = await Promise.race([loading, interrupted]);

@@ -106,7 +106,7 @@ export {
   type ProfileOverrides,
   resolveProfile,
 } from './profiles.js';
-export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress } from './progress.js';
+export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress, type StepDetail } from './progress.js';
 export { loadPretrained } from './registry.js';
 export { argmax, MAX_SEED, type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
 export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';

@@ -26,7 +26,7 @@ describe('README example', () => {
     const progress: string[] = [];
     const model = await loadPretrained(join(FIXTURE_DIR, 'ernie-tiny'), {
       device: 'auto',
-      onProgress: ({ stage, name, done, total }) => progress.push(`${done}/${total} ${stage} ${name}`),
+      onProgress: ({ stage, name, done, total, detail }) => detail === undefined && progress.push(`${done}/${total} ${stage} ${name}`),
     });
     const messages = [
       {

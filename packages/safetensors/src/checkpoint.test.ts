@@ -48,6 +48,22 @@ describe('Checkpoint', () => {
     await ckpt.close();
   });
 
+  it('observeReads: each tensor read reported once with its file and bytes, until removed', async () => {
+    const dir = await shardedModel(join(root, 'observed'));
+    const ckpt = await Checkpoint.open(dir);
+    const reads: unknown[] = [];
+    ckpt.observeReads((r) => reads.push(r));
+    await ckpt.read('a.weight');
+    await ckpt.readFloat32('c.weight');
+    ckpt.observeReads(undefined);
+    await ckpt.read('b.weight');
+    expect(reads).toEqual([
+      { name: 'a.weight', file: join(dir, 'model-00001-of-00002.safetensors'), bytes: 8 },
+      { name: 'c.weight', file: join(dir, 'model-00002-of-00002.safetensors'), bytes: 4 },
+    ]);
+    await ckpt.close();
+  });
+
   it('opens the index file itself and a single file as given', async () => {
     const dir = await shardedModel(join(root, 'by-index-file'));
     const byIndex = await Checkpoint.open(join(dir, 'model.safetensors.index.json'));

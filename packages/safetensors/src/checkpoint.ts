@@ -27,11 +27,20 @@ const FLOAT_DTYPES = new Set(['F64', 'F32', 'F16', 'BF16']);
 /** An index is read whole; one for a 1T-parameter model is a few MB. */
 const MAX_INDEX_SIZE = 100_000_000;
 
+/** One tensor read from a checkpoint (`Checkpoint.observeReads`). */
+export interface TensorRead {
+  readonly name: string;
+  /** The .safetensors file it came from (absolute). */
+  readonly file: string;
+  readonly bytes: number;
+}
+
 export class Checkpoint {
   /** The directory, index file or .safetensors file this was opened from (absolute). */
   readonly path: string;
   readonly #files: SafetensorsFile[];
   readonly #owner: Map<string, SafetensorsFile>;
+  #onRead: ((read: TensorRead) => void) | undefined;
 
   private constructor(path: string, files: SafetensorsFile[], owner: Map<string, SafetensorsFile>) {
     this.path = path;
@@ -107,7 +116,18 @@ export class Checkpoint {
   }
 
   async read(name: string): Promise<Tensor> {
-    return this.#fileOf(name).read(name);
+    const file = this.#fileOf(name);
+    const tensor = await file.read(name);
+    this.#onRead?.({ name, file: file.path, bytes: tensor.data.byteLength });
+    return tensor;
+  }
+
+  /**
+   * Calls `listener` after each tensor read (`read`, `readFloat32`) with the tensor's name, file and bytes:
+   * what a load's progress within a step is counted from. One listener at a time; undefined removes it.
+   */
+  observeReads(listener: ((read: TensorRead) => void) | undefined): void {
+    this.#onRead = listener;
   }
 
   /** Any float dtype as f32: F16/BF16 exactly, F64 rounded to nearest; integers are an error. */

@@ -1,4 +1,4 @@
-export { Checkpoint, type CheckpointFiles, checkpointFiles } from './checkpoint.js';
+export { Checkpoint, type CheckpointFiles, checkpointFiles, type TensorRead } from './checkpoint.js';
 export {
   allocateAs,
   DTYPE_OF,
