@@ -1,6 +1,7 @@
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Graph, nn, saveModel } from '@vlmkit/onnx-graph';
-import { Checkpoint, writeSafetensors } from '@vlmkit/safetensors';
+import { Checkpoint, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MappingError } from './errors.js';
@@ -18,8 +19,8 @@ let ckpt: Checkpoint;
 
 beforeAll(async () => {
   dir = await tempDir();
-  // Two shards, as a sharded hub checkpoint would be (no index: all *.safetensors of the directory).
-  await writeSafetensors(join(dir, 'model-00001-of-00002.safetensors'), {
+  // Two shards and the index naming them, as a sharded hub checkpoint is.
+  const first: Record<string, Tensor> = {
     'old.q.weight': { dtype: 'F32', shape: [2, 3], data: iota(6) },
     'old.k.weight': { dtype: 'F32', shape: [1, 3], data: iota(3, 100) },
     'old.v.weight': { dtype: 'F32', shape: [1, 3], data: iota(3, 200) },
@@ -30,12 +31,16 @@ beforeAll(async () => {
     'stray.weight': { dtype: 'F32', shape: [1], data: iota(1) },
     a: { dtype: 'I64', shape: [2, 2], data: BigInt64Array.from([1n, 2n, 3n, 4n]) },
     b: { dtype: 'I64', shape: [2, 1], data: BigInt64Array.from([-5n, -6n]) },
-  });
+  };
+  await writeSafetensors(join(dir, 'model-00001-of-00002.safetensors'), first);
   const experts: Record<string, { dtype: 'BF16'; shape: number[]; data: Uint16Array }> = {};
   // bf16 bit patterns 0x1000*j + i: arbitrary bits that must arrive unchanged.
   for (const j of range(0, 4))
     experts[`moe.experts.${j}.w`] = { dtype: 'BF16', shape: [2, 2], data: Uint16Array.from([0, 1, 2, 3], (i) => 0x1000 * j + i) };
   await writeSafetensors(join(dir, 'model-00002-of-00002.safetensors'), experts);
+  const shard = (names: object, file: string) => Object.keys(names).map((n) => [n, file]);
+  const weightMap = [...shard(first, 'model-00001-of-00002.safetensors'), ...shard(experts, 'model-00002-of-00002.safetensors')];
+  await writeFile(join(dir, 'model.safetensors.index.json'), JSON.stringify({ weight_map: Object.fromEntries(weightMap) }));
   ckpt = await Checkpoint.open(dir);
 });
 
