@@ -66,7 +66,7 @@ export interface ModelOrigin {
  * The base of each family's model class. Its inputs are HF kwargs by name (a family's own input type, checked
  * by name when read: `checkNamedInputs`), so the model is a `PretrainedModel` as it is.
  */
-export abstract class FamilyModel<Inputs extends NamedTensors, Prompt extends PromptBatch, Vision>
+export abstract class FamilyModel<Config extends FamilyModelConfig, Inputs extends NamedTensors, Prompt extends PromptBatch, Vision>
   extends DecoderModel<Inputs, Prompt, Vision>
   implements PretrainedModel
 {
@@ -77,7 +77,12 @@ export abstract class FamilyModel<Inputs extends NamedTensors, Prompt extends Pr
   private readonly origin: ModelOrigin;
   private loadingProcessor: Promise<Processor> | undefined;
 
-  protected constructor(config: FamilyModelConfig, loaded: LoadedSessions, origin: ModelOrigin) {
+  /** A family's `fromPretrained` makes its model from `loadFamily`'s result. */
+  protected constructor(
+    readonly config: Config,
+    loaded: LoadedSessions,
+    origin: ModelOrigin,
+  ) {
     super(loaded);
     this.dims = config.text;
     this.tokens = config.tokens;
@@ -87,6 +92,19 @@ export abstract class FamilyModel<Inputs extends NamedTensors, Prompt extends Pr
 
   get eos(): readonly number[] {
     return this.tokens.eos;
+  }
+
+  /**
+   * One prefill of the whole prompt on an empty cache: float32 logits [B, S, V] at every position, with the
+   * prompt and the vision outputs it read (each family's `forward` returns these and its extras).
+   */
+  protected async prefillAll(inputs: Inputs): Promise<{ prompt: Prompt; vision: Vision; logits: HostTensor<'float32'> }> {
+    if (this.loop !== 'host') this.loopUnavailable('forward');
+    const prompt = this.prompt(inputs);
+    const vision = await this.encodeVision(inputs, prompt);
+    const feeds = this.keepLogits(this.prefillFeeds(prompt, vision, this.newCache(prompt.batch)), 0);
+    const out = await this.decoder.run(feeds, { outputs: [this.io.logits] });
+    return { prompt, vision, logits: out[this.io.logits] as HostTensor<'float32'> };
   }
 
   /** HF-named outputs of one forward (`forward`'s, under the family's `forwardOutputs` names). */

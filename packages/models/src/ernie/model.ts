@@ -22,8 +22,8 @@ import {
   tokenIds,
   tokenTypes,
 } from '../inputs-check.js';
-import type { LoadedSessions, LoadOptions, ModelTimings } from '../model-load.js';
-import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-model.js';
+import type { LoadOptions, ModelTimings } from '../model-load.js';
+import { FamilyModel, type NamedTensors } from '../pretrained-model.js';
 import { ERNIE_CHECKPOINT } from './checkpoint.js';
 import type { Ernie45VLConfig } from './config.js';
 import { analyzeErniePrompt, type ErniePrompt } from './prompt.js';
@@ -81,15 +81,7 @@ interface ErnieVision {
 }
 
 /** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
-export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision> {
-  private constructor(
-    readonly config: Ernie45VLConfig,
-    loaded: LoadedSessions,
-    origin: ModelOrigin,
-  ) {
-    super(config, loaded, origin);
-  }
-
+export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePrompt, ErnieVision> {
   static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
     const { config, loaded, origin } = await loadFamily(ERNIE_CHECKPOINT, dir, options);
     return new Ernie45VL(config, loaded, origin);
@@ -97,17 +89,11 @@ export class Ernie45VL extends FamilyModel<ErnieInputs, ErniePrompt, ErnieVision
 
   /** Full forward without a cache: logits for every position, the vision embeddings, the 3D position ids. */
   async forward(inputs: ErnieInputs): Promise<ErnieForwardOutputs> {
-    if (this.loop !== 'host') this.loopUnavailable('forward');
-    const prompt = this.prompt(inputs);
-    const { image, video } = await this.encodeVision(inputs);
-    const cache = this.newCache(prompt.batch);
-    const out = await this.decoder.run(this.keepLogits(this.prefillFeeds(prompt, { image, video }, cache), 0), {
-      outputs: [DECODER_OUTPUTS.names.logits],
-    });
+    const { prompt, vision, logits } = await this.prefillAll(inputs);
     return {
-      logits: out[DECODER_OUTPUTS.names.logits] as HostTensor<'float32'>,
-      imageEmbeds: image,
-      videoEmbeds: video,
+      logits,
+      imageEmbeds: vision.image,
+      videoEmbeds: vision.video,
       positionIds: int64(prompt.positionIds, [3, prompt.batch, prompt.seq]),
     };
   }

@@ -15,8 +15,8 @@ import {
   pixelsNeed,
   tokenIds,
 } from '../inputs-check.js';
-import type { LoadedSessions, LoadOptions } from '../model-load.js';
-import { FamilyModel, type ModelOrigin, type NamedTensors } from '../pretrained-model.js';
+import type { LoadOptions } from '../model-load.js';
+import { FamilyModel, type NamedTensors } from '../pretrained-model.js';
 import type { Size } from './anyres.js';
 import { GRANITE_CHECKPOINT } from './checkpoint.js';
 import type { Granite4VisionConfig } from './config.js';
@@ -60,27 +60,15 @@ export interface GraniteForwardOutputs {
 export type GraniteLoadOptions = Omit<LoadOptions, 'reference'>;
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
-export class Granite4Vision extends FamilyModel<GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
-  private constructor(
-    readonly config: Granite4VisionConfig,
-    loaded: LoadedSessions,
-    origin: ModelOrigin,
-  ) {
-    super(config, loaded, origin);
-  }
-
+export class Granite4Vision extends FamilyModel<Granite4VisionConfig, GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
   static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
     const { config, loaded, origin } = await loadFamily(GRANITE_CHECKPOINT, dir, options);
     return new Granite4Vision(config, loaded, origin);
   }
 
   async forward(inputs: GraniteInputs): Promise<GraniteForwardOutputs> {
-    if (this.loop !== 'host') this.loopUnavailable('forward');
-    const p = this.prompt(inputs);
-    const deepstack = await this.encodeVision(inputs, p);
-    const logits = DECODER_OUTPUTS.names.logits;
-    const out = await this.decoder.run(this.keepLogits(this.prefillFeeds(p, deepstack, this.newCache(p.batch)), 0), { outputs: [logits] });
-    return { logits: out[logits] as HostTensor<'float32'>, deepstack };
+    const { vision: deepstack, logits } = await this.prefillAll(inputs);
+    return { logits, deepstack };
   }
 
   protected async namedForward(inputs: GraniteInputs): Promise<NamedTensors> {
