@@ -8,8 +8,9 @@ export interface InspectCommandOptions {
 }
 
 /**
- * `vlmkit inspect`: checks a checkpoint directory as a load would (config.json, every safetensors header, the
- * weight mapping with shapes and dtypes, the adapter), without building graphs or reading tensor data. The
+ * `vlmkit inspect`: checks a checkpoint directory as a load would (config.json, the headers of the weight files
+ * transformers reads, the weight mapping with shapes and dtypes, the adapter), without building graphs or
+ * reading tensor data; other .safetensors files there are listed as not read. The
  * report goes to `out`; the first problem, if any, to `err` as `vlmkit: [CODE] where: message`. Returns the
  * exit code: 0 when the checkpoint is good, 1 otherwise.
  */

@@ -61,9 +61,10 @@ const COMMANDS: Record<string, string> = {
             runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example).
             OUT is a directory of its own: not inside the model or adapter directory, nor holding them`,
   inspect: `inspect   --model DIR [--adapter DIR] [--json]
-            checks a checkpoint directory without building graphs: config.json, every safetensors header, the
-            weight mapping (names, shapes, dtypes), the adapter; prints parameters by component and mapped / ignored /
-            unused / missing tensors, and exits 1 naming the first problem (on stderr) when there is one`,
+            checks a checkpoint directory without building graphs: config.json, the weight files' headers
+            (model.safetensors, else the index's shards), the weight mapping (names, shapes, dtypes), the adapter;
+            prints parameters by component and mapped / ignored / unused / missing tensors, and exits 1 naming the
+            first problem (on stderr) when there is one`,
   demo: `demo      vlmkit run on the tiny ERNIE-4.5-VL fixture with a picture and a question (random weights: the answer is noise)`,
   'graph-demo': `graph-demo  build a small graph in TypeScript and run it`,
   help: `help [COMMAND]  this text, or one command's (as vlmkit COMMAND --help)`,
