@@ -84,10 +84,6 @@ function valueInfo(m: ort.InferenceSession.ValueMetadata): ValueInfo {
 }
 
 export class VlmSession {
-  readonly name: string;
-  readonly device: Device;
-  /** Why `device` was chosen, e.g. "auto: CUDA EP binaries not found in ...". */
-  readonly deviceReason: string;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ValueInfo[];
@@ -95,11 +91,14 @@ export class VlmSession {
   #ort: ort.InferenceSession | undefined;
 
   /** @internal Use createSession(). */
-  constructor(session: ort.InferenceSession, name: string, device: Device, deviceReason: string) {
+  constructor(
+    session: ort.InferenceSession,
+    readonly name: string,
+    readonly device: Device,
+    /** Why `device` was chosen, e.g. "auto: CUDA EP binaries not found in ...". */
+    readonly deviceReason: string,
+  ) {
     this.#ort = session;
-    this.name = name;
-    this.device = device;
-    this.deviceReason = deviceReason;
     this.inputNames = [...session.inputNames];
     this.outputNames = [...session.outputNames];
     this.inputMetadata = session.inputMetadata.map(valueInfo);
