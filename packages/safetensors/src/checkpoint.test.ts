@@ -114,6 +114,32 @@ describe('Checkpoint', () => {
       });
     });
 
+    it("config.json's transformers_weights names the file or index to read instead, inside the directory", async () => {
+      const dir = await shardedModel(join(root, 'named'));
+      await writeSafetensors(join(dir, 'model.safetensors'), { whole: f32(4) });
+      await mkdir(join(dir, 'weights'));
+      await writeSafetensors(join(dir, 'weights', 'consolidated.safetensors'), { named: f32(5) });
+      const config = (name: unknown) =>
+        writeFile(join(dir, 'config.json'), JSON.stringify({ model_type: 'x', transformers_weights: name }));
+      await config('weights/consolidated.safetensors');
+      const ckpt = await Checkpoint.open(dir);
+      expect(ckpt.names()).toEqual(['named']);
+      await ckpt.close();
+      await config('model.safetensors.index.json');
+      expect((await checkpointFiles(dir)).files).toEqual([
+        join(dir, 'model-00001-of-00002.safetensors'),
+        join(dir, 'model-00002-of-00002.safetensors'),
+      ]);
+      for (const bad of ['pytorch_model.bin', '../outside.safetensors', '/etc/x.safetensors', 3]) {
+        await config(bad);
+        const err = await rejection(Checkpoint.open(dir));
+        expect([err.code, err.file]).toEqual(['BAD_TRANSFORMERS_WEIGHTS', join(dir, 'config.json')]);
+        expect(err.message).toMatch(/expected "transformers_weights" to name a/);
+      }
+      await config(null);
+      expect((await checkpointFiles(dir)).files).toEqual([join(dir, 'model.safetensors')]);
+    });
+
     it('other .safetensors files without model.safetensors or its index: refused, every one named', async () => {
       const dir = join(root, 'misnamed');
       await mkdir(dir);

@@ -4,8 +4,9 @@
  * cross-checked at open; tensor data is read lazily, one tensor at a time.
  *
  * Which files of a directory are its weights is transformers' rule
- * (`checkpointFiles`): `model.safetensors`, else the shards
- * `model.safetensors.index.json` names; no other file is read. Every shard
+ * (`checkpointFiles`): what config.json's `transformers_weights` names, else
+ * `model.safetensors`, else the shards `model.safetensors.index.json` names;
+ * no other file is read. Every shard
  * must stay inside the model directory, also after following symlinks, and no
  * tensor may appear in two shards. Tensors a shard holds beyond those the
  * weight_map lists are kept, as transformers loads whole shard files.
@@ -167,7 +168,8 @@ export interface CheckpointFiles {
 
 /**
  * The files a load of `pathOrDir` reads. A directory follows transformers' `from_pretrained` for a local
- * folder (modeling_utils `_get_resolved_checkpoint_files`): `model.safetensors` if it is a file, else the shards
+ * folder (modeling_utils `_get_resolved_checkpoint_files`): the file or index config.json's
+ * `transformers_weights` names if it has one, else `model.safetensors` if it is a file, else the shards
  * `model.safetensors.index.json` names; any other .safetensors or index file there (a reference dump, an
  * adapter, a variant) is not a weight file, and a folder holding only such files is refused by name
  * (NO_MODEL_SAFETENSORS) rather than guessed at. An index .json or a .safetensors file given directly is
@@ -200,6 +202,12 @@ async function locate(pathOrDir: string): Promise<Located> {
   }
   const present = (await readdir(path)).filter((f) => f.endsWith('.safetensors') || f.endsWith('.safetensors.index.json')).sort();
   const unread = (read: readonly string[]) => present.map((f) => join(path, f)).filter((f) => !read.includes(f));
+  const named = await namedWeights(path);
+  if (named?.endsWith('.json')) {
+    const found = await readIndex(named);
+    return { path, ...found, unread: unread([found.index, ...found.files]) };
+  }
+  if (named !== undefined) return { path, index: undefined, files: [named], weightMap: {}, unread: unread([named]) };
   // os.path.isfile, as transformers checks: a directory or a dangling link of that name is not the weights.
   const isFile = (name: string) =>
     stat(join(path, name)).then(
@@ -222,6 +230,37 @@ async function locate(pathOrDir: string): Promise<Located> {
     `expected ${WEIGHTS} or ${WEIGHTS_INDEX} in this directory (the weight files transformers' from_pretrained reads), found only ${present.map((f) => `'${f}'`).join(', ')}, which are not read as weights; rename the weights file to ${WEIGHTS} (or its index to ${WEIGHTS_INDEX}).`,
     { file: path },
   );
+}
+
+/**
+ * config.json's `transformers_weights`: the weight file or index a repository names for transformers to read
+ * instead of model.safetensors (`transformers_explicit_filename`), absolute. Undefined without one, and when
+ * config.json is missing or unreadable (the model's config reader reports that).
+ */
+async function namedWeights(dir: string): Promise<string | undefined> {
+  const file = join(dir, 'config.json');
+  let config: unknown;
+  try {
+    config = JSON.parse(await readRegularTextFile(file));
+  } catch {
+    return undefined;
+  }
+  const name = (config as { transformers_weights?: unknown } | null)?.transformers_weights;
+  if (name === undefined || name === null) return undefined;
+  if (typeof name !== 'string' || !(name.endsWith('.safetensors') || name.endsWith('.safetensors.index.json'))) {
+    fail(
+      'BAD_TRANSFORMERS_WEIGHTS',
+      `expected "transformers_weights" to name a .safetensors or .safetensors.index.json file, found ${show(name)}.`,
+      { file },
+    );
+  }
+  const path = resolve(dir, name);
+  if (!isInside(dir, path)) {
+    fail('BAD_TRANSFORMERS_WEIGHTS', `expected "transformers_weights" to name a file inside the model directory, found '${name}'.`, {
+      file,
+    });
+  }
+  return path;
 }
 
 /** An index and the shards it names (absolute, each once: 'a.safetensors' and './a.safetensors' are one file). */
