@@ -95,7 +95,7 @@ describe('examples', () => {
       resampler: { parameters: expectedParameters(config.resampler) },
       decoder: { parameters: ernieTextExpectedParameters(config.text), config: config.text },
     });
-    const { bytes, externalData } = await serializeModel(buildErnieVisionEncoder(w.vision, w.resampler, config));
+    const { bytes, externalData } = await serializeModel(buildErnieVisionEncoder(config, w));
     const session = await createSession(bytes, { externalData, device: 'cpu' });
     await ckpt.close();
     const feeds = ernieVisionEncoderFeeds(inputs.pixel_values!.data, [[1, 4, 6]], config);

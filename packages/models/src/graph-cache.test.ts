@@ -37,7 +37,7 @@ async function visionGraph(dir: string) {
   const config = ernie45VLConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>, 'vllm');
   const ckpt = await Checkpoint.open(dir);
   const mapped = await loadErnieWeights(ckpt, config);
-  return { graph: buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), close: () => ckpt.close() };
+  return { graph: buildErnieVisionEncoder(config, mapped), close: () => ckpt.close() };
 }
 
 /** Flips one byte in the middle of a file, in place (same size). */

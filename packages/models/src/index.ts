@@ -17,6 +17,7 @@ export {
   ERNIE_VISION_ENCODER_INPUTS,
   ERNIE_VISION_ENCODER_OUTPUTS,
   type ErnieVisionEncoderFeeds,
+  type ErnieVisionWeights,
   ernieVisionEncoderFeeds,
 } from './ernie/vision-encoder.js';
 export { ModelError, type ModelErrorCode } from './errors.js';
@@ -73,6 +74,7 @@ export {
   GRANITE_VISION_ENCODER_INPUTS,
   GRANITE_VISION_ENCODER_OUTPUTS,
   type GraniteVisionEncoderFeeds,
+  type GraniteVisionWeights,
   graniteVisionEncoderFeeds,
 } from './granite/vision-encoder.js';
 export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions, sha256File } from './graph-cache.js';

@@ -49,11 +49,10 @@ describe('graphs build for the published configs (no weights read)', () => {
   it('ERNIE-4.5-VL-28B-A3B: vision encoder (0.6B) and MoE decoder (28B), as built and its experts as MoE', () => {
     const config = ernie45VLConfig(ernie28b);
     const t0 = performance.now();
-    const vision = buildErnieVisionEncoder(
-      Weights.from(unread(expectedErnieVisionParameters(config.vision))),
-      Weights.from(unread(resamplerParameters(config.resampler))),
-      config,
-    );
+    const vision = buildErnieVisionEncoder(config, {
+      vision: Weights.from(unread(expectedErnieVisionParameters(config.vision))),
+      resampler: Weights.from(unread(resamplerParameters(config.resampler))),
+    });
     const decoderWeights = Weights.from(unread(ernieTextExpectedParameters(config.text)));
     const sparse = buildErnieTextDecoderModel(decoderWeights, config.text);
     // The pass packs the experts lazily: nothing is read.
@@ -77,11 +76,10 @@ describe('graphs build for the published configs (no weights read)', () => {
       for (let k = 0; k < 4; k++)
         for (const [n, r] of unread(windowParameters(config.projector), 'bfloat16', `${p}.${k}.`)) projectors.set(n, r);
     }
-    const vision = buildGraniteVisionEncoder(
-      Weights.from(unread(expectedSiglipVisionParameters(config.vision))),
-      Weights.from(projectors),
-      config,
-    );
+    const vision = buildGraniteVisionEncoder(config, {
+      vision: Weights.from(unread(expectedSiglipVisionParameters(config.vision))),
+      projectors: Weights.from(projectors),
+    });
     const decoder = buildGraniteTextDecoderModel(Weights.from(unread(graniteTextExpectedParameters(text))), text, {
       levels: config.levels.map((l) => l.llmLayer),
     });

@@ -53,7 +53,7 @@ async function visionKey(dir: string, cacheDir: string): Promise<string> {
   const ckpt = await Checkpoint.open(dir);
   try {
     const mapped = await loadErnieWeights(ckpt, config);
-    return await graphKey(buildErnieVisionEncoder(mapped.vision, mapped.resampler, config), dir, { cacheDir });
+    return await graphKey(buildErnieVisionEncoder(config, mapped), dir, { cacheDir });
   } finally {
     await ckpt.close();
   }

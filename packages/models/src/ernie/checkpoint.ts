@@ -25,7 +25,7 @@ export const ERNIE_CHECKPOINT: FamilyCheckpoint<Ernie45VLConfig, ErnieWeights> =
   cacheName: 'ernie',
   config: (json, generation, { reference }) => ernie45VLConfig(json, reference ?? 'vllm', generation),
   weights: (ckpt, config, { allowMissing }) => loadErnieWeights(ckpt, config, allowMissing ? { allowMissing } : {}),
-  visionGraph: (config, w, build) => buildErnieVisionEncoder(w.vision, w.resampler, config, build),
+  visionGraph: buildErnieVisionEncoder,
   decoderGraph: (config, w, { loop, kvCache, quantize, passes, emptyModalityIf, computeDtype, logitsToKeep }) =>
     loop === 'graph'
       ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, passes, emptyModalityIf, computeDtype })

@@ -1,4 +1,4 @@
-import { applyPasses, contract, declareInputs, type Feeds, Graph, quantizeLinearPass, required, type Weights } from '@vlmkit/onnx-graph';
+import { contract, declareInputs, type Feeds, type Graph, required, type Weights } from '@vlmkit/onnx-graph';
 import { buildErnieResampler, type GridThw, RESAMPLER_INPUTS, RESAMPLER_OUTPUTS, resamplerInputs } from '@vlmkit/resampler';
 import { float32, type HostTensor, hostTensor, int64 } from '@vlmkit/runtime';
 import {
@@ -9,6 +9,7 @@ import {
   ernieVisionTowerSizes,
 } from '@vlmkit/vision-tower';
 import type { VisionBuild } from '../model-load.js';
+import { visionEncoderGraph } from '../vision-graph.js';
 import type { Ernie45VLConfig } from './config.js';
 
 /**
@@ -24,6 +25,12 @@ export const ERNIE_VISION_ENCODER_INPUTS = contract({
 /** Its outputs: the tower's last hidden state and the resampler's embeddings. */
 export const ERNIE_VISION_ENCODER_OUTPUTS = contract({ ...ERNIE_VISION_TOWER_OUTPUTS.schema, ...RESAMPLER_OUTPUTS.schema });
 
+/** What the vision encoder reads: the tower's and the resampler's parameters. */
+export interface ErnieVisionWeights {
+  readonly vision: Weights;
+  readonly resampler: Weights;
+}
+
 /** The vision encoder's feeds by input name. */
 export type ErnieVisionEncoderFeeds = Feeds<typeof ERNIE_VISION_ENCODER_INPUTS.schema, HostTensor>;
 
@@ -34,31 +41,25 @@ export type ErnieVisionEncoderFeeds = Feeds<typeof ERNIE_VISION_ENCODER_INPUTS.s
  * outputs `vision_hidden` [Np, Dv] and `embeds` [Nt, D], float32; computed in `build.computeDtype` (default
  * float32), its linear layers block-quantized with `build.quantize` (`quantizeLinearPass`).
  */
-export function buildErnieVisionEncoder(
-  vision: Weights,
-  resampler: Weights,
-  config: Ernie45VLConfig,
-  build: Partial<VisionBuild> = {},
-): Graph {
-  const g = new Graph({ name: 'ernie_vision_encoder', computeDtype: build.computeDtype ?? 'float32' });
-  const v = config.vision;
-  const x = declareInputs(g, ERNIE_VISION_ENCODER_INPUTS, { sizes: ernieVisionTowerSizes(v) });
-  const O = ERNIE_VISION_ENCODER_OUTPUTS.names;
-  const { hidden } = buildErnieVisionTower(g, vision, v, {
-    pixelValues: x.pixel_values,
-    rotaryCos: x.rotary_cos,
-    rotarySin: x.rotary_sin,
-    segmentIds: x.segment_ids,
+export function buildErnieVisionEncoder(config: Ernie45VLConfig, weights: ErnieVisionWeights, build: Partial<VisionBuild> = {}): Graph {
+  return visionEncoderGraph('ernie_vision_encoder', build, (g) => {
+    const v = config.vision;
+    const x = declareInputs(g, ERNIE_VISION_ENCODER_INPUTS, { sizes: ernieVisionTowerSizes(v) });
+    const O = ERNIE_VISION_ENCODER_OUTPUTS.names;
+    const { hidden } = buildErnieVisionTower(g, weights.vision, v, {
+      pixelValues: x.pixel_values,
+      rotaryCos: x.rotary_cos,
+      rotarySin: x.rotary_sin,
+      segmentIds: x.segment_ids,
+    });
+    const { embeds } = buildErnieResampler(g, weights.resampler, config.resampler, {
+      visionHidden: hidden,
+      firstSlice: x.first_slice,
+      secondSlice: x.second_slice,
+    });
+    g.output(g.cast(hidden, 'float32'), O.vision_hidden);
+    g.output(g.cast(embeds, 'float32'), O.embeds);
   });
-  const { embeds } = buildErnieResampler(g, resampler, config.resampler, {
-    visionHidden: hidden,
-    firstSlice: x.first_slice,
-    secondSlice: x.second_slice,
-  });
-  g.output(g.cast(hidden, 'float32'), O.vision_hidden);
-  g.output(g.cast(embeds, 'float32'), O.embeds);
-  if (build.quantize !== undefined) applyPasses(g, [quantizeLinearPass(build.quantize)]);
-  return g;
 }
 
 /** Host-side feeds of the vision encoder for one modality's pixel values and grids. */

@@ -30,7 +30,7 @@ export const GRANITE_CHECKPOINT: FamilyCheckpoint<Granite4VisionConfig, GraniteW
       ...(adapter ? { overlay: loraOverlay(adapter) } : {}),
       ...(allowMissing ? { allowMissing } : {}),
     }),
-  visionGraph: (config, w, build) => buildGraniteVisionEncoder(w.vision, w.projectors, config, build),
+  visionGraph: buildGraniteVisionEncoder,
   decoderGraph: (config, w, { loop, kvCache, quantize, passes, computeDtype, logitsToKeep }) => {
     const levels = config.levels.map((l) => l.llmLayer);
     return loop === 'graph'

@@ -19,7 +19,7 @@ describe.each(
     const config = granite4VisionConfig(json);
     const ckpt = await Checkpoint.open(c.checkpoint);
     const mapped = await loadGraniteWeights(ckpt, config, graniteTextConfigFromHf(json));
-    const g = buildGraniteVisionEncoder(mapped.vision, mapped.projectors, config);
+    const g = buildGraniteVisionEncoder(config, mapped);
     const session = await createSession(await modelBytes(g), { device: 'cpu' });
     const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
     const expected = await readTensors(join(c.dir, 'expected.safetensors'));

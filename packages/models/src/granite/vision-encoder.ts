@@ -1,11 +1,12 @@
 import { GRANITE_DECODER_INPUTS } from '@vlmkit/moe-decoder';
-import { applyPasses, contract, declareInputs, type Feeds, Graph, quantizeLinearPass, type Value, type Weights } from '@vlmkit/onnx-graph';
+import { contract, declareInputs, type Feeds, type Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { buildWindowQFormerDownsampler, windowGeometry } from '@vlmkit/qformer';
 import { float32, type HostTensor, int64 } from '@vlmkit/runtime';
 import { buildSiglipVisionTower } from '@vlmkit/vision-tower';
 import { ModelError } from '../errors.js';
 import { pixelsFor } from '../inputs-check.js';
 import type { VisionBuild } from '../model-load.js';
+import { visionEncoderGraph } from '../vision-graph.js';
 import { type PackPlan, packPlan, type Size } from './anyres.js';
 import type { Granite4VisionConfig } from './config.js';
 
@@ -17,6 +18,12 @@ export const GRANITE_VISION_ENCODER_INPUTS = contract({
 
 /** Its outputs: level k's packed features, named as the decoder input they are fed to. */
 export const GRANITE_VISION_ENCODER_OUTPUTS = contract({ deepstack: GRANITE_DECODER_INPUTS.schema.deepstack });
+
+/** What the vision encoder reads: SigLIP's parameters, and the projectors' with `image_newline`. */
+export interface GraniteVisionWeights {
+  readonly vision: Weights;
+  readonly projectors: Weights;
+}
 
 /** The vision encoder's feeds by input name. */
 export type GraniteVisionEncoderFeeds = Feeds<typeof GRANITE_VISION_ENCODER_INPUTS.schema, HostTensor>;
@@ -30,48 +37,47 @@ export type GraniteVisionEncoderFeeds = Feeds<typeof GRANITE_VISION_ENCODER_INPU
  * float32), its linear layers block-quantized with `build.quantize` (`quantizeLinearPass`).
  */
 export function buildGraniteVisionEncoder(
-  vision: Weights,
-  projectors: Weights,
   config: Granite4VisionConfig,
+  weights: GraniteVisionWeights,
   build: Partial<VisionBuild> = {},
 ): Graph {
-  const g = new Graph({ name: 'granite_vision_encoder', computeDtype: build.computeDtype ?? 'float32' });
-  const v = config.vision;
-  const { pixel_values: pixelValues, pack_indices: packIndices } = declareInputs(g, GRANITE_VISION_ENCODER_INPUTS, {
-    sizes: { channels: v.numChannels, image_size: v.imageSize },
-  });
-  const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
-  const D = config.projector.textHiddenSize;
-  // The newline row joins the projected features, in the compute dtype (cast like every weight).
-  const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), g.computeDtype), [1, D]) : undefined;
-  for (const level of config.levels) {
-    const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
-    let features: Value | undefined = hiddenStates[index];
-    if (features === undefined) {
-      throw new ModelError(
-        'BAD_CONFIG',
-        `level ${level.k} reads vision hidden state ${level.visionLayer}, but SigLIP gives ${hiddenStates.length}`,
+  const { vision, projectors } = weights;
+  return visionEncoderGraph('granite_vision_encoder', build, (g) => {
+    const v = config.vision;
+    const { pixel_values: pixelValues, pack_indices: packIndices } = declareInputs(g, GRANITE_VISION_ENCODER_INPUTS, {
+      sizes: { channels: v.numChannels, image_size: v.imageSize },
+    });
+    const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
+    const D = config.projector.textHiddenSize;
+    // The newline row joins the projected features, in the compute dtype (cast like every weight).
+    const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), g.computeDtype), [1, D]) : undefined;
+    for (const level of config.levels) {
+      const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
+      let features: Value | undefined = hiddenStates[index];
+      if (features === undefined) {
+        throw new ModelError(
+          'BAD_CONFIG',
+          `level ${level.k} reads vision hidden state ${level.visionLayer}, but SigLIP gives ${hiddenStates.length}`,
+        );
+      }
+      // "default" drops a CLS token; SigLIP has none, so Granite configs say "full".
+      if (config.selectStrategy === 'default') features = g.slice(features, [1], [Number.MAX_SAFE_INTEGER], [1]);
+      const name = `${level.kind === 'layerwise' ? 'layerwise_projectors' : 'spatial_projectors'}.${level.projector}`;
+      const { projected } = buildWindowQFormerDownsampler(
+        g,
+        projectors.sub(name),
+        config.projector,
+        { features },
+        { mode: level.kind === 'layerwise' ? 'area' : { offset: level.projector as 0 | 1 | 2 | 3 }, scope: name },
+      );
+      const rows = g.reshape(projected, [-1, D]);
+      const table = newline ? g.concat([rows, newline], 0) : rows;
+      g.output(
+        g.scope(`pack.${level.k}`, () => g.cast(g.gather(table, packIndices, 0), 'float32')),
+        GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack(level.k),
       );
     }
-    // "default" drops a CLS token; SigLIP has none, so Granite configs say "full".
-    if (config.selectStrategy === 'default') features = g.slice(features, [1], [Number.MAX_SAFE_INTEGER], [1]);
-    const name = `${level.kind === 'layerwise' ? 'layerwise_projectors' : 'spatial_projectors'}.${level.projector}`;
-    const { projected } = buildWindowQFormerDownsampler(
-      g,
-      projectors.sub(name),
-      config.projector,
-      { features },
-      { mode: level.kind === 'layerwise' ? 'area' : { offset: level.projector as 0 | 1 | 2 | 3 }, scope: name },
-    );
-    const rows = g.reshape(projected, [-1, D]);
-    const table = newline ? g.concat([rows, newline], 0) : rows;
-    g.output(
-      g.scope(`pack.${level.k}`, () => g.cast(g.gather(table, packIndices, 0), 'float32')),
-      GRANITE_VISION_ENCODER_OUTPUTS.names.deepstack(level.k),
-    );
-  }
-  if (build.quantize !== undefined) applyPasses(g, [quantizeLinearPass(build.quantize)]);
-  return g;
+  });
 }
 
 /**

@@ -14,7 +14,7 @@ import { buildGraniteVisionEncoder } from './vision-encoder.js';
  * decoder's parsed config. Nothing is parsed here.
  */
 export function graniteComponents(config: Granite4VisionConfig, text: GraniteTextConfig): Granite4VisionComponents {
-  const encoder = recordComponentParameters(['vision', 'projectors'], (w) => buildGraniteVisionEncoder(w.vision, w.projectors, config));
+  const encoder = recordComponentParameters(['vision', 'projectors'], (w) => buildGraniteVisionEncoder(config, w));
   return {
     vision: { parameters: expectedSiglipVisionParameters(config.vision) },
     projectors: { parameters: encoder.projectors },
