@@ -5,7 +5,7 @@ import {
   APPEND_ATTENTION_PASSES,
   applyPasses,
   CONTRIB_PASSES,
-  type ComputeDType,
+  computeDtypePasses,
   everyNode,
   Graph,
   type GraphPass,
@@ -31,7 +31,7 @@ function counts(g: Graph): { ms: number[]; onnx: number[] } {
 
 interface Row {
   label: string;
-  build: { emptyModalityIf?: boolean; kvCache?: KvCacheMode; computeDtype?: ComputeDType; loop?: boolean };
+  build: { emptyModalityIf?: boolean; kvCache?: KvCacheMode; passes?: readonly GraphPass[]; loop?: boolean };
   passes: readonly GraphPass[];
   /** The builders' counts at 5326e0b: ERNIE (3 layers, 2 MoE) then Granite (2 layers). */
   ernie: { ms: number[]; onnx: number[] };
@@ -51,7 +51,7 @@ const ROWS: Row[] = [
   },
   {
     label: 'contrib passes, float16 (GroupQueryAttention)',
-    build: { ...contrib, computeDtype: 'float16' },
+    build: { ...contrib, passes: computeDtypePasses('float16') },
     passes: CONTRIB_PASSES,
     ernie: { ms: [0, 3, 6, 0], onnx: [0, 0] },
     granite: { ms: [0, 2, 4, 0], onnx: [0, 0] },
@@ -65,7 +65,7 @@ const ROWS: Row[] = [
   },
   {
     label: "kvCache 'append', float16: the op kept",
-    build: { kvCache: 'append', computeDtype: 'float16' },
+    build: { kvCache: 'append', passes: computeDtypePasses('float16') },
     passes: APPEND_ATTENTION_PASSES,
     ernie: { ms: [0, 0, 0, 2], onnx: [6, 3] },
     granite: { ms: [0, 0, 0, 0], onnx: [4, 2] },
@@ -86,7 +86,7 @@ const ROWS: Row[] = [
   },
   {
     label: 'in-graph loop, contrib passes, float16',
-    build: { ...contrib, loop: true, computeDtype: 'float16' },
+    build: { ...contrib, loop: true, passes: computeDtypePasses('float16') },
     passes: CONTRIB_PASSES,
     ernie: { ms: [0, 3, 6, 1], onnx: [0, 0] },
     granite: { ms: [0, 2, 4, 1], onnx: [0, 0] },
@@ -133,8 +133,8 @@ describe('decoders built plainly, then rewritten by the attention passes', () =>
       ['gqa', 'float32', 'GroupQueryAttention'],
       ['mha', 'bfloat16', 'MultiHeadAttention'],
     ] as const) {
-      const e = buildErnieTextDecoderModel(ew, tinyConfig, { computeDtype });
-      const g = buildGraniteTextDecoderModel(gw, tinyGraniteConfig, { levels: [], computeDtype });
+      const e = buildErnieTextDecoderModel(ew, tinyConfig, { passes: computeDtypePasses(computeDtype) });
+      const g = buildGraniteTextDecoderModel(gw, tinyGraniteConfig, { levels: [], passes: computeDtypePasses(computeDtype) });
       expect(applyPasses(e, contribPasses(kernel))[`contrib-attention-${kernel}`]).toBe(3);
       expect(applyPasses(g, contribPasses(kernel))[`contrib-attention-${kernel}`]).toBe(2);
       for (const [graph, L] of [

@@ -21,9 +21,9 @@ export interface SelfAttentionConfig {
   /** vLLM `is_neox_style`: true rotates halves (GPT-NeoX), false rotates (even, odd) pairs (GPT-J). */
   isNeoxStyle: boolean;
   /**
-   * In 16-bit compute, rotate q and k in float32 with float32 tables and round back (HF ERNIE's
-   * `q.float() * cos`); false: the tables are cast to the compute dtype and q, k rotated in it (HF Granite's
-   * `cos.to(x.dtype)`). The same in float32 compute.
+   * In a 16-bit graph (`floatConvertPass`), rotate q and k in float32 with float32 tables and round back
+   * (`g.inFloat32`, HF ERNIE's `q.float() * cos`); false: the tables are cast to the compute dtype and q, k
+   * rotated in it (HF Granite's `cos.to(x.dtype)`). The same in float32 compute.
    */
   rotaryInFloat32: boolean;
 }
@@ -73,9 +73,8 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
   // ONNX RotaryEmbedding's `interleaved` is vLLM's not-neox (GPT-J) layout.
   const rotary = (x: Value, numHeads: number) =>
     g.scope('rotary_emb', () => {
-      const dt = config.rotaryInFloat32 ? 'float32' : x.dtype;
-      const y = g.rotaryEmbedding(g.cast(x, dt), g.cast(cos, dt), g.cast(sin, dt), { interleaved: !isNeoxStyle, numHeads });
-      return g.cast(y, x.dtype);
+      const rotate = () => g.rotaryEmbedding(x, cos, sin, { interleaved: !isNeoxStyle, numHeads });
+      return config.rotaryInFloat32 ? g.inFloat32(rotate) : rotate();
     });
   const [q, k] = [rotary(q0!, hq), rotary(k0!, hkv)];
   const r = g.scope('attn', () =>
@@ -84,8 +83,7 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
       kvNumHeads: hkv,
       scale: config.scaling,
       mask: inputs.mask,
-      // A cache fed in another float dtype (bfloat16 compute, float32 IO: kv-io.ts) is cast in.
-      ...(past !== undefined ? { pastKey: g.cast(past.key, k.dtype), pastValue: g.cast(past.value, k.dtype) } : {}),
+      ...(past !== undefined ? { pastKey: past.key, pastValue: past.value } : {}),
     }),
   );
   const out = nn.linear(g, r.out, w, 'o_proj', { bias: config.oProjBias, in: hq * hd, out: D });

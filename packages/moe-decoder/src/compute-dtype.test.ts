@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { COMPUTE_DTYPES, type ComputeDType, type Graph, loadModelProto, onnx, saveModel } from '@vlmkit/onnx-graph';
+import { COMPUTE_DTYPES, type ComputeDType, computeDtypePasses, type Graph, loadModelProto, onnx, saveModel } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildErnieDecodeLoopModel } from './ernie/decode-loop.js';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
@@ -26,7 +26,10 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
   const kv = dtype === 'float16' ? 'float16' : 'float32';
   it('ERNIE: float32 inputs and logits, the KV cache in kvCacheDType', () => {
     expect(kvCacheDType(dtype)).toBe(kv);
-    const g = buildErnieTextDecoderModel(randomWeights(tinyConfig).weights, tinyConfig, { computeDtype: dtype, logitsToKeep: true });
+    const g = buildErnieTextDecoderModel(randomWeights(tinyConfig).weights, tinyConfig, {
+      passes: computeDtypePasses(dtype),
+      logitsToKeep: true,
+    });
     expect(g.computeDtype).toBe(dtype);
     const types = io(g);
     for (const name of ['vision_embeds', 'rope_cos', 'rope_sin', 'logits']) expect(types[name], name).toBe('float32');
@@ -35,7 +38,7 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
   });
 
   it('ERNIE saved folded: float32 weights stored in the compute dtype (no Cast reads a weight), the tied table once; the router gate float32', async () => {
-    const g = buildErnieTextDecoderModel(randomWeights(tinyConfig).weights, tinyConfig, { computeDtype: dtype });
+    const g = buildErnieTextDecoderModel(randomWeights(tinyConfig).weights, tinyConfig, { passes: computeDtypePasses(dtype) });
     const path = join(work, `ernie-${dtype}.onnx`);
     await saveModel(g, path, { fold: true });
     const proto = await loadModelProto(path);
@@ -57,7 +60,7 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
   it('Granite: float32 deepstack inputs and logits, the KV cache in kvCacheDType', () => {
     const g = buildGraniteTextDecoderModel(randomGraniteWeights(tinyGraniteConfig, 3), tinyGraniteConfig, {
       levels: [0, 1],
-      computeDtype: dtype,
+      passes: computeDtypePasses(dtype),
       outputHiddenStates: true,
     });
     const types = io(g);
@@ -69,8 +72,11 @@ describe.each(COMPUTE_DTYPES)('computeDtype %s', (dtype: ComputeDType) => {
     const T = onnx.TensorProto.DataType;
     const elem = { float32: T.FLOAT, float16: T.FLOAT16, bfloat16: T.BFLOAT16 }[dtype];
     for (const g of [
-      buildErnieDecodeLoopModel(randomWeights(tinyConfig).weights, tinyConfig, { computeDtype: dtype }),
-      buildGraniteDecodeLoopModel(randomGraniteWeights(tinyGraniteConfig, 3), tinyGraniteConfig, { levels: [0, 1], computeDtype: dtype }),
+      buildErnieDecodeLoopModel(randomWeights(tinyConfig).weights, tinyConfig, { passes: computeDtypePasses(dtype) }),
+      buildGraniteDecodeLoopModel(randomGraniteWeights(tinyGraniteConfig, 3), tinyGraniteConfig, {
+        levels: [0, 1],
+        passes: computeDtypePasses(dtype),
+      }),
     ]) {
       expect(g.computeDtype).toBe(dtype);
       const types = io(g);

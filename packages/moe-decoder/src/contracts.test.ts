@@ -1,7 +1,7 @@
 // The decoders' graph inputs are their contracts: every builder declares exactly the tensors the contract
 // lists for its binding (names, dtypes, dims, order), the loops add their own contract, and the host-side
 // check built from a contract refuses a step whose tensors disagree by name.
-import { type ComputeDType, contractProblems, type Graph, tensorSpecs } from '@vlmkit/onnx-graph';
+import { type ComputeDType, computeDtypePasses, contractProblems, type Graph, tensorSpecs } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
 import { DECODE_LOOP_INPUTS } from './decode-loop.js';
 import { buildErnieDecodeLoopModel } from './ernie/decode-loop.js';
@@ -35,7 +35,7 @@ describe('decoder graphs declare their contracts', () => {
     ['float32', false],
     ['float16', true],
   ] as const)('ERNIE step graph (%s, logits_to_keep %s): inputs are ERNIE_DECODER_INPUTS, outputs named once', (dt, keep) => {
-    const g = buildErnieTextDecoderModel(ew, ernie, { computeDtype: dt, logitsToKeep: keep });
+    const g = buildErnieTextDecoderModel(ew, ernie, { passes: computeDtypePasses(dt), logitsToKeep: keep });
     expect(inputs(g)).toEqual(specs(tensorSpecs(ERNIE_DECODER_INPUTS, { ...ernieBinding(dt), include: { logits_to_keep: keep } })));
     expect(inputs(g).slice(0, 2)).toEqual([
       { name: 'input_ids', dtype: 'int64', dims: ['batch', 'seq'] },

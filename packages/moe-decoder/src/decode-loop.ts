@@ -6,7 +6,6 @@
 import {
   applyPasses,
   type Binding,
-  type ComputeDType,
   type Contract,
   type ContractEntry,
   contract,
@@ -18,7 +17,7 @@ import {
   tensorSpecs,
   type Value,
 } from '@vlmkit/onnx-graph';
-import { castPast, kvCacheDType, type PAST_KEY_VALUES, presentOutputsOf } from './kv-io.js';
+import { markPast, type PAST_KEY_VALUES, presentOutputsOf } from './kv-io.js';
 
 import { greedyTokens, sampledTokens } from './token-choice.js';
 import type { DecoderPassOptions, KvPair } from './types.js';
@@ -115,13 +114,6 @@ export interface DecodeLoopModelOptions extends DecoderPassOptions {
   name?: string;
   /** Block-quantized Linear weights (`quantizeLinearPass`, applied after building). */
   quantize?: QuantizeRequest | undefined;
-  /**
-   * The float type the step computes in (onnx-graph `GraphOptions.computeDtype`), as the step graph's
-   * `computeDtype`. The KV cache is carried through the Loop in it (bfloat16 included: half the bytes on the
-   * device) and crosses the session boundary in `kvCacheDType` (`past_key_values.*` in, `present.*` out), as
-   * the step graph's; the token choice reads the step's float32 logits.
-   */
-  computeDtype?: ComputeDType | undefined;
 }
 
 /**
@@ -140,11 +132,14 @@ export interface DecodeLoopModelOptions extends DecoderPassOptions {
  * `present.*` (its `past_key_values.*`).
  */
 export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLoopSpec<S>, options: DecodeLoopModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'decode_loop', computeDtype: options.computeDtype });
+  // Built in float32. A 16-bit graph (`floatConvertPass` in `passes`) carries the KV cache through the Loop in
+  // its dtype (bfloat16 included: half the bytes on the device), fed and returned in `kvCacheDType` as the step
+  // graph's; the token choice reads the step's logits in float32.
+  const g = new Graph({ name: options.name ?? 'decode_loop' });
   const io = DECODE_LOOP_IO;
   const { numHiddenLayers: L, numKeyValueHeads: hkv, headDim: hd } = spec;
   // The loop's order: ids, mask, the model's inputs, the cache (the decoder contract's own order may differ).
-  const stepInputs = tensorSpecs(spec.contract, { ...spec.binding, dtypes: { kv_cache: kvCacheDType(g.computeDtype) } } as Binding<S>);
+  const stepInputs = tensorSpecs(spec.contract, { ...spec.binding, dtypes: { kv_cache: 'float32' } } as Binding<S>);
   const declare = (keys: (k: string) => boolean) =>
     declareTensors(
       g,
@@ -153,7 +148,7 @@ export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLo
   const [inputIds, attentionMask] = [declare((k) => k === 'input_ids')[0]!, declare((k) => k === 'attention_mask')[0]!];
   const modelInputs = declare((k) => !LOOP_OWN.includes(k));
   const cache = declare((k) => k === 'past_key_values');
-  const past = castPast(
+  const past = markPast(
     g,
     Array.from({ length: cache.length / 2 }, (_, i) => ({ key: cache[2 * i]!, value: cache[2 * i + 1]! })),
   );
@@ -181,48 +176,50 @@ export function buildDecodeLoopModel<S extends DecoderStepSchema>(spec: DecodeLo
     const kv = c.slice(5 + M);
     const pastKv = Array.from({ length: L }, (_, i) => ({ key: kv[2 * i]!, value: kv[2 * i + 1]! }));
     const step = spec.step(b, { inputIds: ids, attentionMask: mask, inputs, past: pastKv, logitsToKeep: b.scalar(1, 'int64') });
-    return b.scope('token_choice', () => {
-      const logits = b.reshape(step.logits, [-1, step.logits.dim(2) as number]); // [B, V]
-      const open = b.cast(b.not(rowDone), 'int64'); // [B]
-      const sampling = b.greater(temperature, 0);
-      const [chosen] = b.if(
-        sampling,
-        (s) => {
-          // Row b draws the next uniform after those of the unfinished rows before it (the host's order).
-          const index = s.add(draws, s.cumsum(open, 0, { exclusive: true }));
-          const last = s.sub(s.reshape(s.shapeOf(uniforms), []), 1);
-          const uniform = s.gather(uniforms, s.max(s.min(index, last), 0));
-          return [sampledTokens(s, logits, { temperature, topK, topP, uniform })];
-        },
-        (s) => [greedyTokens(s, logits)],
-      );
-      const token = b.where(rowDone, pad, chosen!); // [B]
-      const hitEos = b.greater(b.reduceSum(b.cast(b.equal(b.unsqueeze(token, [1]), b.unsqueeze(eos, [0])), 'int64'), [1], false), 0);
-      const nowDone = b.or(rowDone, hitEos);
-      const nextIds = b.unsqueeze(token, [1]);
-      const ones = b.constantOfShape(b.shapeOf(nextIds), 1, 'int64', ['batch', 1]);
-      const used = b.where(sampling, b.reduceSum(open, [0], false), b.scalar(0, 'int64'));
-      return {
-        cond: b.not(allDone(b, nowDone)),
-        carried: [
-          nextIds,
-          b.concat([mask, ones], 1),
-          ...spec.next(b, { positions, tokens: token }),
-          b.add(positions, 1),
-          nowDone,
-          b.add(draws, used),
-          ...step.present.flatMap((p) => [p.key, p.value]),
-        ],
-        scans: [token],
-      };
-    });
+    return b.scope('token_choice', () =>
+      b.inFloat32(() => {
+        const logits = b.reshape(step.logits, [-1, step.logits.dim(2) as number]); // [B, V]
+        const open = b.cast(b.not(rowDone), 'int64'); // [B]
+        const sampling = b.greater(temperature, 0);
+        const [chosen] = b.if(
+          sampling,
+          (s) => {
+            // Row b draws the next uniform after those of the unfinished rows before it (the host's order).
+            const index = s.add(draws, s.cumsum(open, 0, { exclusive: true }));
+            const last = s.sub(s.reshape(s.shapeOf(uniforms), []), 1);
+            const uniform = s.gather(uniforms, s.max(s.min(index, last), 0));
+            return [sampledTokens(s, logits, { temperature, topK, topP, uniform })];
+          },
+          (s) => [greedyTokens(s, logits)],
+        );
+        const token = b.where(rowDone, pad, chosen!); // [B]
+        const hitEos = b.greater(b.reduceSum(b.cast(b.equal(b.unsqueeze(token, [1]), b.unsqueeze(eos, [0])), 'int64'), [1], false), 0);
+        const nowDone = b.or(rowDone, hitEos);
+        const nextIds = b.unsqueeze(token, [1]);
+        const ones = b.constantOfShape(b.shapeOf(nextIds), 1, 'int64', ['batch', 1]);
+        const used = b.where(sampling, b.reduceSum(open, [0], false), b.scalar(0, 'int64'));
+        return {
+          cond: b.not(allDone(b, nowDone)),
+          carried: [
+            nextIds,
+            b.concat([mask, ones], 1),
+            ...spec.next(b, { positions, tokens: token }),
+            b.add(positions, 1),
+            nowDone,
+            b.add(draws, used),
+            ...step.present.flatMap((p) => [p.key, p.value]),
+          ],
+          scans: [token],
+        };
+      }),
+    );
   });
   named.forEach((v, i) => {
     g.output(r.carried[i]!, io.next(v.name));
   });
   g.output(r.carried[named.length]!, io.draws);
   const kvOut = r.carried.slice(named.length + 1);
-  // Carried in the compute dtype; out in the cache dtype (a Cast only for bfloat16, whose cache is fed as float32).
+  // Out in the cache dtype once converted (a Cast only for bfloat16, whose cache is fed as float32).
   const present = Array.from({ length: L }, (_, i) => ({ key: kvOut[2 * i]!, value: kvOut[2 * i + 1]! }));
   presentOutputsOf(g, present, hkv, hd, 'total_out');
   g.output(r.scans[0]!, io.tokens);

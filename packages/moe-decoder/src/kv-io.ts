@@ -1,14 +1,22 @@
 // The KV cache tensors both decoder models declare (the HF / optimum ONNX decoder naming) and the outputs
 // every decoder step has, as contract entries: each name is written once, here, and typed from its
 // template (`past_key_values.${number}.key`). The models package hands the names to runtime's KvCache.
-import { type ComputeDType, type ContractEntry, contract, dtypeVar, type Graph } from '@vlmkit/onnx-graph';
+import {
+  COMPUTE_DTYPE_IO,
+  type ComputeDType,
+  type ContractEntry,
+  computeIoDType,
+  contract,
+  dtypeVar,
+  type Graph,
+} from '@vlmkit/onnx-graph';
 import { MoeDecoderError } from './errors.js';
 import type { KvPair } from './types.js';
 
 export type KvKind = 'key' | 'value';
 const KV_KINDS = ['key', 'value'] as const satisfies readonly KvKind[];
 
-/** The KV cache's I/O dtype, bound per graph to `kvCacheDType(computeDtype)`. */
+/** The KV cache's I/O dtype: float32 as built, `kvCacheDType(computeDtype)` once converted (`floatConvertPass`). */
 export const KV_CACHE_DTYPE = dtypeVar('kv_cache', ['float32', 'float16']);
 
 /**
@@ -60,23 +68,24 @@ export type KvCacheDType = 'float32' | 'float16';
  * The KV cache's I/O dtype for a graph computing in `compute`: the compute dtype itself, so the cache takes
  * half the memory in float16, except bfloat16, whose cache is fed and returned as float32 holding bfloat16
  * values (exact both ways): onnxruntime-node 1.29 has no bfloat16 tensor type (its Tensor takes float16 as
- * Uint16Array, and no 'bfloat16'), so a bfloat16 graph input or output cannot be fed or read from Node.
+ * Uint16Array, and no 'bfloat16'), so a bfloat16 graph input or output cannot be fed or read from Node. The
+ * cache is marked `COMPUTE_DTYPE_IO` (`markPast`, `presentOutputsOf`): `floatConvertPass` types it so.
  */
 export function kvCacheDType(compute: ComputeDType): KvCacheDType {
-  return compute === 'float16' ? 'float16' : 'float32';
+  return computeIoDType(compute);
 }
 
-/** The declared `past_key_values.*` inputs (`declareInputs`) cast to the graph's compute dtype where they differ. */
-export function castPast(g: Graph, past: readonly Readonly<KvPair>[]): KvPair[] {
-  return past.map((kv) => ({ key: g.cast(kv.key, g.computeDtype), value: g.cast(kv.value, g.computeDtype) }));
+/** The declared `past_key_values.*` inputs, marked as held in `kvCacheDType` once the graph is converted. */
+export function markPast(g: Graph, past: readonly Readonly<KvPair>[]): KvPair[] {
+  return past.map((kv) => ({ key: g.mark(kv.key, COMPUTE_DTYPE_IO), value: g.mark(kv.value, COMPUTE_DTYPE_IO) }));
 }
 
-/** Layer i's `present.*` outputs, [batch, Hkv, length, headDim] in the cache dtype (`kvCacheDType`). */
+/** Layer i's `present.*` outputs, [batch, Hkv, length, headDim], in `kvCacheDType` once the graph is converted. */
 export function presentOutputsOf(g: Graph, present: readonly KvPair[], kvHeads: number, headDim: number, length: string): void {
-  const dt = kvCacheDType(g.computeDtype);
   present.forEach((kv, i) => {
-    g.output(g.cast(kv.key, dt), KV_CACHE_IO.present(i, 'key'), ['batch', kvHeads, length, headDim]);
-    g.output(g.cast(kv.value, dt), KV_CACHE_IO.present(i, 'value'), ['batch', kvHeads, length, headDim]);
+    const shape = ['batch', kvHeads, length, headDim];
+    g.mark(g.output(kv.key, KV_CACHE_IO.present(i, 'key'), shape), COMPUTE_DTYPE_IO);
+    g.mark(g.output(kv.value, KV_CACHE_IO.present(i, 'value'), shape), COMPUTE_DTYPE_IO);
   });
 }
 

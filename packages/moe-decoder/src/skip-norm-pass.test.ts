@@ -4,7 +4,7 @@
 // before them (layer 0's input norm; Granite's input norm of a layer whose input has deepstack features added
 // first), in float32 and in the 16-bit form of the norm, in the step graph and inside the decode loop's body.
 // Numbers: the fixture tests run every case with 'contrib' (CONTRIB_PASSES).
-import { applyPasses, everyNode, type Graph, skipRmsNormPass } from '@vlmkit/onnx-graph';
+import { applyPasses, computeDtypePasses, everyNode, type Graph, skipRmsNormPass } from '@vlmkit/onnx-graph';
 import { describe, expect, it } from 'vitest';
 import { buildErnieDecodeLoopModel } from './ernie/decode-loop.js';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
@@ -19,17 +19,27 @@ const gw = randomGraniteWeights(tinyGraniteConfig, 3);
 const dtypes = ['float32', 'float16'] as const;
 // [label, build, layers, norms with no residual add before them]
 const cases: [string, (computeDtype: (typeof dtypes)[number]) => Graph, number, number][] = [
-  ['ERNIE', (computeDtype) => buildErnieTextDecoderModel(ew, tinyConfig, { computeDtype }), tinyConfig.numHiddenLayers, 1],
-  ['ERNIE decode loop', (computeDtype) => buildErnieDecodeLoopModel(ew, tinyConfig, { computeDtype }), tinyConfig.numHiddenLayers, 1],
+  [
+    'ERNIE',
+    (computeDtype) => buildErnieTextDecoderModel(ew, tinyConfig, { passes: computeDtypePasses(computeDtype) }),
+    tinyConfig.numHiddenLayers,
+    1,
+  ],
+  [
+    'ERNIE decode loop',
+    (computeDtype) => buildErnieDecodeLoopModel(ew, tinyConfig, { passes: computeDtypePasses(computeDtype) }),
+    tinyConfig.numHiddenLayers,
+    1,
+  ],
   [
     'Granite, deepstack before layers 0 and 1',
-    (computeDtype) => buildGraniteTextDecoderModel(gw, tinyGraniteConfig, { levels: [0, 1], computeDtype }),
+    (computeDtype) => buildGraniteTextDecoderModel(gw, tinyGraniteConfig, { levels: [0, 1], passes: computeDtypePasses(computeDtype) }),
     tinyGraniteConfig.numHiddenLayers,
     2,
   ],
   [
     'Granite decode loop, text only',
-    (computeDtype) => buildGraniteDecodeLoopModel(gw, tinyGraniteConfig, { levels: [], computeDtype }),
+    (computeDtype) => buildGraniteDecodeLoopModel(gw, tinyGraniteConfig, { levels: [], passes: computeDtypePasses(computeDtype) }),
     tinyGraniteConfig.numHiddenLayers,
     1,
   ],

@@ -1,5 +1,5 @@
 // Types shared by the ERNIE and Granite decoders.
-import type { ComputeDType, GraphPass, QuantizeRequest, Value } from '@vlmkit/onnx-graph';
+import type { GraphPass, QuantizeRequest, Value } from '@vlmkit/onnx-graph';
 
 /** One layer's KV cache: [B, Hkv, P, headDim] float32. */
 export interface KvPair {
@@ -26,7 +26,11 @@ export type KvCacheMode = 'concat' | 'append';
  * `PASSES`), chosen per device by models' profiles (`decoderPasses`), not builder options.
  */
 export interface DecoderPassOptions {
-  /** Rewrites run in order on the built graph (e.g. `CONTRIB_PASSES`, `APPEND_ATTENTION_PASSES`). Default: none. */
+  /**
+   * Rewrites run in order on the built graph (e.g. `CONTRIB_PASSES`, `APPEND_ATTENTION_PASSES`). Default: none.
+   * A 16-bit decoder is the float32 one converted by `floatConvertPass`, first: the KV cache is then fed and
+   * returned in `kvCacheDType`, the other float inputs and `logits` stay float32.
+   */
   passes?: readonly GraphPass[] | undefined;
 }
 
@@ -48,12 +52,6 @@ export interface DecoderModelOptions extends DecoderPassOptions {
    * `attention_mask` [B, C+S] saying which slots are attended; `present.*` are the new rows [B, Hkv, S, hd]).
    */
   kvCache?: KvCacheMode;
-  /**
-   * The float type the decoder computes in (onnx-graph's `ComputeDType`, default 'float32'); weights are stored
-   * in it. The float inputs (vision rows, rope tables) stay float32 and `logits` float32; the KV cache is fed
-   * and returned in `kvCacheDType(computeDtype)`: float16 for float16, float32 (holding bfloat16 values) for bfloat16.
-   */
-  computeDtype?: ComputeDType | undefined;
   /** Graph name written into the model. */
   name?: string;
 }

@@ -149,7 +149,8 @@ function outputTypes(node: OnnxTypes.INodeProto, types: ReadonlyMap<string, numb
 /** A 16-bit attribute tensor as float32 (exact). */
 function widenTensor(t: OnnxTypes.ITensorProto, E: number): OnnxTypes.ITensorProto {
   const raw = t.rawData ?? new Uint8Array(0);
-  const bits = new Uint16Array(raw.slice().buffer, 0, raw.byteLength / 2);
+  // A copy: protobufjs hands bytes as a Node Buffer, whose slice() is a view into a shared pool.
+  const bits = new Uint16Array(new Uint8Array(raw).buffer);
   const f = E === T.BFLOAT16 ? bf16ToF32(bits) : f16ToF32(bits);
-  return { ...t, dataType: T.FLOAT, rawData: new Uint8Array(f.buffer) };
+  return { ...t, dataType: T.FLOAT, rawData: new Uint8Array(f.buffer, f.byteOffset, f.byteLength) };
 }

@@ -70,9 +70,12 @@ export function buildErnieDecodeLoopModel(weights: Weights, config: ErnieTextCon
  * taken in float64 and rounded to float32, as the host's `mropeCosSin` (Math.cos into a Float32Array) does.
  */
 function textRotary(b: Graph, positions: Value, invFreq: Float32Array): { cos: Value; sin: Value } {
-  return b.scope('rotary_emb', () => {
-    const pos = b.unsqueeze(b.cast(positions, 'float32'), [1, 2]); // [B, 1, 1]
-    const angle = b.cast(b.mul(pos, b.constant('float32', [invFreq.length], invFreq)), 'float64');
-    return { cos: b.cast(b.cos(angle), 'float32'), sin: b.cast(b.sin(angle), 'float32') };
-  });
+  // In float32 in a 16-bit graph too: the tables are inputs the host makes in float32.
+  return b.scope('rotary_emb', () =>
+    b.inFloat32(() => {
+      const pos = b.unsqueeze(b.cast(positions, 'float32'), [1, 2]); // [B, 1, 1]
+      const angle = b.cast(b.mul(pos, b.constant('float32', [invFreq.length], invFreq)), 'float64');
+      return { cos: b.cast(b.cos(angle), 'float32'), sin: b.cast(b.sin(angle), 'float32') };
+    }),
+  );
 }

@@ -61,11 +61,10 @@ export interface ErnieTextDecoderOutputs {
  * text decoder to `g` inside `scope` (default 'decoder'): embeddings with
  * vision rows scattered in, the decoder layers with KV cache, the final
  * norm and lm_head (with tied embeddings, embed_tokens' weight: stored once).
- * Computes in the graph's `computeDtype` (float32 by default; parameters in
- * another dtype are cast in the graph, once at save with `fold`): float inputs
- * are cast to it at entry; norms, router and rotary run in float32 inside
- * (as HF); `logits` are float32. `past` may be in any float dtype (cast in);
- * `present` is in the compute dtype.
+ * Written in float32 (parameters in another dtype are cast in the graph, once
+ * at save with `fold`); `floatConvertPass` makes the 16-bit graph, in which
+ * norms, router and rotary run in float32 inside (as HF) and `logits` stay
+ * float32.
  */
 export function buildErnieTextDecoder(
   g: Graph,
@@ -97,7 +96,7 @@ export function buildErnieTextDecoder(
             config,
             inputs.visionEmbeds && { embeds: inputs.visionEmbeds, positions: inputs.visionPositions! },
           )
-        : g.cast(inputs.inputsEmbeds!, g.computeDtype);
+        : inputs.inputsEmbeds!;
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const layerOutputs: Value[] = [];
     const present: KvPair[] = [];
@@ -133,8 +132,8 @@ export function buildErnieTextDecoder(
     }
     const lastHiddenState = nn.rmsNorm(g, x, weights, 'norm', config.rmsNormEps);
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
-    // HF: lm_head in the compute dtype; the logits leave as float32 (host sampling reads float32).
-    const logits = g.cast(lmHead(g, weights, config, kept), 'float32');
+    // HF: lm_head in the compute dtype; a graph's float32 output stays float32 (host sampling reads float32).
+    const logits = lmHead(g, weights, config, kept);
     return { logits, lastHiddenState, layerOutputs, present: inputs.past !== undefined ? present : undefined, routing };
   });
 }

@@ -77,10 +77,12 @@ export function ernieMoe(
   // Each token's routing from the modality it took, for callers that inspect it.
   const routing =
     vision !== undefined
-      ? g.scope('routing', () => ({
-          topkIds: g.where(isVision, vision.topkIds, text.topkIds),
-          topkWeights: g.where(isVision, vision.topkWeights, text.topkWeights),
-        }))
+      ? g.scope('routing', () =>
+          g.inFloat32(() => ({
+            topkIds: g.where(isVision, vision.topkIds, text.topkIds),
+            topkWeights: g.where(isVision, vision.topkWeights, text.topkWeights),
+          })),
+        )
       : undefined;
   return { out: g.reshape(out, g.shapeOf(x), x.shape), routing };
 }
@@ -98,7 +100,7 @@ interface RoutedExpertsArgs {
  * `{m}_experts` = FusedMoE with e_score_correction_bias and renormalize; HF:
  * Ernie4_5_VLMoeMoeTopKRouter + Ernie4_5_VLMoeMoeExperts), on tokens [N, D].
  *
- * Router, in float32 whatever the compute dtype (HF runs it with autocast off
+ * Router, in float32 whatever the compute dtype (`g.inFloat32`; HF runs it with autocast off
  * on `hidden_states.float()` and the float32 gate; vLLM's gate is float32
  * too): p = softmax(x gate^T); topk_ids = topk(p + bias, k);
  * topk_weights = p[topk_ids] / max(sum, moe_norm_min) (HF clamps the sum;
@@ -127,14 +129,16 @@ function routedExperts(
   const bias = g.param(w, `${modality}_experts.e_score_correction_bias`, [E]);
   const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
   return g.scope(`${modality}_experts`, () => {
-    const { topkIds, topkWeights, logits } = g.scope('router', () => {
-      const logits = g.matmul(f32(x), g.transpose(f32(gate), [1, 0])); // [N, E]
-      const probs = g.softmax(logits, -1);
-      const [, topkIds] = g.topk(g.add(probs, f32(bias)), topK, -1); // [N, k]
-      const picked = g.gatherElements(probs, topkIds, 1);
-      const topkWeights = g.div(picked, g.max(g.reduceSum(picked, [1]), normMin));
-      return { topkIds, topkWeights, logits };
-    });
+    const { topkIds, topkWeights, logits } = g.scope('router', () =>
+      g.inFloat32(() => {
+        const logits = g.matmul(f32(x), g.transpose(f32(gate), [1, 0])); // [N, E]
+        const probs = g.softmax(logits, -1);
+        const [, topkIds] = g.topk(g.add(probs, f32(bias)), topK, -1); // [N, k]
+        const picked = g.gatherElements(probs, topkIds, 1);
+        const topkWeights = g.div(picked, g.max(g.reduceSum(picked, [1]), normMin));
+        return { topkIds, topkWeights, logits };
+      }),
+    );
     const experts = groupedExperts(g, w.sub(`${modality}_experts`), sizes, { tokens: x, topkIds, topkWeights, inModality });
     const out = markRoutedExperts(g, experts.out, { tokens: x, inModality, routerLogits: logits, topkIds, experts: experts.linears });
     return { out, topkIds, topkWeights };

@@ -1,5 +1,5 @@
 import { contract, declareInputs, type Feeds, type FeedValues, Graph, type Weights } from '@vlmkit/onnx-graph';
-import { castPast, DECODER_OUTPUTS, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
+import { DECODER_OUTPUTS, markPast, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
 import { rewriteDecoderModel } from '../model-passes.js';
 import type { DecoderModelOptions } from '../types.js';
 import type { ErnieTextConfig } from './config.js';
@@ -78,12 +78,12 @@ export type ErnieDecoderFeeds<T> = Feeds<typeof ERNIE_DECODER_INPUTS.schema, T>;
  * - `router.{i}.topk_ids` / `.topk_weights` [B*S, k] for MoE layers with `outputRouting`
  */
 export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextConfig, options: ErnieTextDecoderModelOptions = {}): Graph {
-  const g = new Graph({ name: options.name ?? 'ernie_text_decoder', computeDtype: options.computeDtype });
+  const g = new Graph({ name: options.name ?? 'ernie_text_decoder' });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const x = declareInputs(g, ERNIE_DECODER_INPUTS, {
     sizes: { hidden: D, half_head_dim: hd / 2, kv_heads: hkv, head_dim: hd },
     counts: { layer: config.numHiddenLayers },
-    dtypes: { kv_cache: kvCacheDType(g.computeDtype) },
+    dtypes: { kv_cache: 'float32' },
     include: { logits_to_keep: options.logitsToKeep === true },
   });
   const logitsToKeep = x.logits_to_keep;
@@ -99,7 +99,7 @@ export function buildErnieTextDecoderModel(weights: Weights, config: ErnieTextCo
       attentionMask: x.attention_mask,
       ropeCos: x.rope_cos,
       ropeSin: x.rope_sin,
-      past: castPast(g, x.past_key_values),
+      past: markPast(g, x.past_key_values),
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
     {

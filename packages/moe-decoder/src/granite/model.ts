@@ -61,10 +61,9 @@ export interface GraniteTextDecoderOutputs {
  * times embedding_multiplier; before layer L, the level mapped to L is added
  * at the image rows (unscaled); dense Granite layers with a KV cache; final
  * norm; lm_head (tied: embed_tokens' weight, stored once) divided by
- * logits_scaling. Computes in the graph's `computeDtype` (float32 by default;
- * parameters in another dtype are cast in the graph, once at save with `fold`):
- * float inputs are cast to it at entry; norms and rotary tables run in float32
- * inside (as HF); `logits` are float32; `present` is in the compute dtype.
+ * logits_scaling. Written in float32 (parameters in another dtype are cast in
+ * the graph, once at save with `fold`); `floatConvertPass` makes the 16-bit
+ * graph, in which norms run in float32 inside (as HF) and `logits` stay float32.
  */
 export function buildGraniteTextDecoder(
   g: Graph,
@@ -102,7 +101,7 @@ export function buildGraniteTextDecoder(
               ),
             )
           : inputs.inputsEmbeds!;
-    const x0 = g.scope('embedding_multiplier', () => g.mul(g.cast(inputsEmbeds, g.computeDtype), config.embeddingMultiplier));
+    const x0 = g.scope('embedding_multiplier', () => g.mul(inputsEmbeds, config.embeddingMultiplier));
     const mask = causalPaddingMask(g, inputs.attentionMask, x0);
     const { cos, sin } = graniteRotaryTables(g, inputs.positionIds, config);
     const levelAt = new Map(options.levels.map((layer, k) => [layer, k]));
@@ -135,8 +134,8 @@ export function buildGraniteTextDecoder(
     const lastHiddenState = nn.rmsNorm(g, x, weights, 'norm', config.rmsNormEps);
     // HF divides after the matmul (logits / logits_scaling), so do we (not Gemm alpha = 1/scaling).
     const kept = inputs.logitsToKeep ? keepLastPositions(g, lastHiddenState, inputs.logitsToKeep) : lastHiddenState;
-    // HF: lm_head and the division in the compute dtype; the logits leave as float32 (host sampling reads float32).
-    const logits = g.cast(g.div(lmHead(g, weights, config, kept), config.logitsScaling), 'float32');
+    // HF: lm_head and the division in the compute dtype; a graph's float32 output stays float32 (host sampling).
+    const logits = g.div(lmHead(g, weights, config, kept), config.logitsScaling);
     return { logits, lastHiddenState, inputsEmbeds, layerInputs, layerOutputs, present: inputs.past !== undefined ? present : undefined };
   });
 }

@@ -11,11 +11,14 @@ import type { GraniteTextConfig } from './config.js';
  */
 export function graniteRotaryTables(g: Graph, positionIds: Value, config: GraniteTextConfig): { cos: Value; sin: Value } {
   const invFreq = ropeInverseFrequencies(config.headDim, config.ropeTheta);
-  return g.scope('rotary_emb', () => {
-    const pos = g.unsqueeze(g.cast(positionIds, 'float32'), [2]); // [B, S, 1]
-    const freqs = g.mul(pos, g.constant('float32', [invFreq.length], invFreq)); // [B, S, hd/2]
-    return { cos: g.cos(freqs), sin: g.sin(freqs) };
-  });
+  // In float32 in a 16-bit graph too (HF: autocast off); the rotation casts the tables to its dtype.
+  return g.scope('rotary_emb', () =>
+    g.inFloat32(() => {
+      const pos = g.unsqueeze(g.cast(positionIds, 'float32'), [2]); // [B, S, 1]
+      const freqs = g.mul(pos, g.constant('float32', [invFreq.length], invFreq)); // [B, S, hd/2]
+      return { cos: g.cos(freqs), sin: g.sin(freqs) };
+    }),
+  );
 }
 
 /**

@@ -1,5 +1,5 @@
 import { contract, declareInputs, type Feeds, type FeedValues, Graph, type Value, type Weights } from '@vlmkit/onnx-graph';
-import { castPast, DECODER_OUTPUTS, kvCacheDType, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
+import { DECODER_OUTPUTS, markPast, PAST_KEY_VALUES, presentOutputsOf } from '../kv-io.js';
 import { rewriteDecoderModel } from '../model-passes.js';
 import type { DecoderModelOptions } from '../types.js';
 import type { GraniteTextConfig } from './config.js';
@@ -72,12 +72,12 @@ export type GraniteDecoderFeeds<T> = Feeds<typeof GRANITE_DECODER_INPUTS.schema,
  * - with `outputHiddenStates`: `hidden_states.{i}`, `layer_inputs.{i}`, `inputs_embeds`
  */
 export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTextConfig, options: GraniteTextDecoderModelOptions): Graph {
-  const g = new Graph({ name: options.name ?? 'granite_text_decoder', computeDtype: options.computeDtype });
+  const g = new Graph({ name: options.name ?? 'granite_text_decoder' });
   const { hiddenSize: D, numKeyValueHeads: hkv, headDim: hd } = config;
   const x = declareInputs(g, GRANITE_DECODER_INPUTS, {
     sizes: { hidden: D, kv_heads: hkv, head_dim: hd },
     counts: { layer: config.numHiddenLayers, level: options.levels.length },
-    dtypes: { kv_cache: kvCacheDType(g.computeDtype) },
+    dtypes: { kv_cache: 'float32' },
     include: { image_positions: options.levels.length > 0, logits_to_keep: options.logitsToKeep === true },
   });
   const { image_positions: imagePositions, deepstack, logits_to_keep: logitsToKeep } = x;
@@ -90,7 +90,7 @@ export function buildGraniteTextDecoderModel(weights: Weights, config: GraniteTe
       ...(imagePositions ? { imagePositions, deepstack } : {}),
       attentionMask: x.attention_mask,
       positionIds: x.position_ids,
-      past: castPast(g, x.past_key_values),
+      past: markPast(g, x.past_key_values),
       ...(logitsToKeep ? { logitsToKeep } : {}),
     },
     {

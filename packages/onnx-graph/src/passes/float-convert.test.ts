@@ -9,6 +9,7 @@ import { emulateInFloat32 } from '../emulate.js';
 import { Graph } from '../graph.js';
 import { serializeModel } from '../model.js';
 import { layerNorm, linear, maskToBias, rmsNorm } from '../nn.js';
+import { onnx } from '../proto.js';
 import { type TensorRef, tensorFromArray } from '../tensor-ref.js';
 import { randn } from '../test-utils/ort.js';
 import type { Value } from '../value.js';
@@ -58,10 +59,10 @@ function model(half?: Half): Graph {
   if (!half) g.mark(pastIn, COMPUTE_DTYPE_IO);
   const past = as(pastIn, dt);
   const mask = g.input('mask', 'bool', [B, S, D]);
-  const a = half ? halfLinear(g, x, w, dt) : linear(g, x, w, 'fc', { out: D });
-  const n = half ? halfRms(g, a, w, dt) : rmsNorm(g, a, w, 'rms', 1e-6);
+  const a = half ? halfLinear(g, x, w, half) : linear(g, x, w, 'fc', { out: D });
+  const n = half ? halfRms(g, a, w, half) : rmsNorm(g, a, w, 'rms', 1e-6);
   const s = half ? as(g.silu(as(n, 'float32')), dt) : g.silu(n);
-  const l = half ? halfLayerNorm(g, s, w, dt) : layerNorm(g, s, w, 'ln', 1e-5);
+  const l = half ? halfLayerNorm(g, s, w, half) : layerNorm(g, s, w, 'ln', 1e-5);
   const route = () => {
     const gate = g.cast(g.param(w, 'gate.weight', [E, D]), 'float32');
     const probs = g.softmax(g.matmul(as(l, 'float32'), g.transpose(gate, [1, 0])), -1);
@@ -69,10 +70,13 @@ function model(half?: Half): Graph {
   };
   const weight = as(half ? route() : g.inFloat32(route), dt);
   const biased = g.add(g.add(g.mul(l, weight), past), maskToBias(g, mask, dt));
-  const [looped] = g.loop({ trips: g.scalar(2, 'int64'), carried: [biased] }, (b, { cond, carried }) => ({
+  // A float32 table (a rotary table's role) carried through the Loop and updated in float32.
+  const table = g.input('table', 'float32', [D]);
+  const [looped, tableOut] = g.loop({ trips: g.scalar(2, 'int64'), carried: [biased, table] }, (b, { cond, carried }) => ({
     cond,
-    carried: [b.add(b.mul(carried[0]!, half ? b.scalar(0.5, dt) : 0.5), l)],
+    carried: [b.add(b.mul(carried[0]!, half ? b.scalar(0.5, dt) : 0.5), l), b.inFloat32(() => b.add(b.mul(carried[1]!, 1 / 3), 0.1))],
   })).carried;
+  g.output(tableOut!, 'table_out');
   const any = g.cast(g.reduceMax(g.cast(g.reshape(mask, [-1]), 'int32'), [0], false), 'bool');
   const [y] = g.if(
     any,
@@ -112,6 +116,7 @@ async function run(g: Graph, half: Half | undefined): Promise<Record<string, Flo
     x: new ort.Tensor('float32', randn(n, 11), [B, S, D]),
     past:
       half === 'float16' ? new ort.Tensor('float16', floatData('float16', past), [B, S, D]) : new ort.Tensor('float32', past, [B, S, D]),
+    table: new ort.Tensor('float32', randn(D, 13), [D]),
     mask: new ort.Tensor(
       'bool',
       Uint8Array.from({ length: n }, (_, i) => (i % 7 === 3 ? 0 : 1)),
@@ -121,7 +126,7 @@ async function run(g: Graph, half: Half | undefined): Promise<Record<string, Flo
   const r = await s.run(feeds);
   await s.release();
   const f32 = (t: ort.Tensor) => (t.type === 'float16' ? Float32Array.from(t.data as Uint16Array, halfToNumber) : (t.data as Float32Array));
-  return { y: f32(r.y!), present: f32(r.present!) };
+  return { y: f32(r.y!), present: f32(r.present!), table: f32(r.table_out!) };
 }
 
 function halfToNumber(h: number): number {
@@ -145,9 +150,10 @@ describe.each(['float16', 'bfloat16'] as const)('floatConvertPass(%s)', (half) =
     expect(Array.from(after.present!)).toEqual(Array.from(direct.present!));
   });
 
-  it("is within 16-bit rounding of the float32 graph's numbers", async () => {
+  it("is within 16-bit rounding of the float32 graph's numbers; a float32 Loop-carried value exactly", async () => {
     const f32 = await run(model(), undefined);
     const after = await run(converted(half), half);
+    expect(Array.from(after.table!)).toEqual(Array.from(f32.table!));
     const step = half === 'float16' ? 2 ** -10 : 2 ** -7;
     let worst = 0;
     for (let i = 0; i < f32.y!.length; i++) {
@@ -164,7 +170,7 @@ describe.each(['float16', 'bfloat16'] as const)('floatConvertPass(%s)', (half) =
     const g = converted(half);
     const io = Object.fromEntries([...g.snapshot().inputs, ...g.snapshot().outputs].map((v) => [v.name, v.dtype]));
     const kv = half === 'float16' ? 'float16' : 'float32';
-    expect(io).toEqual({ x: 'float32', past: kv, mask: 'bool', y: 'float32', present: kv });
+    expect(io).toEqual({ x: 'float32', past: kv, mask: 'bool', table: 'float32', y: 'float32', table_out: 'float32', present: kv });
     expect(g.computeDtype).toBe(half);
     const typeOfOp = (op: string) => g.nodes.filter((n) => n.opType === op).map((n) => g.typeOf(n.output![0]!)!.dtype);
     expect(typeOfOp('MatMul')).toEqual([half, 'float32']);
@@ -173,4 +179,20 @@ describe.each(['float16', 'bfloat16'] as const)('floatConvertPass(%s)', (half) =
     expect(typeOfOp('Softmax')).toEqual(['float32']);
     expect(() => applyPasses(g, [floatConvertPass(half)])).toThrow(/computes in/);
   });
+});
+
+it('emulateInFloat32 widens a bfloat16 attribute tensor of a model read from a file (a Node Buffer)', async () => {
+  const g = new Graph();
+  const shape = g.input('shape', 'int64', [2]);
+  g.output(g.cast(g.constantOfShape(shape, 0.75, 'float32'), 'float32'), 'y');
+  applyPasses(g, [floatConvertPass('bfloat16')]);
+  const { bytes } = await serializeModel(g);
+  const attr = onnx.ModelProto.decode(bytes).graph!.node!.find((n) => n.opType === 'ConstantOfShape')!.attribute![0]!;
+  expect(attr.t!.dataType).toBe(onnx.TensorProto.DataType.BFLOAT16);
+  // Bytes as readFile gives them: protobufjs decodes them into views of one shared Buffer.
+  const padded = Buffer.concat([Buffer.alloc(64, 0x5a), Buffer.from(bytes)]).subarray(64);
+  const s = await ort.InferenceSession.create(emulateInFloat32(padded), { executionProviders: ['cpu'], logSeverityLevel: 4 });
+  const r = await s.run({ shape: new ort.Tensor('int64', BigInt64Array.of(2n, 3n), [2]) });
+  await s.release();
+  expect(Array.from(r.y!.data as Float32Array)).toEqual(new Array(6).fill(0.75));
 });

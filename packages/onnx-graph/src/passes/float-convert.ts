@@ -25,7 +25,7 @@ export function computeIoDType(dtype: 'float32' | HalfDType): 'float32' | 'float
  * - the nodes built inside `g.inFloat32` (a router, a rotary in float32, SiLU), which read float32 and
  *   whose results are rounded once where a 16-bit node reads them;
  * - LayerNormalization, normalised in float32 with float32 weight and bias, then rounded (torch's
- *   LayerNorm kernels);
+ *   LayerNorm kernels), and ScatterND 'add', summed in float32 and rounded once (no 16-bit CPU kernel);
  * - RMSNormalization, normalised in float32 with a unit scale, rounded, then times the weight in `dtype`
  *   (HF's Llama-family RMSNorm: `weight * hidden.float()...to(input_dtype)`);
  * - graph inputs and outputs, which keep their float32 type (a Cast at the boundary), except those marked
@@ -51,6 +51,11 @@ export function floatConvertPass(dtype: HalfDType): GraphPass {
       return count;
     },
   };
+}
+
+/** The passes that make a float32 graph compute in `dtype`: none for float32, else `floatConvertPass(dtype)`. */
+export function computeDtypePasses(dtype: 'float32' | HalfDType): GraphPass[] {
+  return dtype === 'float32' ? [] : [floatConvertPass(dtype)];
 }
 
 /** Where a value of the float32 graph lives in the converted one. */
@@ -104,13 +109,13 @@ class Converter {
     const scope = new Scope();
     for (const v of inputs) {
       if (v.dtype !== 'float32') continue;
-      if (g.markOf(v.name) === COMPUTE_DTYPE_IO && computeIoDType(this.E) === this.E) {
+      if (g.markOf(v.name) !== COMPUTE_DTYPE_IO) {
+        // Cast to E where the graph computes in E (a float32 region reads the input as fed).
+        scope.places.set(v.name, { name: v.name, dtype: 'float32', island: true });
+      } else if (computeIoDType(this.E) === this.E) {
         this.retype(v.name, this.E);
         scope.places.set(v.name, { name: v.name, dtype: this.E });
         this.count++;
-      } else {
-        // Cast to E where the graph computes in E (a float32 region reads the input as fed).
-        scope.places.set(v.name, { name: v.name, dtype: 'float32', island: true });
       }
     }
     const wants = new Map<string, DType>();
@@ -158,14 +163,14 @@ class Converter {
     else if ((node.attribute ?? []).some((a) => a.g)) {
       throw new GraphError('BAD_ARGUMENT', `floatConvertPass: control flow '${node.opType}' (${node.name}) is not converted`);
     } else if (op === 'Cast') this.castOf(node, scope, out, inFloat32);
+    else if (op === 'Identity') this.identity(node, scope, out);
     else if (op === 'RMSNormalization' && !inFloat32) this.rmsNorm(node, scope, out);
-    else if (op === 'LayerNormalization' && !inFloat32) this.layerNorm(node, scope, out);
+    else if ((op === 'LayerNormalization' || isScatterAdd(node)) && !inFloat32) this.roundedFloat32(node, scope, out);
     else this.compute(node, scope, out, inFloat32);
   }
 
   /** Any other node: in float32 inside `inFloat32`, else in E. */
   private compute(node: Node, scope: Scope, out: Out, inFloat32: boolean): void {
-    const g = this.g;
     const standard = (node.domain ?? '') === '';
     const op = node.opType ?? '';
     const want: DType = inFloat32 ? 'float32' : this.E;
@@ -201,7 +206,7 @@ class Converter {
       scope.places.set(o, { name: o, dtype: this.g.typeOf(o)!.dtype });
       return;
     }
-    if (isFloat(from.dtype) && from.dtype !== 'float32') {
+    if (from.dtype === 'float16' || from.dtype === 'bfloat16') {
       scope.places.set(o, { name: o, dtype: 'float32', narrow: { name: from.name, dtype: from.dtype } });
       return;
     }
@@ -213,6 +218,17 @@ class Converter {
     this.retype(o, this.E);
     scope.places.set(o, { name: o, dtype: this.E });
     this.count++;
+  }
+
+  /** An Identity (a graph or body output under another name) passes its input on as it is. */
+  private identity(node: Node, scope: Scope, out: Out): void {
+    const [input] = node.input ?? [];
+    const o = node.output![0]!;
+    const from = scope.place(input!) ?? this.original(input!);
+    node.input = [from.name];
+    if (from.dtype !== this.g.typeOf(o)?.dtype) this.retype(o, from.dtype);
+    scope.places.set(o, { ...from, name: o });
+    out.push(node);
   }
 
   /** HF's 16-bit RMSNorm: Mul(Cast(RMSNormalization(Cast(x, float32), ones), E), weight in E). */
@@ -239,12 +255,16 @@ class Converter {
     this.count++;
   }
 
-  /** torch's 16-bit LayerNorm: Cast(LayerNormalization(Cast(x, float32), weight, bias in float32), E). */
-  private layerNorm(node: Node, scope: Scope, out: Out): void {
+  /**
+   * A node computed in float32 and rounded once: torch's 16-bit LayerNorm, Cast(LayerNormalization(Cast(x,
+   * float32), weight, bias in float32), E); a ScatterND 'add' (ORT's CPU EP has none in 16 bits).
+   */
+  private roundedFloat32(node: Node, scope: Scope, out: Out): void {
     const g = this.g;
     const o = node.output![0]!;
     const prefix = node.name!.slice(0, node.name!.lastIndexOf('.') + 1);
-    node.input = (node.input ?? []).map((i) => (i === '' ? i : this.read(scope, i, 'float32', out)));
+    if (isScatterAdd(node)) this.widenBeforeReshape(node.input![0]!, scope, out);
+    node.input = (node.input ?? []).map((i) => (i === '' || !this.wasFloat32(i) ? i : this.read(scope, i, 'float32', out)));
     const normed = g.freshName(`${o}/as_float32`, { dtype: 'float32', shape: this.shape(o) });
     node.output = [normed, ...(node.output ?? []).slice(1)];
     out.push(node);
@@ -255,6 +275,23 @@ class Converter {
   }
 
   /**
+   * The Reshape making `name` (a ScatterND 'add''s data) reshapes the value widened to float32 instead, as the
+   * builder wrote it (`reshape(cast(h, float32))`): on ORT's CPU EP, where a 16-bit Add has no kernel, the
+   * Cast's place decides whether the sum before it is rounded.
+   */
+  private widenBeforeReshape(name: string, scope: Scope, out: Out): void {
+    const p = scope.place(name);
+    const at = out.findIndex((n) => n.opType === 'Reshape' && n.output?.[0] === p?.name);
+    const reshape = out[at];
+    if (p === undefined || reshape === undefined || p.dtype !== this.E) return;
+    const wide = this.g.freshName(`${reshape.input![0]}/as_float32`, { dtype: 'float32', shape: this.shape(reshape.input![0]!) });
+    out.splice(at, 0, this.castNode(reshape.input![0]!, 'float32', wide));
+    reshape.input = [wide, ...reshape.input!.slice(1)];
+    this.retype(p.name, 'float32');
+    scope.places.set(name, { name: p.name, dtype: 'float32' });
+  }
+
+  /**
    * A Loop: its float carried values carried in E (the body's inputs and carried outputs), its body
    * converted, its scans in the dtype the body makes them.
    */
@@ -262,9 +299,8 @@ class Converter {
     const body = node.attribute!.find((a) => a.name === 'body')!.g!;
     const inner = new Scope(scope);
     const carried = (node.input ?? []).slice(2);
-    const types: DType[] = carried.map((c) => {
-      return this.converted(c);
-    });
+    // A float value carried in E, but one read as fed or made in float32 (a rotary table, an input).
+    const types: DType[] = carried.map((c) => (scope.place(c)?.island ? 'float32' : this.converted(c)));
     node.input = (node.input ?? []).map((i, k) =>
       i === '' ? i : this.read(scope, i, k >= 2 && types[k - 2] === this.E ? this.E : undefined, out),
     );
@@ -305,7 +341,8 @@ class Converter {
   private bodyOutputs(outputs: OnnxTypes.IValueInfoProto[], wants: readonly DType[], inner: Scope, nodes: Out): Out {
     const made = new Set(nodes.flatMap((n) => n.output ?? []));
     outputs.forEach((v, k) => {
-      let name = this.read(inner, v.name!, wants[k], nodes);
+      // A float32 result leaves as it is (a carried rotary table); others in their dtype.
+      let name = this.read(inner, v.name!, wants[k], nodes, wants[k] === 'float32');
       if (!made.has(name) && !nodes.some((n) => n.output?.includes(name))) {
         // A body output must be made in the body: an outer value passes through an Identity.
         const id = this.g.freshName(`${v.name}/Identity`, { dtype: wants[k]!, shape: this.shape(v.name!) });
@@ -331,12 +368,12 @@ class Converter {
     out.push(node);
   }
 
-  /** A body input or output's declared type set to `dtype` (and its place in `scope`). */
+  /** A body input or output's declared type set to `dtype` (and its place in `scope`: a float32 one as fed). */
   private retypeInfo(v: OnnxTypes.IValueInfoProto, scope: Scope | undefined, dtype: DType): void {
     const t = v.type?.tensorType;
     if (t) t.elemType = onnxDataType(dtype);
     if (this.g.typeOf(v.name!) !== undefined && this.g.typeOf(v.name!)!.dtype !== dtype) this.retype(v.name!, dtype);
-    scope?.places.set(v.name!, { name: v.name!, dtype });
+    scope?.places.set(v.name!, { name: v.name!, dtype, ...(dtype === 'float32' ? { island: true } : {}) });
   }
 
   /**
@@ -400,7 +437,7 @@ class Converter {
     const a = (node.attribute ?? []).find((x) => x.name === 'value');
     if (a?.t?.dataType !== onnxDataType('float32')) return false;
     const raw = a.t.rawData!;
-    const bits = halfBits(new Float32Array(raw.slice().buffer, 0, raw.byteLength / 4), this.E);
+    const bits = halfBits(new Float32Array(new Uint8Array(raw).buffer), this.E);
     a.t = { ...a.t, dataType: onnxDataType(this.E), rawData: new Uint8Array(bits.buffer) };
     return true;
   }
@@ -440,6 +477,11 @@ class Converter {
   private shape(name: string) {
     return this.g.typeOf(name)?.shape ?? [];
   }
+}
+
+function isScatterAdd(node: Node): boolean {
+  const r = node.attribute?.find((a) => a.name === 'reduction');
+  return node.opType === 'ScatterND' && r?.s !== undefined && r.s !== null && new TextDecoder().decode(r.s) === 'add';
 }
 
 /** Names a subgraph reads (its nodes' inputs and outputs, nested bodies included). */
