@@ -140,6 +140,17 @@ describe('Checkpoint', () => {
       expect((await checkpointFiles(dir)).files).toEqual([join(dir, 'model.safetensors')]);
     });
 
+    it('a model.safetensors that is no regular file and no index: NOT_A_FILE naming what it is', async () => {
+      const dir = join(root, 'odd-weights');
+      await mkdir(join(dir, 'model.safetensors'), { recursive: true });
+      const err = await rejection(Checkpoint.open(dir));
+      expect([err.code, err.file]).toEqual(['NOT_A_FILE', join(dir, 'model.safetensors')]);
+      expect(err.message).toContain('found a directory');
+      await rm(join(dir, 'model.safetensors'), { recursive: true });
+      await symlink(join(dir, 'nowhere.safetensors'), join(dir, 'model.safetensors'));
+      expect((await rejection(Checkpoint.open(dir))).message).toContain('found a symbolic link to nothing');
+    });
+
     it('other .safetensors files without model.safetensors or its index: refused, every one named', async () => {
       const dir = join(root, 'misnamed');
       await mkdir(dir);

@@ -11,7 +11,7 @@
  * tensor may appear in two shards. Tensors a shard holds beyond those the
  * weight_map lists are kept, as transformers loads whole shard files.
  */
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Tensor, TensorInfo } from './dtype.js';
 import { fail, SafetensorsError, show } from './errors.js';
@@ -19,7 +19,7 @@ import { SafetensorsFile } from './file.js';
 import { toFloat32 } from './half.js';
 import { type JsonDefect, MAX_JSON_DEPTH, scanJson, showPath } from './json-guard.js';
 import { tensorEntry } from './nearest.js';
-import { readRegularTextFile } from './regular-file.js';
+import { describeFileKind, readRegularTextFile } from './regular-file.js';
 
 /** transformers' SAFE_WEIGHTS_NAME and SAFE_WEIGHTS_INDEX_NAME: the only weight files of a directory it reads. */
 const WEIGHTS = 'model.safetensors';
@@ -221,6 +221,18 @@ async function locate(pathOrDir: string): Promise<Located> {
   if (await isFile(WEIGHTS_INDEX)) {
     const found = await readIndex(join(path, WEIGHTS_INDEX));
     return { path, ...found, unread: unread([found.index, ...found.files]) };
+  }
+  // Neither is a file: a model.safetensors that is something else (a FIFO, a device, a link to nothing) is named as such.
+  const weights = join(path, WEIGHTS);
+  if ((await lstat(weights).catch(() => undefined)) !== undefined) {
+    const target = await stat(weights).catch(() => undefined);
+    fail(
+      'NOT_A_FILE',
+      `expected a regular file, found ${target ? describeFileKind(target) : 'a symbolic link to nothing'}; only regular files are read.`,
+      {
+        file: weights,
+      },
+    );
   }
   if (present.length === 0) {
     fail('NO_SAFETENSORS', `expected ${WEIGHTS} or ${WEIGHTS_INDEX} in this directory, found no safetensors file at all.`, { file: path });
