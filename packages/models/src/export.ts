@@ -101,10 +101,7 @@ function tensors(values: readonly Value[]): ManifestTensor[] {
 
 async function writeGraph(g: Graph, out: string, stem: string, threshold: number | undefined): Promise<ManifestGraph> {
   const file = `${stem}.onnx`;
-  const saved = await saveModel(g, join(out, file), {
-    linkFiles: false,
-    ...(threshold !== undefined ? { externalThreshold: threshold } : {}),
-  });
+  const saved = await saveModel(g, join(out, file), threshold !== undefined ? { externalThreshold: threshold } : {});
   const data = saved.dataPath !== undefined ? basename(saved.dataPath) : null;
   const sha256: Record<string, string> = { [file]: await sha256File(join(out, file)) };
   if (data) sha256[data] = await sha256File(join(out, data));

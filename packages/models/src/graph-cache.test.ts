@@ -32,12 +32,42 @@ async function checkpointCopy(name: string): Promise<string> {
   return dir;
 }
 
-/** The ERNIE vision encoder graph of a checkpoint folder (weights as file references into it). */
-async function visionGraph(dir: string) {
+/**
+ * The ERNIE vision encoder graph of a checkpoint folder (weights as file references into it); `int8`: its
+ * linear layers quantized, so that its cache entry has a data file.
+ */
+async function visionGraph(dir: string, quantize?: 'int8') {
   const config = ernie45VLConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>, 'vllm');
   const ckpt = await Checkpoint.open(dir);
   const mapped = await loadErnieWeights(ckpt, config);
-  return { graph: buildErnieVisionEncoder(config, mapped), close: () => ckpt.close() };
+  const build = quantize ? { quantize } : {};
+  return { graph: buildErnieVisionEncoder(config, mapped, build), close: () => ckpt.close() };
+}
+
+/** A whole second, so that a file's mtime can be set back exactly. */
+const PINNED = new Date(1_700_000_000_000);
+
+/**
+ * The checkpoint's float32 tensor data scaled by `factor`, in place: same header, size, inode and (pinned)
+ * mtime, other weights.
+ */
+async function scaleWeights(path: string, factor: number): Promise<void> {
+  const bytes = await readFile(path);
+  const start = 8 + Number(bytes.readBigUInt64LE(0));
+  const data = new Float32Array(bytes.buffer, bytes.byteOffset + start, (bytes.length - start) >> 2);
+  for (let i = 0; i < data.length; i++) data[i] = data[i]! * factor;
+  await writeFile(path, bytes);
+  await utimes(path, PINNED, PINNED);
+}
+
+/** Every external-data location of a cached graph, by initializer name. */
+async function locations(onnx: string): Promise<Map<string, string>> {
+  const proto = await loadModelProto(onnx);
+  return new Map(
+    (proto.graph!.initializer ?? []).flatMap((t) =>
+      t.externalData?.length ? [[t.name!, t.externalData.find((e) => e.key === 'location')!.value!] as [string, string]] : [],
+    ),
+  );
 }
 
 /** Flips one byte in the middle of a file, in place (same size). */
@@ -97,53 +127,84 @@ describe('graph cache', () => {
     }
   });
 
-  it('cacheDir set to the model directory (asked for): tensors used as stored point into the .safetensors; folded ones are written once', async () => {
-    const dir = await checkpointCopy('in-model-dir');
-    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir: dir, profile: { logger: () => {} } });
-    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'images')!;
-    const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
-    await m.release();
-    const expected = await readTensors(join(c.dir, 'expected.safetensors'));
-    expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
-    const files = await readdir(dir);
-    const externals = async (prefix: string) => {
-      const onnx = files.find((f) => f.startsWith(prefix) && f.endsWith('.onnx'))!;
-      const proto = await loadModelProto(join(dir, onnx));
-      const where = (proto.graph!.initializer ?? []).flatMap((t) =>
-        t.externalData?.length ? [{ file: t.externalData.find((e) => e.key === 'location')!.value!, name: t.name! }] : [],
-      );
-      return { onnx, where };
-    };
-    // Linear weights are stored transposed ([in, out], ORT's layout) in the graph's own data file, once;
-    // tensors used as stored (the embedding table, read by Gather and by the LM head's Gemm) are read from
-    // the checkpoint in place.
-    for (const prefix of ['vlmkit-ernie-vision-', 'vlmkit-ernie-decoder-']) {
-      const { onnx, where } = await externals(prefix);
-      for (const w of where) {
-        expect(w.file).toBe(w.name.endsWith('Transpose/out') ? `${onnx}.data` : 'model.safetensors');
+  it('the checkpoint is the weight store: tensors used as stored are read from the .safetensors in place, never copied', async () => {
+    const dir = await checkpointCopy('weight-store');
+    for (const cacheDir of [join(work, 'cache-weight-store'), dir]) {
+      const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, profile: { logger: () => {} } });
+      const c = fixtureCases('ernie-tiny').find((x) => x.name === 'images')!;
+      const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
+      await m.release();
+      const expected = await readTensors(join(c.dir, 'expected.safetensors'));
+      expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
+      const files = (await readdir(cacheDir)).filter((f) => f.startsWith('vlmkit-'));
+      // Tensors used as stored are named by a logical location (the session names the file for ORT); the data
+      // file holds only weights a Transpose or Cast reads, stored transposed / cast (fold). No link.
+      expect(files.filter((f) => f.endsWith('.safetensors'))).toEqual([]);
+      for (const onnx of files.filter((f) => f.endsWith('.onnx'))) {
+        for (const [name, location] of await locations(join(cacheDir, onnx))) {
+          if (location.startsWith('cache:')) expect(name).toMatch(FOLDED);
+          else expect([name, location]).toEqual([name, 'checkpoint:model.safetensors']);
+        }
       }
+      const decoder = files.find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
+      expect((await locations(join(cacheDir, decoder))).get('decoder.embed_tokens.weight')).toBe('checkpoint:model.safetensors');
     }
-    const decoder = await externals('vlmkit-ernie-decoder-');
-    expect(decoder.where.filter((w) => w.file === 'model.safetensors').map((w) => w.name)).toContain('decoder.embed_tokens.weight');
   });
 
-  it('a cache on the checkpoint filesystem holds copies, never links: tensors used as stored are in the entry data file', async () => {
-    const dir = await checkpointCopy('no-links');
-    const cacheDir = join(work, 'cache-no-links');
-    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir, profile: { logger: () => {} } });
-    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
-    const out = await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never);
+  it('a quantized graph stores only what quantization produces; every other weight is read from the checkpoint', async () => {
+    const dir = await checkpointCopy('quantized-store');
+    const cacheDir = join(work, 'cache-quantized-store');
+    const m = await Ernie45VL.fromPretrained(dir, {
+      device: 'cpu',
+      reference: 'hf',
+      cacheDir,
+      quantize: 'int4',
+      profile: { logger: () => {} },
+    });
     await m.release();
-    const expected = await readTensors(join(c.dir, 'expected.safetensors'));
-    expect(relError(out.logits.data as Float32Array, expected.logits!.data as Float32Array)).toBeLessThan(1e-4);
-    const files = await readdir(cacheDir);
-    expect(files.filter((f) => f.endsWith('.safetensors'))).toEqual([]);
-    // Every external tensor of both graphs lies in the graph's own data file (the embedding table, used as
-    // stored by Gather, included).
-    for (const onnx of files.filter((f) => f.endsWith('.onnx'))) {
-      const proto = await loadModelProto(join(cacheDir, onnx));
-      const locations = (proto.graph!.initializer ?? []).flatMap((t) => t.externalData?.filter((e) => e.key === 'location') ?? []);
-      expect(new Set(locations.map((l) => l.value))).toEqual(new Set([`${onnx}.data`]));
+    const decoder = (await readdir(cacheDir)).find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
+    const where = await locations(join(cacheDir, decoder));
+    const inCache = [...where].filter(([, l]) => l.startsWith('cache:')).map(([n]) => n);
+    // MatMulNBits' blocks and scales, and folded weights (the routers' transposed gates): nothing used as stored.
+    const quantized = inCache.filter((n) => !FOLDED.test(n));
+    expect(quantized.length).toBeGreaterThan(0);
+    for (const name of quantized) expect(name).toMatch(/\.(quant|scales|zero_points)$/);
+    expect([...where].filter(([, l]) => l.startsWith('checkpoint:')).map(([n]) => n)).toContain('decoder.embed_tokens.weight');
+    const data = (await stat(join(cacheDir, `${decoder}.data`))).size;
+    expect(data / (await stat(join(dir, 'model.safetensors'))).size).toBeLessThan(0.35);
+  });
+
+  it('a checkpoint changed in place after a first load (same size and mtime) is built again, never served stale', async () => {
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    for (const quantize of [undefined, 'int8'] as const) {
+      const dir = await checkpointCopy(`changed-${quantize ?? 'float'}`);
+      await utimes(join(dir, 'model.safetensors'), PINNED, PINNED);
+      const logits = async (cacheDir: string) => {
+        const m = await Ernie45VL.fromPretrained(dir, {
+          device: 'cpu',
+          reference: 'hf',
+          cacheDir,
+          ...(quantize ? { quantize } : {}),
+          profile: { logger: () => {} },
+        });
+        try {
+          return (await m.forward(inputs as never)).logits.data as Float32Array;
+        } finally {
+          await m.release();
+        }
+      };
+      const cacheDir = join(work, `cache-changed-${quantize ?? 'float'}`);
+      const before = await logits(cacheDir);
+      const stamp = await stat(join(dir, 'model.safetensors'));
+      await scaleWeights(join(dir, 'model.safetensors'), 0.5);
+      const now = await stat(join(dir, 'model.safetensors'));
+      expect([now.size, now.mtimeMs, now.ino]).toEqual([stamp.size, stamp.mtimeMs, stamp.ino]);
+      const after = await logits(cacheDir);
+      // What a fresh cache gives for the changed checkpoint: the cached load must give exactly that.
+      const fresh = await logits(join(work, `cache-changed-fresh-${quantize ?? 'float'}`));
+      expect(after).toEqual(fresh);
+      expect(after).not.toEqual(before);
     }
   });
 
@@ -205,6 +266,8 @@ describe('graph cache', () => {
     const sha = await sha256File(ckpt);
     const old = join(cacheDir, `vlmkit-blob-${sha.slice(0, 32)}.safetensors`);
     await link(ckpt, old);
+    // Cleaned first: unlinking changes the checkpoint's link count, so its ctime and the key.
+    await cache.clean();
     const { graph, close } = await visionGraph(dir);
     const { key } = await cache.key(graph, dir);
     // A format 3 entry of this graph, with its files, as the older version left it.
@@ -222,7 +285,7 @@ describe('graph cache', () => {
   it('a damaged .onnx.data or .onnx is detected, rebuilt and reported, never served', async () => {
     const dir = await checkpointCopy('damage');
     const cacheDir = join(work, 'cache-damage');
-    const { graph, close } = await visionGraph(dir);
+    const { graph, close } = await visionGraph(dir, 'int8');
     const { lines, logger } = logs();
     const cache = await GraphCache.open(cacheDir, { logger });
     const first = await cache.get(graph, 'ernie-vision', dir);
@@ -253,12 +316,11 @@ describe('graph cache', () => {
   it('cache files replaced by a FIFO or a symlink are damage: never read, waited on or followed; rebuilt within 20 s', async () => {
     const dir = await checkpointCopy('special-files');
     const cacheDir = join(work, 'cache-special-files');
-    const { graph, close } = await visionGraph(dir);
+    const { graph, close } = await visionGraph(dir, 'int8');
     const { lines, logger } = logs();
     const cache = await GraphCache.open(cacheDir, { logger });
     const first = await cache.get(graph, 'ernie-vision', dir);
     const entry = first.modelPath.replace(/\.onnx$/, '.json');
-    const memo = join(cacheDir, 'digests', (await readdir(join(cacheDir, 'digests')))[0]!);
     const elsewhere = join(work, 'special-files-data');
     await cp(`${first.modelPath}.data`, elsewhere);
     const within20s = <T>(p: Promise<T>) =>
@@ -269,26 +331,24 @@ describe('graph cache', () => {
     expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: false });
     expect(lines.at(-1)).toMatch(/\.onnx\.data is a symbolic link\); rebuilding it/);
     expect((await lstat(`${first.modelPath}.data`)).isFile()).toBe(true);
-    // The entry and a remembered digest FIFOs: a read would block forever.
-    for (const path of [entry, memo]) {
-      await rm(path);
-      execFileSync('mkfifo', [path]);
-    }
+    // The entry a FIFO: a read would block forever.
+    await rm(entry);
+    execFileSync('mkfifo', [entry]);
     expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: false });
     expect((await lstat(entry)).isFile()).toBe(true);
     expect(await within20s(cache.get(graph, 'ernie-vision', dir))).toMatchObject({ cached: true });
     // An entry that is JSON of this format but not an entry (a tool wrote it): a missing entry, not a crash.
-    for (const text of ['{"format": 4}', '{"format": 4, "onnx": 1, "inputs": null}', '[]', 'null']) {
+    for (const text of ['{"format": 5}', '{"format": 5, "onnx": 1, "inputs": null}', '[]', 'null']) {
       await writeFile(entry, text);
       expect(await cache.get(graph, 'ernie-vision', dir)).toMatchObject({ cached: false });
     }
-    // Empty directories in place of every cache file (the digest memo included) are removed and the files rebuilt.
-    for (const path of [first.modelPath, `${first.modelPath}.data`, entry, memo]) {
+    // Empty directories in place of every cache file are removed and the files rebuilt.
+    for (const path of [first.modelPath, `${first.modelPath}.data`, entry]) {
       await rm(path);
       await mkdir(path);
     }
     expect(await cache.get(graph, 'ernie-vision', dir)).toMatchObject({ cached: false });
-    for (const path of [first.modelPath, `${first.modelPath}.data`, entry, memo]) expect((await lstat(path)).isFile()).toBe(true);
+    for (const path of [first.modelPath, `${first.modelPath}.data`, entry]) expect((await lstat(path)).isFile()).toBe(true);
     // A directory holding something is never removed (it may be someone's): refused by name.
     await rm(first.modelPath);
     await mkdir(first.modelPath);
@@ -315,30 +375,13 @@ describe('graph cache', () => {
     const b = await visionGraph(dir);
     const keyB = (await cache.key(b.graph, dir)).key;
     expect(keyB).not.toBe(keyA);
-    // The same bytes at another path: the same key (content, not path).
+    // The key reads stamps, not bytes: the same bytes at another path are another file, built again.
     const other = await checkpointCopy('replaced-copy');
     await cp(file, join(other, 'model.safetensors'));
     const c = await visionGraph(other);
-    expect((await cache.key(c.graph, other)).key).toBe(keyB);
+    expect((await cache.key(c.graph, other)).key).not.toBe(keyB);
     await b.close();
     await c.close();
-  });
-
-  it('digests are remembered by path + size + mtime + ctime + inode, and recomputed when those change', async () => {
-    const dir = await checkpointCopy('memo');
-    const cache = await GraphCache.open(join(work, 'cache-memo'), { logger: () => {} });
-    const file = join(dir, 'model.safetensors');
-    const real = await cache.fileDigest(file);
-    const memos = await readdir(join(cache.root, 'digests'));
-    expect(memos).toHaveLength(1);
-    const memoPath = join(cache.root, 'digests', memos[0]!);
-    const memo = JSON.parse(await readFile(memoPath, 'utf8')) as { sha256: string };
-    await writeFile(memoPath, JSON.stringify({ ...memo, sha256: 'f'.repeat(64) }));
-    // Served from the memo: the file was not read again.
-    expect(await cache.fileDigest(file)).toBe('f'.repeat(64));
-    const s = await stat(file);
-    await utimes(file, s.atime, new Date(s.mtimeMs + 1000));
-    expect(await cache.fileDigest(file)).toBe(real);
   });
 
   it('cleans what a killed build left and superseded builds', async () => {
@@ -356,28 +399,22 @@ describe('graph cache', () => {
     expect(await readdir(cacheDir)).toContain(live);
     await rm(join(cacheDir, live));
     // Superseded: the checkpoint changes, the new build replaces the old entry (keep: 1).
-    const a = await visionGraph(dir);
+    const a = await visionGraph(dir, 'int8');
     const first = await cache.get(a.graph, 'ernie-vision', dir);
     await a.close();
     await flipByte(join(dir, 'model.safetensors'));
-    const b = await visionGraph(dir);
+    const b = await visionGraph(dir, 'int8');
     const second = await cache.get(b.graph, 'ernie-vision', dir);
     await b.close();
     expect(second.modelPath).not.toBe(first.modelPath);
     const files = (await readdir(cacheDir)).filter((f) => f.startsWith('vlmkit-'));
     const base = second.modelPath.slice(cacheDir.length + 1, -'.onnx'.length);
     expect(files.sort()).toEqual([`${base}.json`, `${base}.onnx`, `${base}.onnx.data`]);
-    // The remembered digest of a checkpoint that is gone goes with the next build's cleaning.
-    const memos = () => readdir(join(cacheDir, 'digests'));
-    expect(await memos()).toHaveLength(1);
-    const other = await checkpointCopy('clean-other');
-    await flipByte(join(other, 'model.safetensors'));
-    await flipByte(join(other, 'model.safetensors'));
-    const c = await visionGraph(other);
-    await rm(join(dir, 'model.safetensors'));
-    await cache.get(c.graph, 'ernie-vision', other);
-    await c.close();
-    expect(await memos()).toHaveLength(1);
+    // Remembered digests of checkpoint files that format 4 left are removed.
+    await mkdir(join(cacheDir, 'digests'));
+    await writeFile(join(cacheDir, 'digests', `${'0'.repeat(32)}.json`), '{}');
+    await cache.clean();
+    expect(await readdir(cacheDir)).not.toContain('digests');
   });
 
   it('a cacheDir that is a file is refused with a clear error', async () => {
@@ -454,6 +491,50 @@ describe('graph cache shared by processes', () => {
       return code === 0 ? last : `exit ${code}: ${last}`;
     });
   }
+
+  it("a killed first load leaves nothing that a second load trusts: the next load gives a clean load's logits", async () => {
+    const ernie = join(FIXTURES, 'ernie-tiny');
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    const logits = async (cacheDir: string) => {
+      const m = await Ernie45VL.fromPretrained(ernie, {
+        device: 'cpu',
+        reference: 'hf',
+        cacheDir,
+        quantize: 'int8',
+        profile: { logger: () => {} },
+      });
+      try {
+        return (await m.forward(inputs as never)).logits.data as Float32Array;
+      } finally {
+        await m.release();
+      }
+    };
+    const clean = await logits(join(work, 'killed-clean'));
+    let midLoad = 0;
+    for (const delay of [100, 250, 400, 550, 700, 900, 1200, 1600]) {
+      const cacheDir = join(work, `killed-${delay}`);
+      const child = spawn(process.execPath, ['--conditions=@vlmkit/source', '--import', HOOKS, CHILD, ernie, cacheDir, 'int8'], {
+        cwd: import.meta.dirname,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      let text = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        text += d;
+      });
+      const closed = once(child, 'close');
+      while (!text.includes('ready') && child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+      child.stdin.end('go\n');
+      await new Promise((r) => setTimeout(r, delay));
+      child.kill('SIGKILL');
+      await closed;
+      if (!text.includes('ok')) midLoad++;
+      expect(await logits(cacheDir), `killed after ${delay} ms`).toEqual(clean);
+      // The dead process's temporaries are gone; every entry left verifies (a second load served it or rebuilt it).
+      expect((await readdir(cacheDir)).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    }
+    expect(midLoad).toBeGreaterThan(0);
+  }, 300_000);
 
   it('processes building different models into one fresh cache at once all load, round after round', async () => {
     const ernie = join(FIXTURES, 'ernie-tiny');

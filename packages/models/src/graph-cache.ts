@@ -1,37 +1,40 @@
 // The on-disk cache of built graphs. Hub snapshot folders are shared and may be read-only, so graphs go to a
-// user cache directory (XDG base directory spec: $XDG_CACHE_HOME, else ~/.cache), keyed by the checkpoint's
-// content, not its path and mtime: a checkpoint replaced in place (same path, size and mtime, `cp -p`) must not
-// be served another checkpoint's graph. Layout (one flat folder, so an explicit cacheDir equal to the model
-// directory still lets external data point straight into the .safetensors files):
+// user cache directory (XDG base directory spec: $XDG_CACHE_HOME, else ~/.cache). The checkpoint is the weight
+// store: every tensor a graph uses as stored (norms, embedding tables, a bf16 graph's weights) is read by ORT
+// from the checkpoint's own .safetensors files, in place and memory-mapped. The cache holds the graphs and what
+// the checkpoint does not: quantized blocks and scales, and the weights a Cast or Transpose reads, stored cast
+// and transposed (fold). ORT could fold those at session creation instead, but at 1.29 it takes seconds per
+// 256 MiB and keeps 1.4-2.5x the float32 weights in anonymous memory, where the stored copy is mapped page
+// cache (measured: models README, "The graph cache"). Layout, one flat folder:
 //
-//   <root>/vlmkit-<name>-<key>.onnx        the graph
-//   <root>/vlmkit-<name>-<key>.onnx.data   its external data, when it has any: every weight, as ORT uses it
-//                                           (bf16 -> float32 and transposes folded, the rest copied as stored),
-//                                           tensors of 1 MiB and more 4 KiB aligned so that ORT memory-maps them
-//   <root>/vlmkit-<name>-<key>.json        the entry: what it was built from, the digests of the two files above;
-//                                           written last, so an entry without it is an unfinished build
-//   <root>/digests/<hash of path>.json     remembered sha256 of a checkpoint file, by path + size + mtime + ctime + inode
+//   <root>/vlmkit-<name>-<key>.onnx        the graph; its external data locations are logical names
+//                                           (`checkpoint:<file>`, `cache:<data file>`) that `session` turns
+//                                           into paths relative to one folder above both, for ORT
+//   <root>/vlmkit-<name>-<key>.onnx.data   what the build produced, when anything: tensors of 1 MiB and more
+//                                           4 KiB aligned so that ORT memory-maps them
+//   <root>/vlmkit-<name>-<key>.json        the entry: the input files' stamps, the digests of the two files
+//                                           above; written last, so an entry without it is an unfinished build
 //
-// Nothing in the cache is an alias (hard link, symlink) of a user's file: the cache is disposable, and whatever a
-// user or a tool does to a cache file (truncate, edit in place, delete) must never reach a checkpoint. So tensors
-// used as stored are copied into the entry's .onnx.data like the folded ones; onnxruntime's in-memory external
-// data (sessionOptions.externalData) would avoid the copy on disk, but it copies those bytes into anonymous
-// memory at every session creation, where the data file is memory-mapped page cache (docs/graph-cache.md).
+// The key reads no weight bytes: the built graph (nodes, initializer descriptions and where each lies), and each
+// input file's stamp (size, mtime, ctime, inode, device). ctime changes on every write and cannot be set back,
+// so a checkpoint changed or replaced in place (`cp -p`, same size and mtime) gets another key and is built
+// again, never served another checkpoint's graph; a copy of a checkpoint elsewhere is built again too.
+// Nothing in the cache is an alias (hard link, symlink) of a user's file: the cache is disposable, and whatever
+// a user or a tool does to a cache file must never reach a checkpoint.
 import { createHash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
-import { type Graph, saveModel } from '@vlmkit/onnx-graph';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { type Graph, onnx, relocateExternalData, saveModel, tensorByteLength } from '@vlmkit/onnx-graph';
 import { checkpointFiles, describeFileKind } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
 /**
  * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
- * cleaned. 3: weights stored as ORT uses them (Cast/Transpose of initializers folded), page-aligned. 4: no
- * hard links of checkpoint files; tensors used as stored are copied into the entry's data file.
+ * cleaned. 5: weights referenced in the checkpoint, the key on input files' stamps (docs/graph-cache.md).
  */
-const FORMAT = 4;
+const FORMAT = 5;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 const HASH_CHUNK = 4 * 2 ** 20;
@@ -159,11 +162,6 @@ async function readJson<T>(path: string): Promise<T | undefined> {
   }
 }
 
-interface DigestMemo extends Stamp {
-  path: string;
-  sha256: string;
-}
-
 interface FileRecord {
   size: number;
   sha256: string;
@@ -173,9 +171,12 @@ interface Entry {
   format: number;
   name: string;
   key: string;
-  /** The checkpoint directory it was built from (realpath), and every input file's digest. */
+  /** The checkpoint directory it was built from (realpath). */
   checkpoint: string;
-  inputs: Record<string, FileRecord>;
+  /** Every file the graph or its build reads (realpath), with its stamp: part of the key. */
+  inputs: Record<string, Stamp>;
+  /** The .onnx's `checkpoint:` locations -> the file (realpath) each names. */
+  references: Record<string, string>;
   onnx: FileRecord;
   data?: FileRecord & { stamp: Stamp };
   /** The float type the graph computes in (onnx-graph's `ComputeDType`; part of the key). */
@@ -200,9 +201,20 @@ export interface CacheHit {
   modelPath: string;
   /** True when the graph came from the cache; false when it was (re)built now. */
   cached: boolean;
-  /** Bytes of the .onnx and its .onnx.data: what a session on it loads (maps) as weights. */
+  /** Bytes a session on it loads as weights: the .onnx, its .onnx.data and the checkpoint ranges it references. */
   bytes: number;
+  /**
+   * The graph as a session takes it: its external data named relative to `folder` (a folder above the cache
+   * and the checkpoint files), to be passed as `externalDataFolder`. Verified: the bytes that were hashed.
+   */
+  model: Uint8Array;
+  folder: string;
+  /** Whether every input file still has the stamp the key was made from (false: changed since; look up again). */
+  unchanged(): Promise<boolean>;
 }
+
+const CHECKPOINT = 'checkpoint:';
+const CACHE = 'cache:';
 
 /** A cache of built graphs in one folder. */
 export class GraphCache {
@@ -217,8 +229,8 @@ export class GraphCache {
 
   /**
    * The cache in `root` (default `defaultCacheDir()`), its missing directories created one at a time. Refused
-   * (BAD_CACHE_DIR, naming the path) unless it is a directory where a directory and a file can be made: a file,
-   * a FIFO, /proc/self or a read-only mount are refused at once instead of being written into or waited on.
+   * (BAD_CACHE_DIR, naming the path) unless it is a directory where a folder and a file can be made: a file, a FIFO,
+   * /proc/self or a read-only mount are refused at once instead of being written into or waited on.
    */
   static async open(root: string | undefined, options: GraphCacheOptions = {}): Promise<GraphCache> {
     const dir = resolve(root ?? defaultCacheDir());
@@ -228,152 +240,168 @@ export class GraphCache {
         `graph cache directory ${dir} cannot be used: ${why}. Pass --cache-dir DIR (cacheDir) with a writable directory.`,
       );
     await makeDirectory(dir, refuse);
-    await makeDirectory(join(dir, 'digests'), refuse);
-    const probe = join(dir, 'digests', `.probe-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+    // A folder made and removed: refuses at once a tree where nothing can be created (/proc/self, read-only).
+    const probe = join(dir, `vlmkit-.probe-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
     try {
-      await writeFile(probe, 'vlmkit', { flag: 'wx' });
+      await mkdir(probe);
+      await writeFile(join(probe, 'f'), 'vlmkit', { flag: 'wx' });
     } catch (e) {
-      throw refuse(`a file cannot be written in it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      throw refuse(`a folder and a file cannot be created in it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
     } finally {
-      await rm(probe, { force: true }).catch(() => undefined);
+      await rm(probe, { recursive: true, force: true }).catch(() => undefined);
     }
-    return new GraphCache(dir, options);
+    return new GraphCache(await realpath(dir), options);
   }
 
   /**
-   * The content digest of a file: remembered by path + size + mtime + ctime + inode, so an 8 GB checkpoint
-   * is read once; hashed again when any of those change.
+   * The key of a graph built from `checkpointDir`: its nodes, inputs, outputs and initializer descriptions
+   * (a checkpoint tensor by file and byte range), and the stamp of every .safetensors file of the checkpoint
+   * (lazy tensors read those), of every other file an initializer reads, and of `extraFiles`. No weight is read.
    */
-  async fileDigest(path: string): Promise<string> {
-    const real = await realpath(path);
-    const stamp = await stampOf(real);
-    const memoPath = join(this.root, 'digests', `${createHash('sha256').update(real).digest('hex').slice(0, 32)}.json`);
-    const memo = await readJson<DigestMemo>(memoPath);
-    if (memo && memo.path === real && sameStamp(memo, stamp) && typeof memo.sha256 === 'string') return memo.sha256;
-    const sha256 = await sha256File(real);
-    // A file written while it was hashed has a new stamp: remember nothing then.
-    // A memo that cannot be written only costs hashing again next time.
-    if (sameStamp(stamp, await stampOf(real))) {
-      await writeAtomic(memoPath, JSON.stringify({ path: real, ...stamp, sha256 })).catch(() => undefined);
-    }
-    return sha256;
-  }
-
-  /**
-   * The key of a graph built from `checkpointDir`: its nodes, inputs, outputs and initializer descriptions,
-   * with every file an initializer reads named by its content digest, plus the digests of the checkpoint's
-   * weight files (`checkpointFiles`: lazy tensors read those too) and of `extraFiles`.
-   */
-  async key(
-    g: Graph,
-    checkpointDir: string,
-    extraFiles: readonly string[] = [],
-  ): Promise<{ key: string; inputs: Record<string, FileRecord> }> {
-    const inputs: Record<string, FileRecord> = {};
-    const digest = async (path: string): Promise<string> => {
+  async key(g: Graph, checkpointDir: string, extraFiles: readonly string[] = []): Promise<{ key: string; inputs: Record<string, Stamp> }> {
+    const inputs: Record<string, Stamp> = {};
+    const stamped = async (path: string): Promise<string> => {
       const real = await realpath(path);
-      const known = inputs[real];
-      if (known) return known.sha256;
-      const sha256 = await this.fileDigest(real);
-      inputs[real] = { size: (await stat(real)).size, sha256 };
-      return sha256;
+      inputs[real] ??= await stampOf(real);
+      const s = inputs[real];
+      return `${real}:${s.size}:${s.mtimeMs}:${s.ctimeMs}:${s.ino}:${s.dev}`;
     };
     const snap = g.snapshot();
     const h = createHash('sha256');
     h.update(JSON.stringify({ format: FORMAT, name: snap.name, opset: snap.opset, domains: snap.domains, nodes: snap.nodes }));
     h.update(JSON.stringify([...snap.inputs, ...snap.outputs].map((v) => [v.name, v.dtype, v.shape])));
-    // The nodes already differ per compute dtype (casts, input types); stated too, so no two dtypes can share a
-    // key. Only when not float32: float32 keys stay those of the entries built before the option existed.
+    // The nodes already differ per compute dtype (casts, input types); stated too, so no two dtypes can share a key.
     if (g.computeDtype !== 'float32') h.update(`compute-dtype:${g.computeDtype}`);
     for (const { name, ref } of snap.initializers) {
-      const where = ref.kind === 'file' ? [await digest(ref.path), ref.byteOffset, ref.byteLength] : ref.kind;
+      const where = ref.kind === 'file' ? [await stamped(ref.path), ref.byteOffset, ref.byteLength] : ref.kind;
       h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
     }
-    for (const f of (await checkpointFiles(checkpointDir)).files) h.update(`shard:${basename(f)}:${await digest(f)}`);
-    for (const f of extraFiles) h.update(`extra:${basename(f)}:${await digest(f)}`);
+    for (const f of (await checkpointFiles(checkpointDir)).files) h.update(`shard:${basename(f)}:${await stamped(f)}`);
+    for (const f of extraFiles) h.update(`extra:${basename(f)}:${await stamped(f)}`);
     return { key: h.digest('hex').slice(0, 24), inputs };
   }
 
-  /** The graph's .onnx in the cache: verified when found, built (and the entry written) when missing or damaged. */
+  /** The graph in the cache: verified when found, built (and the entry written) when missing or damaged. */
   async get(g: Graph, name: string, checkpointDir: string, extraFiles: readonly string[] = []): Promise<CacheHit> {
     const checkpoint = await realpath(checkpointDir);
     await this.clean();
     const { key, inputs } = await this.key(g, checkpoint, extraFiles);
     const base = `vlmkit-${name}-${key}`;
-    const modelPath = join(this.root, `${base}.onnx`);
     const entryPath = join(this.root, `${base}.json`);
     const entry = entryShape(await readJson<unknown>(entryPath));
     if (entry) {
-      const problem = await this.verify(entry, base);
-      if (problem === undefined) return { modelPath, cached: true, bytes: entryBytes(entry) };
-      this.log(`cached graph ${join(this.root, base)}.* is damaged (${problem}); rebuilding it`);
+      const found = await this.verify(entry, base);
+      if (typeof found !== 'string') return this.hit(entry, base, found, true, referencedBytes(g));
+      this.log(`cached graph ${join(this.root, base)}.* is damaged (${found}); rebuilding it`);
       await this.remove(base);
     }
     const built = await this.build(g, { name, key, checkpoint, inputs }, base);
     await this.prune(name, checkpoint);
-    return { modelPath, cached: false, bytes: entryBytes(built) };
+    return this.hit(built.entry, base, built.model, false, referencedBytes(g));
   }
 
-  /** Undefined when the entry's files are what was written; else what is wrong. */
-  private async verify(entry: Entry, base: string): Promise<string | undefined> {
-    if (entry.format !== FORMAT) return `entry format ${entry.format}, expected ${FORMAT}`;
-    const onnx = join(this.root, `${base}.onnx`);
-    const check = async (path: string, rec: FileRecord): Promise<string | undefined> => {
-      const found = await cacheFileStamp(path);
-      if (typeof found === 'string') return found;
-      if (found.size !== rec.size) return `${basename(path)} has ${found.size} bytes, ${rec.size} were written`;
-      if ((await sha256File(path)) !== rec.sha256) return `${basename(path)} does not have the sha256 it was written with`;
-      return undefined;
+  private hit(entry: Entry, base: string, onnx: Uint8Array, cached: boolean, referenced: number): CacheHit {
+    const files = Object.values(entry.references);
+    const folder = commonFolder([this.root, ...files]);
+    const model = relocateExternalData(onnx, (location) => {
+      if (location.startsWith(CACHE)) return relative(folder, join(this.root, location.slice(CACHE.length)));
+      const file = entry.references[location];
+      return file === undefined ? undefined : relative(folder, file);
+    });
+    return {
+      modelPath: join(this.root, `${base}.onnx`),
+      cached,
+      bytes: entry.onnx.size + (entry.data?.size ?? 0) + referenced,
+      model,
+      folder,
+      unchanged: async () => {
+        for (const [path, stamp] of Object.entries(entry.inputs)) {
+          if (!sameStamp(stamp, await stampOf(path).catch(() => ({ ...stamp, size: -1 })))) return false;
+        }
+        return true;
+      },
     };
-    const bad = await check(onnx, entry.onnx);
-    if (bad) return bad;
+  }
+
+  /** The .onnx's bytes when the entry's files are what was written; else what is wrong. */
+  private async verify(entry: Entry, base: string): Promise<Uint8Array | string> {
+    if (entry.format !== FORMAT) return `entry format ${entry.format}, expected ${FORMAT}`;
+    // The key holds these stamps; checked again so that an entry is never served for files it was not built from.
+    for (const [path, stamp] of Object.entries(entry.inputs)) {
+      if (!sameStamp(stamp, await stampOf(path).catch(() => ({ ...stamp, size: -1 })))) return `${path} changed since it was built`;
+    }
+    const onnx = join(this.root, `${base}.onnx`);
+    const found = await cacheFileStamp(onnx);
+    if (typeof found === 'string') return found;
+    if (found.size !== entry.onnx.size) return `${basename(onnx)} has ${found.size} bytes, ${entry.onnx.size} were written`;
+    const bytes = await readRegular(onnx);
+    if (createHash('sha256').update(bytes).digest('hex') !== entry.onnx.sha256)
+      return `${basename(onnx)} does not have the sha256 it was written with`;
     if (entry.data) {
       const dataPath = `${onnx}.data`;
       const stamp = await cacheFileStamp(dataPath);
       if (typeof stamp === 'string') return stamp;
       // Unchanged since it was written or last verified: its bytes are the ones hashed then.
-      if (this.options.verify !== 'full' && sameStamp(entry.data.stamp, stamp)) return undefined;
-      const badData = await check(dataPath, entry.data);
-      if (badData) return badData;
-      await writeAtomic(join(this.root, `${base}.json`), JSON.stringify({ ...entry, data: { ...entry.data, stamp } }));
+      if (this.options.verify === 'full' || !sameStamp(entry.data.stamp, stamp)) {
+        if (stamp.size !== entry.data.size) return `${basename(dataPath)} has ${stamp.size} bytes, ${entry.data.size} were written`;
+        if ((await sha256File(dataPath)) !== entry.data.sha256) return `${basename(dataPath)} does not have the sha256 it was written with`;
+        await writeAtomic(join(this.root, `${base}.json`), JSON.stringify({ ...entry, data: { ...entry.data, stamp } }));
+      }
     }
-    return undefined;
+    return bytes;
   }
 
   /**
    * Written under temporary names and renamed into place, data first and the entry last: a concurrent
-   * process building the same key writes identical bytes, and a reader never sees a partial file.
+   * process building the same key writes identical bytes, and a reader never sees a partial file. A build
+   * during which an input file changed writes no entry (its lazy tensors may mix two versions).
    */
-  private async build(g: Graph, e: Pick<Entry, 'name' | 'key' | 'checkpoint' | 'inputs'>, base: string): Promise<Entry> {
+  private async build(
+    g: Graph,
+    e: Pick<Entry, 'name' | 'key' | 'checkpoint' | 'inputs'>,
+    base: string,
+  ): Promise<{ entry: Entry; model: Uint8Array }> {
     const tag = `tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     const modelPath = join(this.root, `${base}.onnx`);
     const dataFile = `${base}.onnx.data`;
     const tmpModel = join(this.root, `${base}.${tag}.onnx`);
     const tmpData = join(this.root, `${dataFile}.${tag}`);
+    // Every checkpoint file a tensor is used from as stored is referenced by a logical name, in place.
+    const references = new Map<string, string>();
+    for (const real of Object.keys(e.inputs)) {
+      const rel = relative(e.checkpoint, real);
+      const inside = !rel.startsWith('..') && !isAbsolute(rel);
+      references.set(real, `${CHECKPOINT}${inside ? rel.split(sep).join('/') : real}`);
+    }
     try {
-      // Weights stored as ORT will use them (bf16 -> float32 casts and transposes done once, here), 4 KiB
-      // aligned so ORT memory-maps them: no per-load folding, no bf16 copy beside the float32 one. Tensors
-      // used as stored are copied too, unless the checkpoint itself lies in the cache directory (cacheDir =
-      // the model directory: pointed into, never aliased).
-      const saved = await saveModel(g, tmpModel, { dataFile, writeDataTo: `${dataFile}.${tag}`, fold: true });
-      const onnx: FileRecord = { size: (await stat(tmpModel)).size, sha256: await sha256File(tmpModel) };
+      const saved = await saveModel(g, tmpModel, { dataFile: `${CACHE}${dataFile}`, writeDataTo: tmpData, references, fold: true });
+      const model = await readRegular(tmpModel);
+      const onnx: FileRecord = { size: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') };
+      const located = externalLocations(model);
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
         const record = { size: (await stat(tmpData)).size, sha256: await sha256File(tmpData) };
         await renameOver(tmpData, join(this.root, dataFile));
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
       }
+      for (const [path, stamp] of Object.entries(e.inputs)) {
+        if (!sameStamp(stamp, await stampOf(path))) {
+          throw new ModelError('BAD_INPUT', `${path} changed while the graph ${base} was built from it; load again once it is complete.`);
+        }
+      }
       await renameOver(tmpModel, modelPath);
+      const used = Object.fromEntries([...references].filter(([, l]) => located.has(l)).map(([real, l]) => [l, real]));
       const entry: Entry = {
         format: FORMAT,
         ...e,
+        references: used,
         onnx,
         ...(data ? { data } : {}),
         computeDtype: g.computeDtype,
         createdAt: Date.now(),
       };
       await writeAtomic(join(this.root, `${base}.json`), JSON.stringify(entry, null, 1));
-      return entry;
+      return { entry, model };
     } finally {
       await rm(tmpModel, { force: true });
       await rm(tmpData, { force: true });
@@ -424,10 +452,12 @@ export class GraphCache {
       }
       if (stale && (await removeFile(path))) removed.push(n);
     }
+    // Remembered digests of checkpoint files (format 4 keyed on content): unused now.
     const digests = join(this.root, 'digests');
     for (const n of await readdir(digests).catch(() => [])) {
-      if ((await unfinished(join(digests, n), n)) && (await removeFile(join(digests, n)))) removed.push(`digests/${n}`);
+      if (/^[0-9a-f]{32}\.json$|\.(?:tmp|probe)-\d+-/.test(n) && (await removeFile(join(digests, n)))) removed.push(`digests/${n}`);
     }
+    await rmdir(digests).catch(() => undefined);
     if (removed.length > 0) this.log(`removed ${removed.length} unfinished graph cache file(s) from ${this.root}: ${removed.join(', ')}`);
     if (links.length > 0) {
       this.log(
@@ -439,7 +469,7 @@ export class GraphCache {
 
   /**
    * Keeps the newest `keep` entries per model name and checkpoint directory, and removes entries of that
-   * name whose checkpoint files are gone or changed size (their key can no longer match).
+   * name whose input files are gone or changed (their key, made from the files' stamps, can no longer match).
    */
   private async prune(name: string, checkpoint: string): Promise<void> {
     const keep = this.options.keep ?? 3;
@@ -451,30 +481,14 @@ export class GraphCache {
       const e = entryShape(await readJson<unknown>(join(this.root, n)));
       let gone = e === undefined || e.format !== FORMAT;
       if (e && !gone) {
-        for (const [path, rec] of Object.entries(e.inputs)) {
-          const size = await stat(path).then(
-            (s) => s.size,
-            () => -1,
-          );
-          if (size !== rec.size) gone = true;
+        for (const [path, stamp] of Object.entries(e.inputs)) {
+          if (!sameStamp(stamp, await stampOf(path).catch(() => ({ ...stamp, size: -1 })))) gone = true;
         }
       }
       if (gone) {
         await this.remove(base);
         this.log(`removed superseded cached graph ${base}`);
       } else if (e!.checkpoint === checkpoint) mine.push({ base, createdAt: e!.createdAt });
-    }
-    // Remembered digests of files that are gone.
-    for (const n of await readdir(join(this.root, 'digests'))) {
-      const memo = await readJson<DigestMemo>(join(this.root, 'digests', n));
-      if (
-        typeof memo?.path === 'string' &&
-        (await stat(memo.path).then(
-          () => false,
-          () => true,
-        ))
-      )
-        await rm(join(this.root, 'digests', n), { force: true });
     }
     mine.sort((a, b) => b.createdAt - a.createdAt);
     for (const { base } of mine.slice(keep)) {
@@ -495,19 +509,68 @@ function entryShape(json: unknown): Entry | undefined {
   if (typeof e !== 'object' || e === null || typeof e.format !== 'number') return undefined;
   // Another format is reported as such (and removed) whatever else it holds.
   if (e.format !== FORMAT) return e as Entry;
+  const stamp = (t: unknown) =>
+    typeof t === 'object' &&
+    t !== null &&
+    ['size', 'mtimeMs', 'ctimeMs', 'ino', 'dev'].every((k) => typeof (t as Record<string, unknown>)[k] === 'number');
   const ok =
     typeof e.checkpoint === 'string' &&
     typeof e.createdAt === 'number' &&
     typeof e.inputs === 'object' &&
     e.inputs !== null &&
-    Object.values(e.inputs).every(record) &&
+    Object.values(e.inputs).every(stamp) &&
+    typeof e.references === 'object' &&
+    e.references !== null &&
+    Object.values(e.references).every((f) => typeof f === 'string') &&
     record(e.onnx) &&
     (e.data === undefined || (record(e.data) && typeof e.data.stamp === 'object' && e.data.stamp !== null));
   return ok ? (e as Entry) : undefined;
 }
 
-function entryBytes(e: Entry): number {
-  return e.onnx.size + (e.data?.size ?? 0);
+/**
+ * The bytes of checkpoint tensors `g` uses as ORT will hold them: 16-bit floats twice over in a float32 graph
+ * (cast by ORT at session creation). A lower bound, like the rest of the memory check.
+ */
+function referencedBytes(g: Graph): number {
+  let n = 0;
+  for (const { ref } of g.snapshot().initializers) {
+    if (ref.kind !== 'file') continue;
+    const widened = g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
+    n += (widened ? 2 : 1) * tensorByteLength(ref);
+  }
+  return n;
+}
+
+/** The external-data locations a model names. */
+function externalLocations(model: Uint8Array): Set<string> {
+  const out = new Set<string>();
+  for (const t of onnx.ModelProto.decode(model).graph?.initializer ?? []) {
+    const location = t.externalData?.find((x) => x.key === 'location')?.value;
+    if (location) out.add(location);
+  }
+  return out;
+}
+
+/** The deepest folder holding every one of `paths` (absolute): ORT resolves all external data against one. */
+function commonFolder(paths: readonly string[]): string {
+  let parts = paths[0]!.split(sep);
+  for (const p of paths.slice(1)) {
+    const q = p.split(sep);
+    let i = 0;
+    while (i < parts.length && i < q.length && parts[i] === q[i]) i++;
+    parts = parts.slice(0, i);
+  }
+  return parts.join(sep) || sep;
+}
+
+/** A regular file's bytes (see `openRegular`). */
+async function readRegular(path: string): Promise<Uint8Array> {
+  const fd = await openRegular(path);
+  try {
+    return new Uint8Array(await fd.readFile());
+  } finally {
+    await fd.close();
+  }
 }
 
 /**

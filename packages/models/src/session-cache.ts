@@ -1,14 +1,14 @@
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { emulateInFloat32, everyNode, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
-import { GraphCache } from './graph-cache.js';
+import { type CacheHit, GraphCache } from './graph-cache.js';
 
 export interface SessionCacheOptions {
   /**
    * Where built graphs are cached. Default: `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`; never the
-   * model directory unless it is passed here (external data then points straight into its .safetensors
-   * files: no weight is copied). Entries are keyed by the checkpoint's content and verified when loaded.
+   * model directory unless it is passed here. Weights are read from the checkpoint's own files in place;
+   * the cache holds graphs and what the build produced (quantized weights). See `GraphCache`.
    */
   cacheDir?: string | undefined;
   /** How much of a cached graph's external data is re-hashed on load (see `GraphCacheOptions.verify`). */
@@ -80,17 +80,18 @@ export async function cachedSession(
 ): Promise<BuiltSession> {
   const t0 = performance.now();
   const cache = await GraphCache.open(o.cacheDir, { logger: o.logger, verify: o.verifyCache });
-  const hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
-  let { modelPath, cached } = hit;
+  let hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
   const t1 = performance.now();
   if (o.memoryCheck !== false && o.device !== 'cuda') {
     const available = await memAvailable();
-    if (available !== undefined) ensureMemory(name, hit.bytes, available, modelPath);
+    if (available !== undefined) ensureMemory(name, hit.bytes, available, hit.modelPath);
   }
   extras.onSession?.();
-  const open = async () =>
-    createSession(o.emulateBfloat16 && g.computeDtype === 'bfloat16' ? await emulatedCopy(modelPath) : modelPath, {
+  const emulate = o.emulateBfloat16 === true && g.computeDtype === 'bfloat16';
+  const open = async (from: CacheHit) =>
+    createSession(emulate ? emulateInFloat32(from.model, 'bfloat16') : from.model, {
       name,
+      externalDataFolder: from.folder,
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
@@ -99,36 +100,39 @@ export async function cachedSession(
     });
   let session: VlmSession | undefined;
   // Another process may remove the entry (pruned as superseded, or found damaged) between the lookup and the
-  // session: look it up (rebuild it) again, a few times (several processes may keep pruning each other's
-  // entries of one model when they build more variants than `keep`). Any other failure is the caller's.
+  // session, and a checkpoint file may change while ORT reads it: look it up (rebuild it) again, a few times
+  // (several processes may keep pruning each other's entries of one model when they build more variants than
+  // `keep`). Any other failure is the caller's.
   for (let attempt = 1; session === undefined; attempt++) {
     try {
-      session = await open();
+      session = await open(hit);
+      if (!(await hit.unchanged())) {
+        await session.release();
+        session = undefined;
+        if (attempt === OPEN_ATTEMPTS) throw changedError(name, checkpointDir);
+        hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
+      }
     } catch (e) {
-      if (attempt === OPEN_ATTEMPTS || (await stillThere(modelPath))) throw e;
-      ({ modelPath, cached } = await cache.get(g, name, checkpointDir, extras.extraFiles));
+      if (attempt === OPEN_ATTEMPTS || ((await hit.unchanged()) && (await stillThere(hit.modelPath)))) throw e;
+      hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
     }
   }
-  return { session, modelPath, cached, buildMs: t1 - t0, sessionMs: performance.now() - t1, reopen: open };
+  const opened = hit;
+  return {
+    session,
+    modelPath: opened.modelPath,
+    cached: opened.cached,
+    buildMs: t1 - t0,
+    sessionMs: performance.now() - t1,
+    reopen: () => open(opened),
+  };
 }
 
-/**
- * `<model>.emulated.onnx` beside the cached graph (so its external data still resolves): the graph rewritten by
- * `emulateInFloat32`. Written on every load (the graph file is small, its weights external) under a temporary
- * name and renamed into place: a process loading the same graph at once never reads a partial file, and a
- * symlink put at that name is replaced, never written through. A copy left behind is removed by the cache's
- * cleanup of files without an entry.
- */
-async function emulatedCopy(modelPath: string): Promise<string> {
-  const path = modelPath.replace(/\.onnx$/, '.emulated.onnx');
-  const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  try {
-    await writeFile(tmp, emulateInFloat32(await readFile(modelPath), 'bfloat16'), { flag: 'wx' });
-    await rename(tmp, path);
-  } finally {
-    await rm(tmp, { force: true });
-  }
-  return path;
+function changedError(name: string, checkpointDir: string): ModelError {
+  return new ModelError(
+    'BAD_INPUT',
+    `session '${name}': the checkpoint files in ${checkpointDir} kept changing while they were loaded; load again once they are complete.`,
+  );
 }
 
 /** MemAvailable of /proc/meminfo in bytes (`text`: its contents); undefined where there is none. */
@@ -148,15 +152,15 @@ export async function memAvailable(text?: string): Promise<number | undefined> {
 const GB = 2 ** 30;
 
 /**
- * Throws INSUFFICIENT_MEMORY when a session on a graph of `needBytes` (its .onnx and weights, as stored:
- * float32 after folding) cannot fit in `availableBytes`. ORT maps the weights and allocates activations on
+ * Throws INSUFFICIENT_MEMORY when a session on a graph of `needBytes` (its .onnx, its data and the checkpoint
+ * tensors it reads, 16-bit ones counted as the float32 ORT casts them to) cannot fit in `availableBytes`. ORT maps the weights and allocates activations on
  * top, so this is a lower bound of what the session needs: a load refused here would have been killed.
  */
 export function ensureMemory(name: string, needBytes: number, availableBytes: number, modelPath: string): void {
   if (needBytes <= availableBytes) return;
   throw new ModelError(
     'INSUFFICIENT_MEMORY',
-    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath} and its data, float32) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); profile: { memoryCheck: false } skips this check.`,
+    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath}, its data and the checkpoint tensors it reads, as ORT holds them) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); profile: { memoryCheck: false } skips this check.`,
   );
 }
 

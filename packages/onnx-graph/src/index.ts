@@ -50,6 +50,7 @@ export {
   type ExternalBuffer,
   loadModelProto,
   modelBytes,
+  relocateExternalData,
   type SavedModel,
   type SaveOptions,
   type SerializedModel,

@@ -1,17 +1,20 @@
-import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
-import { loadModelProto, saveModel } from './model.js';
+import { loadModelProto, relocateExternalData, saveModel } from './model.js';
 import * as nn from './nn.js';
 import { lazyTensor, tensorFromFile } from './tensor-ref.js';
 import { maxAbsDiff, randn } from './test-utils/ort.js';
 import { Weights } from './weights.js';
 
-async function runFile(path: string, x: Float32Array, dims: number[]): Promise<Float32Array> {
-  const s = await ort.InferenceSession.create(path, { executionProviders: ['cpu'], logSeverityLevel: 3 });
+async function runFile(path: string | Uint8Array, x: Float32Array, dims: number[], folder?: string): Promise<Float32Array> {
+  const extra = folder === undefined ? {} : { extra: { session: { model_external_initializers_file_folder_path: folder } } };
+  const s = await (typeof path === 'string'
+    ? ort.InferenceSession.create(path, { executionProviders: ['cpu'], logSeverityLevel: 3 })
+    : ort.InferenceSession.create(path, { executionProviders: ['cpu'], logSeverityLevel: 3, ...extra }));
   try {
     const out = await s.run({ x: new ort.Tensor('float32', x, dims) });
     return out.y!.data as Float32Array;
@@ -21,11 +24,14 @@ async function runFile(path: string, x: Float32Array, dims: number[]): Promise<F
 }
 
 describe('saveModel', () => {
-  it('points external data straight into a checkpoint file in the model directory, copies transformed tensors', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-save-'));
+  it('references a checkpoint file in another folder in place (relocated for ORT), copies transformed tensors', async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), 'vlmkit-save-')));
+    const [src, dir] = [join(root, 'checkpoint'), join(root, 'cache')];
+    await mkdir(src);
+    await mkdir(dir);
     // A file laid out like a safetensors data section: 13 junk bytes, then the tensor (unaligned on purpose).
     const w = randn(64 * 32, 41);
-    const file = join(dir, 'weights.bin');
+    const file = join(src, 'weights.bin');
     const bytes = new Uint8Array(13 + w.byteLength);
     bytes.set(new Uint8Array(w.buffer), 13);
     await writeFile(file, bytes);
@@ -38,20 +44,25 @@ describe('saveModel', () => {
     const g = new Graph();
     const x = g.input('x', 'float32', ['n', 32]);
     g.output(nn.linear(g, x, weights, 'fc', { out: 64 }), 'y');
-    const saved = await saveModel(g, join(dir, 'model.onnx'), { externalThreshold: 128 });
-    expect(saved.linkedBytes).toBe(w.byteLength);
+    const references = new Map([[file, 'checkpoint:weights.bin']]);
+    const saved = await saveModel(g, join(dir, 'model.onnx'), { externalThreshold: 128, references });
+    expect(saved.referencedBytes).toBe(w.byteLength);
     expect(saved.copiedBytes).toBe(64 * 4);
 
     const proto = await loadModelProto(join(dir, 'model.onnx'));
     const init = proto.graph!.initializer!.find((t) => t.name === 'fc.weight')!;
     expect(Object.fromEntries(init.externalData!.map((e) => [e.key, e.value]))).toEqual({
-      location: 'weights.bin',
+      location: 'checkpoint:weights.bin',
       offset: '13',
       length: String(w.byteLength),
     });
+    // ORT resolves every location against one folder: both files named relative to their common parent.
+    const model = relocateExternalData(await readFile(join(dir, 'model.onnx')), (l) =>
+      l === 'checkpoint:weights.bin' ? relative(root, file) : `cache/${l}`,
+    );
 
     const xs = randn(3 * 32, 43);
-    const y = await runFile(join(dir, 'model.onnx'), xs, [3, 32]);
+    const y = await runFile(model, xs, [3, 32], root);
     const ref = new Float32Array(3 * 64);
     for (let i = 0; i < 3; i++)
       for (let j = 0; j < 64; j++) {
@@ -62,7 +73,7 @@ describe('saveModel', () => {
     expect(maxAbsDiff(y, ref)).toBeLessThan(1e-4);
   });
 
-  it('copies file tensors that lie outside the model directory and writes the same bytes twice', async () => {
+  it('copies file tensors not named in references and writes the same bytes twice', async () => {
     const src = await mkdtemp(join(tmpdir(), 'vlmkit-src-'));
     const out = await mkdtemp(join(tmpdir(), 'vlmkit-out-'));
     const w = randn(16 * 16, 44);
@@ -76,7 +87,7 @@ describe('saveModel', () => {
     };
     const a = await saveModel(build(), join(out, 'a.onnx'), { externalThreshold: 16 });
     const b = await saveModel(build(), join(out, 'b.onnx'), { externalThreshold: 16, dataFile: 'a.onnx.data' });
-    expect(a.linkedBytes).toBe(0);
+    expect(a.referencedBytes).toBe(0);
     expect(a.copiedBytes).toBe(w.byteLength);
     expect(b.copiedBytes).toBe(a.copiedBytes);
     expect(Buffer.compare(await readFile(join(out, 'a.onnx')), await readFile(join(out, 'b.onnx')))).toBe(0);

@@ -1,5 +1,5 @@
 import { mkdir, open, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { TypedArray } from './dtype.js';
 import { onnxDataType } from './dtype.js';
 import { GraphError } from './errors.js';
@@ -41,13 +41,13 @@ export interface SaveOptions {
    */
   writeDataTo?: string;
   /**
-   * Point external data straight into the files of `file` tensors (e.g. the
-   * checkpoint's .safetensors) when they lie inside the model's directory, so
-   * the weights are never copied (default true). ORT refuses external data
-   * outside the model's directory, so other files are copied (never linked:
-   * a link would make the model's folder an alias of the user's file).
+   * Files whose `file` tensors are referenced in place instead of copied, by real path: such a tensor becomes
+   * external data at the location given here, with its own byte offset and length in that file. The caller
+   * makes the location resolve when the model is loaded (`relocateExternalData`). Default: none, every weight
+   * is copied and the model stands alone (never linked: a link would make the model's folder an alias of the
+   * user's file).
    */
-  linkFiles?: boolean;
+  references?: ReadonlyMap<string, string>;
   /**
    * Fold the Cast (bf16/fp16 -> float32) and Transpose nodes that read an initializer into float32 /
    * transposed initializers written here, once (default false): ORT then loads weights it can use as they
@@ -62,8 +62,8 @@ export interface SavedModel {
   dataPath: string | undefined;
   /** Bytes written to the external data file. */
   copiedBytes: number;
-  /** Bytes referenced in place in other files. */
-  linkedBytes: number;
+  /** Bytes referenced in place in `references` files. */
+  referencedBytes: number;
   /** Nodes folded into initializers (`fold`). */
   foldedNodes: number;
 }
@@ -106,7 +106,6 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   const modelPath = resolve(path);
   const dir = dirname(modelPath);
   await mkdir(dir, { recursive: true });
-  const realDir = await realpath(dir);
   const threshold = opts.externalThreshold ?? 1024;
   const dataName = opts.dataFile ?? `${modelPath.slice(dir.length + 1)}.data`;
   const dataPath = resolve(dir, dataName);
@@ -117,7 +116,17 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   const initializers = folded?.initializers ?? snap.initializers;
   const tensors: OnnxTypes.ITensorProto[] = [];
   let offset = 0;
-  let linkedBytes = 0;
+  let referencedBytes = 0;
+  const realOf = new Map<string, string>();
+  const locationOf = async (ref: TensorRef): Promise<string | undefined> => {
+    if (ref.kind !== 'file' || opts.references === undefined) return undefined;
+    let real = realOf.get(ref.path);
+    if (real === undefined) {
+      real = await realpath(ref.path);
+      realOf.set(ref.path, real);
+    }
+    return opts.references.get(real);
+  };
   const data = await open(writePath, 'w');
   try {
     for (const entry of initializers) {
@@ -127,14 +136,11 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
         tensors.push(inlineTensor(entry, await tensorBytes(ref)));
         continue;
       }
-      if (ref.kind === 'file' && opts.linkFiles !== false) {
-        const real = await realpath(ref.path);
-        const rel = relative(realDir, real);
-        if (!rel.startsWith('..') && !isAbsolute(rel)) {
-          tensors.push(externalTensor(entry, rel.split(sep).join('/'), ref.byteOffset, ref.byteLength));
-          linkedBytes += length;
-          continue;
-        }
+      const location = await locationOf(ref);
+      if (location !== undefined && ref.kind === 'file') {
+        tensors.push(externalTensor(entry, location, ref.byteOffset, ref.byteLength));
+        referencedBytes += length;
+        continue;
       }
       const align = length >= PAGE_ALIGN_FROM ? PAGE : ALIGN;
       offset = Math.ceil(offset / align) * align;
@@ -153,7 +159,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
     modelPath,
     dataPath: offset > 0 ? dataPath : undefined,
     copiedBytes: offset,
-    linkedBytes,
+    referencedBytes,
     foldedNodes: folded?.folded ?? 0,
   };
 }
@@ -254,6 +260,22 @@ async function writeTensor(ref: TensorRef, out: import('node:fs/promises').FileH
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * The model with each external-data location rewritten by `locate` (undefined: left as it is), for a model
+ * whose weights lie in several folders: ORT resolves every location against one folder (the model's, or
+ * `SessionOptions.externalDataFolder` for a model given as bytes), so the caller names each file relative to
+ * one folder above all of them. Only the graph is decoded and encoded again; no weight is read.
+ */
+export function relocateExternalData(model: Uint8Array, locate: (location: string) => string | undefined): Uint8Array {
+  const proto = onnx.ModelProto.decode(model);
+  for (const t of proto.graph?.initializer ?? []) {
+    const where = t.externalData?.find((e) => e.key === 'location');
+    const to = where?.value ? locate(where.value) : undefined;
+    if (where && to !== undefined) where.value = to;
+  }
+  return onnx.ModelProto.encode(proto).finish();
 }
 
 /** Reads a saved model back (for inspection and tests). */

@@ -198,6 +198,15 @@ describe('ORT session options', () => {
     expect(o.enableCpuMemArena).toBeUndefined();
   });
 
+  it("externalDataFolder becomes ORT's folder for a model given as bytes, beside no prepacking", () => {
+    expect(ortSessionOptions({ externalDataFolder: '/data' }, false).extra).toEqual({
+      session: { disable_prepacking: '1', model_external_initializers_file_folder_path: '/data' },
+    });
+    expect(ortSessionOptions({ externalDataFolder: '/data', prepack: true }, false).extra).toEqual({
+      session: { model_external_initializers_file_folder_path: '/data' },
+    });
+  });
+
   it('each option reaches ORT', () => {
     const o = ortSessionOptions(
       { memoryPattern: true, prepack: true, cpuMemArena: false, threads: 3, graphOptimizationLevel: 'basic' },

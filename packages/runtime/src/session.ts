@@ -34,8 +34,15 @@ export interface SessionOptions {
   device?: DeviceRequest;
   /** Intra-op threads (ORT's default: one per physical core). */
   threads?: number;
-  /** External data files handed over as buffers (needed when the model itself is a buffer). */
+  /** External data files handed over as buffers (ORT copies them into its own memory at session creation). */
   externalData?: ExternalDataBuffer[];
+  /**
+   * For a model given as bytes: the folder its external-data locations are relative to (ORT's
+   * session.model_external_initializers_file_folder_path). ORT reads those files itself, memory-mapping
+   * the tensors it uses as stored, so weights in files elsewhere are used in place, never copied by us.
+   * A location must not leave this folder (ORT refuses `..` out of it and absolute paths).
+   */
+  externalDataFolder?: string;
   /** Receives one line saying which device was chosen and why. Default: VLMKIT_LOG, else silent. */
   logger?: Logger;
   graphOptimizationLevel?: GraphOptimizationLevel;
@@ -184,7 +191,10 @@ export function ortSessionOptions(opts: SessionOptions, logging: boolean): ort.I
   if (opts.graphOptimizationLevel !== undefined) base.graphOptimizationLevel = opts.graphOptimizationLevel;
   base.enableMemPattern = opts.memoryPattern ?? false;
   if (opts.externalData !== undefined) base.externalData = opts.externalData.map(({ path, data }) => ({ path, data }));
-  if (opts.prepack !== true) base.extra = { session: { disable_prepacking: '1' } };
+  const session: Record<string, string> = {};
+  if (opts.prepack !== true) session.disable_prepacking = '1';
+  if (opts.externalDataFolder !== undefined) session.model_external_initializers_file_folder_path = opts.externalDataFolder;
+  if (Object.keys(session).length > 0) base.extra = { session };
   if (opts.cpuMemArena === false) base.enableCpuMemArena = false;
   return base;
 }
