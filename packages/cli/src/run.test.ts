@@ -183,11 +183,11 @@ describe('vlmkit run on a terminal, and the demo', () => {
       },
     });
     const draws = err.split('\r\x1b[2K').filter((d) => d !== '');
-    // Each of the tiny decoder's 4 layers drawn as it is quantized (and again at the timer's ticks), with the
-    // bytes of model.safetensors read so far.
+    // Each of the tiny decoder's 4 layers drawn as the build's reads reach it (and again at the timer's ticks),
+    // with the bytes of model.safetensors read so far.
     const layers = draws.filter((d) => d.includes('quantizing'));
     const shown = layers.map((d) => /quantizing model\.layers layer (\d+)\/4$/.exec(d)?.[1]);
-    expect(shown.filter((l, i) => l !== shown[i - 1])).toEqual(['1', '2', '3', '4']);
+    expect(new Set(shown)).toEqual(new Set(['1', '2', '3', '4']));
     const read = layers.map((d) => /3\/5 building graph ernie-decoder .* s: reading model\.safetensors ([\d.]+) of ([\d.]+) MB/.exec(d)!);
     const bytes = read.map((m) => Number(m[1]));
     expect(bytes.every((b, i) => b <= Number(read[i]![2]) && (i === 0 || b >= bytes[i - 1]!))).toBe(true);

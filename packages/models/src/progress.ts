@@ -13,8 +13,9 @@ export type LoadStage = 'weights' | 'build' | 'session';
  * - `read`: tensors of one checkpoint file read for the graph (to be converted, fused or quantized): the
  *   bytes read from that file so far, out of the bytes its tensors hold (a tensor read twice counts twice).
  *   Each file's count only grows.
- * - `quantize`: a build that quantizes has reached layer `layer` (0-based) of `layers` in the stack `stack`
- *   (the checkpoint's name before the layer index: `model.layers`); reported once per layer.
+ * - `quantize`: a build that quantizes is reading the weights of layer `layer` (0-based) of `layers` in the
+ *   stack `stack` (the checkpoint's name before the layer index: `model.layers`); reported each time its reads
+ *   move to another layer (the build follows the graph, so it may come back: attention first, experts later).
  */
 export type StepDetail =
   | { readonly kind: 'read'; readonly file: string; readonly bytes: number; readonly totalBytes: number }
