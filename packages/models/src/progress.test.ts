@@ -1,5 +1,5 @@
 // Progress within a load step (progress.ts): a first load of the tiny ERNIE with an int8 decoder, into an empty
-// graph cache, reports between each step's start and end the bytes read from each checkpoint file (counts that
+// graph cache (and a float one of its bf16 copy), reports between each step's start and end the bytes read from each checkpoint file (counts that
 // only grow, out of what the file's tensors hold) and, in the decoder's build, the layer being quantized each
 // time the reads move to another one, every layer among them; the steps themselves are reported as before.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -78,5 +78,26 @@ describe('load progress within a step (a first load, int8 decoder)', () => {
     expect(layers.every((d) => d.stack === 'model.layers' && d.layers === n && d.layer >= 0 && d.layer < n)).toBe(true);
     expect(layers.every((d, i) => i === 0 || d.layer !== layers[i - 1]!.layer)).toBe(true);
     expect(new Set(layers.map((d) => d.layer))).toEqual(new Set(Array.from({ length: n }, (_, i) => i)));
+  });
+});
+
+describe('load progress within a step (a first float load of a bf16 checkpoint)', () => {
+  const BF16 = join(FIXTURES, 'ernie-tiny-bf16');
+  const float: LoadProgress[] = [];
+  beforeAll(async () => {
+    const m = await loadPretrained(BF16, { device: 'cpu', cacheDir: join(work, 'bf16'), onProgress: (p) => float.push({ ...p }) });
+    await m.release();
+  });
+
+  it('the weights the builds convert (bf16 to float32, transposed) are counted: nearly every byte, no quantize', async () => {
+    const ckpt = await Checkpoint.open(BF16);
+    const held = ckpt.names().reduce((a, n) => a + ckpt.info(n).byteLength, 0);
+    await ckpt.close();
+    const reads = float.filter((p) => p.detail?.kind === 'read');
+    expect(new Set(reads.map((p) => `${p.stage}:${p.name}`))).toEqual(new Set(['build:ernie-vision', 'build:ernie-decoder']));
+    const bytes = reads.map((p) => (p.detail as { bytes: number }).bytes);
+    expect(bytes.every((b, i) => i === 0 || b > bytes[i - 1]!)).toBe(true);
+    expect(bytes.at(-1)!).toBeGreaterThan(0.9 * held);
+    expect(float.some((p) => p.detail?.kind === 'quantize')).toBe(false);
   });
 });

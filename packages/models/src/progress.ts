@@ -4,15 +4,16 @@
  * graph cache (`build`), and creating its ORT session (`session`). On a real checkpoint the last
  * two take long (reading, converting or quantizing gigabytes of weights, ORT's graph optimizations).
  */
+import { type FileRead, observeFileReads } from '@vlmkit/onnx-graph';
 import type { Checkpoint, TensorRead } from '@vlmkit/safetensors';
 
 export type LoadStage = 'weights' | 'build' | 'session';
 
 /**
  * How far a step's work is, reported between its start and its end (`LoadProgress.detail`):
- * - `read`: tensors of one checkpoint file read for the graph (to be converted, fused or quantized): the
- *   bytes read from that file so far, out of the bytes its tensors hold (a tensor read twice counts twice).
- *   Each file's count only grows.
+ * - `read`: tensors of one checkpoint file read for the graph (through the checkpoint for a fused or merged
+ *   tensor, or by the build's save for one folded, quantized or copied): the bytes read from that file so far,
+ *   out of the bytes its tensors hold (a tensor read twice counts twice). Each file's count only grows.
  * - `quantize`: a build that quantizes is reading the weights of layer `layer` (0-based) of `layers` in the
  *   stack `stack` (the checkpoint's name before the layer index: `model.layers`); reported each time its reads
  *   move to another layer (the build follows the graph, so it may come back: attention first, experts later).
@@ -42,7 +43,8 @@ function layerOf(name: string): { stack: string; layer: number } | undefined {
 
 /**
  * Counts a load's steps (weights, then build and session per session) and reports each one's start and
- * end, and in between the reads of the checkpoint it `watch`es, attributed to the step in progress.
+ * end, and in between the reads of the checkpoint it `watch`es, attributed to the step in progress: those
+ * through the checkpoint, and those of its files by a session step's save (onnx-graph `observeFileReads`).
  */
 export class LoadSteps {
   private done = 0;
@@ -52,6 +54,8 @@ export class LoadSteps {
   private readonly files = new Map<string, { read: number; total: number }>();
   /** Per stack: its layer count. */
   private readonly stacks = new Map<string, number>();
+  /** Tensor names by where their data starts (`file:byteOffset`): the names of file reads. */
+  private readonly names = new Map<string, string>();
   private lastLayer: string | undefined;
 
   constructor(
@@ -79,7 +83,8 @@ export class LoadSteps {
   /** Reports `ckpt`'s tensor reads as `read` (and, in a quantizing build, `quantize`) details of the step in progress. */
   watch(ckpt: Checkpoint): Checkpoint {
     for (const name of ckpt.names()) {
-      const { file, byteLength } = ckpt.info(name);
+      const { file, byteOffset, byteLength } = ckpt.info(name);
+      this.names.set(`${file}:${byteOffset}`, name);
       const f = this.files.get(file) ?? { read: 0, total: 0 };
       this.files.set(file, { ...f, total: f.total + byteLength });
       const at = layerOf(name);
@@ -87,6 +92,10 @@ export class LoadSteps {
     }
     ckpt.observeReads((r) => this.onRead(r));
     return ckpt;
+  }
+
+  private onFileRead(r: FileRead): void {
+    this.onRead({ name: this.names.get(`${r.path}:${r.byteOffset}`) ?? '', file: r.path, bytes: r.byteLength });
   }
 
   private onRead(r: TensorRead): void {
@@ -119,12 +128,16 @@ export class LoadSteps {
   async session<T>(name: string, options: { quantize?: boolean }, step: (onSession: () => void) => Promise<T>): Promise<T> {
     let building = true;
     this.begin('build', name, options.quantize === true);
-    const result = await step(() => {
-      building = false;
-      this.done++;
-      this.end('build', name);
-      this.begin('session', name);
-    });
+    const result = await observeFileReads(
+      (r) => this.onFileRead(r),
+      () =>
+        step(() => {
+          building = false;
+          this.done++;
+          this.end('build', name);
+          this.begin('session', name);
+        }),
+    );
     // A step that never reported its session (a cache hit that opened nothing new) still counts both.
     this.done += building ? 2 : 1;
     this.end('session', name);

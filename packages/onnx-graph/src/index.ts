@@ -100,6 +100,7 @@ export {
   quantizeOptions,
 } from './quant.js';
 export { floatValues, type QuantizedRefs, quantizedRefs } from './quant-ref.js';
+export { type FileRead, observeFileReads } from './read-observer.js';
 export { broadcastShapes, type Dim, dimProduct, formatShape, isStatic, type Shape } from './shape.js';
 export { lazyTensor, type TensorRef, tensorByteLength, tensorFromArray, tensorFromFile, tensorFromSafetensors } from './tensor-ref.js';
 export { Value } from './value.js';

@@ -7,6 +7,7 @@ import { foldInitializerTransforms } from './fold.js';
 import type { Graph } from './graph.js';
 import { type InitializerEntry, MS_DOMAIN } from './graph-core.js';
 import { type OnnxTypes, onnx } from './proto.js';
+import { reportFileRead } from './read-observer.js';
 import { type TensorRef, tensorByteLength } from './tensor-ref.js';
 import { valueInfo } from './value-info.js';
 
@@ -229,6 +230,7 @@ export async function tensorBytes(ref: TensorRef): Promise<Uint8Array> {
           if (bytesRead === 0) throw new Error(`${ref.path}: file ends before byte ${ref.byteOffset + ref.byteLength}`);
           done += bytesRead;
         }
+        reportFileRead(ref);
         return buf;
       } finally {
         await fh.close();
@@ -257,6 +259,7 @@ async function writeTensor(ref: TensorRef, out: import('node:fs/promises').FileH
       await out.write(buf, 0, bytesRead, offset + done);
       done += bytesRead;
     }
+    reportFileRead(ref);
   } finally {
     await fh.close();
   }
