@@ -50,7 +50,10 @@ export interface LoadOptions {
    * model directory unless it is passed here. Entries are keyed by the checkpoint's content and verified on load.
    */
   cacheDir?: string | undefined;
-  /** Called as each load step (weights, then each session's graph and session) starts and ends: for progress bars. */
+  /**
+   * Called as each load step (weights, then each session's graph and session) starts and ends, and within a step
+   * with how far its work is (`LoadProgress.detail`: bytes read, layer quantized): for progress bars.
+   */
   onProgress?: OnLoadProgress | undefined;
   /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged at load, for families whose spec supports adapters. */
   adapter?: string | undefined;
@@ -65,7 +68,7 @@ export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
   quantize: "block-quantized weights: 'int8' | 'int4' (the decoder) or { decoder, vision }",
   profile: "how the model runs: 'cpu' | 'cuda' (default: the device's) or profile fields over it (PROFILES)",
   cacheDir: 'where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit)',
-  onProgress: 'called as each load step (weights, each graph, each session) starts and ends',
+  onProgress: 'called as each load step (weights, each graph, each session) starts and ends, and with its work between',
   adapter: 'a PEFT LoRA adapter directory merged into the decoder at load (families that support adapters)',
   reference: "where a family's vLLM and HF implementations differ, whose rule to follow: 'vllm' (default) or 'hf'",
 };
