@@ -28,23 +28,13 @@ export function buildGraniteDecodeLoopModel(weights: Weights, config: GraniteTex
         counts: { layer: config.numHiddenLayers, level: levels.length },
         include: { image_positions: levels.length > 0 },
       },
-      step: (b, x) => {
-        const positionIds = x.inputs.at(-1)!;
-        const [imagePositions, ...deepstack] = x.inputs.slice(0, -1);
-        const out = buildGraniteTextDecoder(
-          b,
-          weights,
-          config,
-          {
-            inputIds: x.inputIds,
-            ...(imagePositions ? { imagePositions, deepstack } : {}),
-            attentionMask: x.attentionMask,
-            positionIds,
-            past: x.past,
-            logitsToKeep: x.logitsToKeep,
-          },
-          { levels },
-        );
+      // The loop hands the step its ids, mask, cache and logits_to_keep under the decoder's input names;
+      // Granite's own inputs (image rows, deepstack features, position ids) come in contract order.
+      step: (b, { inputs, ...loopInputs }) => {
+        const positionIds = inputs.at(-1)!;
+        const [imagePositions, ...deepstack] = inputs.slice(0, -1);
+        const image = imagePositions ? { imagePositions, deepstack } : {};
+        const out = buildGraniteTextDecoder(b, weights, config, { ...loopInputs, ...image, positionIds }, { levels });
         return { logits: out.logits, present: out.present! };
       },
       next: (b, { positions }) => {
