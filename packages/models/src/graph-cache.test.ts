@@ -44,6 +44,9 @@ async function visionGraph(dir: string, quantize?: 'int8') {
   return { graph: buildErnieVisionEncoder(config, mapped, build), close: () => ckpt.close() };
 }
 
+/** The name of an initializer folded from a Transpose or Cast of a weight (onnx-graph's `fold`). */
+const FOLDED = /\.(Transpose|Cast)(_\d+)?\/out$/;
+
 /** A whole second, so that a file's mtime can be set back exactly. */
 const PINNED = new Date(1_700_000_000_000);
 

@@ -374,13 +374,19 @@ export class GraphCache {
       references.set(real, `${CHECKPOINT}${inside ? rel.split(sep).join('/') : real}`);
     }
     try {
-      const saved = await saveModel(g, tmpModel, { dataFile: `${CACHE}${dataFile}`, writeDataTo: tmpData, references, fold: true });
+      const saved = await saveModel(g, tmpModel, {
+        dataFile: `${CACHE}${dataFile}`,
+        writeDataTo: tmpData,
+        references,
+        fold: true,
+        hashData: true,
+      });
       const model = await readRegular(tmpModel);
       const onnx: FileRecord = { size: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') };
       const located = externalLocations(model);
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
-        const record = { size: (await stat(tmpData)).size, sha256: await sha256File(tmpData) };
+        const record = { size: (await stat(tmpData)).size, sha256: saved.dataSha256! };
         await renameOver(tmpData, join(this.root, dataFile));
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
       }

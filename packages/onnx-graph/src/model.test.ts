@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, realpath, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -96,6 +97,22 @@ describe('saveModel', () => {
       w.slice(0, 16).reduce((s, v) => s + v, 0),
       4,
     );
+  });
+
+  it('hashData: the data file is hashed as it is written, page-alignment gaps included', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-hash-'));
+    const g = new Graph();
+    const x = g.input('x', 'float32', ['n', 256]);
+    // A small tensor, then one of 1 MiB that starts on the next 4 KiB page: a gap of zeros between.
+    const weights = Weights.from({
+      'a.weight': lazyTensor('float32', [4, 256], async () => randn(4 * 256, 45)),
+      'b.weight': lazyTensor('float32', [1024, 256], async () => randn(1024 * 256, 46)),
+    });
+    g.output(nn.linear(g, x, weights, 'a', { bias: false, out: 4 }), 'y');
+    g.output(nn.linear(g, x, weights, 'b', { bias: false, out: 1024 }), 'z');
+    const saved = await saveModel(g, join(dir, 'm.onnx'), { hashData: true });
+    const bytes = await readFile(saved.dataPath!);
+    expect(saved.dataSha256).toBe(createHash('sha256').update(bytes).digest('hex'));
   });
 
   // 3 GiB of initializers: over the 2 GB protobuf limit. Slow (minutes, ~8 GB RAM): VLMKIT_BIG_TEST=1 to run.

@@ -1,3 +1,4 @@
+import { createHash, type Hash } from 'node:crypto';
 import { mkdir, open, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { TypedArray } from './dtype.js';
@@ -49,6 +50,8 @@ export interface SaveOptions {
    * user's file).
    */
   references?: ReadonlyMap<string, string>;
+  /** Hash the external data file while it is written (`SavedModel.dataSha256`): no second read of it. */
+  hashData?: boolean;
   /**
    * Fold the Cast (bf16/fp16 -> float32) and Transpose nodes that read an initializer into float32 /
    * transposed initializers written here, once (default false): ORT then loads weights it can use as they
@@ -65,6 +68,8 @@ export interface SavedModel {
   copiedBytes: number;
   /** Bytes referenced in place in `references` files. */
   referencedBytes: number;
+  /** sha256 of the external data file as written (`hashData`), when there is one. */
+  dataSha256?: string;
   /** Nodes folded into initializers (`fold`). */
   foldedNodes: number;
 }
@@ -118,6 +123,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   const tensors: OnnxTypes.ITensorProto[] = [];
   let offset = 0;
   let referencedBytes = 0;
+  const hash = opts.hashData ? createHash('sha256') : undefined;
   const realOf = new Map<string, string>();
   const locationOf = async (ref: TensorRef): Promise<string | undefined> => {
     if (ref.kind !== 'file' || opts.references === undefined) return undefined;
@@ -144,8 +150,11 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
         continue;
       }
       const align = length >= PAGE_ALIGN_FROM ? PAGE : ALIGN;
-      offset = Math.ceil(offset / align) * align;
-      await writeTensor(ref, data, offset);
+      const start = Math.ceil(offset / align) * align;
+      // The gap reads back as zeros (never written).
+      hash?.update(new Uint8Array(start - offset));
+      offset = start;
+      await writeTensor(ref, data, offset, hash);
       tensors.push(externalTensor(entry, dataName, offset, length));
       offset += length;
     }
@@ -160,6 +169,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
     modelPath,
     dataPath: offset > 0 ? dataPath : undefined,
     copiedBytes: offset,
+    ...(hash && offset > 0 ? { dataSha256: hash.digest('hex') } : {}),
     referencedBytes,
     foldedNodes: folded?.folded ?? 0,
   };
@@ -241,9 +251,15 @@ export async function tensorBytes(ref: TensorRef): Promise<Uint8Array> {
 
 const CHUNK = 64 * 2 ** 20;
 
-async function writeTensor(ref: TensorRef, out: import('node:fs/promises').FileHandle, offset: number): Promise<void> {
+async function writeTensor(
+  ref: TensorRef,
+  out: import('node:fs/promises').FileHandle,
+  offset: number,
+  hash: Hash | undefined,
+): Promise<void> {
   if (ref.kind !== 'file') {
     const bytes = await tensorBytes(ref);
+    hash?.update(bytes);
     await out.write(bytes, 0, bytes.byteLength, offset);
     return;
   }
@@ -256,6 +272,7 @@ async function writeTensor(ref: TensorRef, out: import('node:fs/promises').FileH
       const n = Math.min(buf.byteLength, ref.byteLength - done);
       const { bytesRead } = await fh.read(buf, 0, n, ref.byteOffset + done);
       if (bytesRead === 0) throw new Error(`${ref.path}: file ends before byte ${ref.byteOffset + ref.byteLength}`);
+      hash?.update(buf.subarray(0, bytesRead));
       await out.write(buf, 0, bytesRead, offset + done);
       done += bytesRead;
     }
