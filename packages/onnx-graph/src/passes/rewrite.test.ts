@@ -104,6 +104,39 @@ describe('rewrite passes', () => {
     expect(g.nodes[0]).toBe(neg);
   });
 
+  it('replaceNodes keeps the index in step: after each rewrite it answers as one built afresh', () => {
+    const g = new Graph();
+    let v = g.input('x', 'float32', [2]);
+    for (let i = 0; i < 4; i++) v = g.relu(g.neg(g.neg(v)));
+    g.output(v, 'y');
+    const body = { nodes: g.nodes, outputs: new Set(['y']), graph: g };
+    const index = new NodeIndex(body);
+    const answers = (ix: NodeIndex) => {
+      const names = [...new Set(body.nodes.flatMap((n) => [...(n.input ?? []), ...(n.output ?? [])]))];
+      return {
+        producers: names.map((n) => ix.producer(n)),
+        readers: names.map((n) => new Set(ix.readersOf(n))),
+        positions: body.nodes.map((n) => ix.position(n)),
+      };
+    };
+    let rewrites = 0;
+    for (let again = true; again; ) {
+      again = false;
+      for (const node of body.nodes) {
+        const inner = node.opType === 'Neg' ? index.producer(node.input![0]!) : undefined;
+        if (inner?.opType !== 'Neg') continue;
+        const id = makeNode('Identity', [inner.input![0]!], [node.output![0]!], { name: g.freshName('id') });
+        expect(replaceNodes(index, [inner, node], [id])).toBe(true);
+        expect(answers(index)).toEqual(answers(new NodeIndex(body)));
+        rewrites++;
+        again = true;
+        break;
+      }
+    }
+    expect(rewrites).toBe(4);
+    expect(body.nodes.some((n) => n.opType === 'Neg')).toBe(false);
+  });
+
   it('feedersOf: the nodes that only feed a node, stopping at values read elsewhere, returned or kept', () => {
     const g = new Graph();
     const x = g.input('x', 'float32', [2]);

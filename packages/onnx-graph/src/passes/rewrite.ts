@@ -53,36 +53,28 @@ export function applyPasses(g: Graph, passes: readonly GraphPass[]): Record<stri
   return counts;
 }
 
-/** Who makes and who reads each value of a body (reads inside a node's subgraphs count as the node's). */
+/**
+ * Who makes and who reads each value of a body (reads inside a node's subgraphs count as the node's). Kept in
+ * step by `replaceNodes`, so a pass's many rewrites of one body do not each rebuild it.
+ */
 export class NodeIndex {
-  private readonly producers = new Map<string, number>();
+  private readonly producers = new Map<string, Node>();
   private readonly readers = new Map<string, Node[]>();
+  /** The names each node reads, walked once (its subgraphs included: a rewrite leaves them as they are). */
+  private readonly reads = new Map<Node, Set<string>>();
 
-  /** `reads`: the names a node reads (a cache of `namesRead` while one body is rewritten: its bodies stay as they are). */
-  constructor(
-    readonly body: PassBody,
-    reads: (node: Node) => Set<string> = namesRead,
-  ) {
-    body.nodes.forEach((node, i) => {
-      for (const o of node.output ?? []) if (o !== '') this.producers.set(o, i);
-      for (const name of reads(node)) {
-        const list = this.readers.get(name);
-        if (list === undefined) this.readers.set(name, [node]);
-        else if (!list.includes(node)) list.push(node);
-      }
-    });
+  constructor(readonly body: PassBody) {
+    for (const node of body.nodes) this.add(node);
   }
 
   /** The node making `name` in this body, or undefined (a graph input, an initializer, an outer value). */
   producer(name: string): Node | undefined {
-    const i = this.producers.get(name);
-    return i === undefined ? undefined : this.body.nodes[i];
+    return this.producers.get(name);
   }
 
-  /** The position of `node` in the body. */
+  /** The position of `node` in the body (-1 when it is not in it). */
   position(node: Node): number {
-    const i = this.producers.get(node.output?.[0] ?? '');
-    return i !== undefined && this.body.nodes[i] === node ? i : this.body.nodes.indexOf(node);
+    return this.body.nodes.indexOf(node);
   }
 
   /** The nodes reading `name`. */
@@ -99,6 +91,31 @@ export class NodeIndex {
   /** `name` is read by anything or returned by the body. */
   isUsed(name: string): boolean {
     return this.readersOf(name).length > 0 || this.body.outputs.has(name);
+  }
+
+  /** Takes in `replaceNodes`' edit of the body: `remove` gone, `insert` in. */
+  replaced(remove: ReadonlySet<Node>, insert: readonly Node[]): void {
+    for (const node of remove) {
+      for (const o of node.output ?? []) if (this.producers.get(o) === node) this.producers.delete(o);
+      for (const name of this.reads.get(node) ?? []) {
+        const list = this.readers.get(name)?.filter((r) => r !== node) ?? [];
+        if (list.length > 0) this.readers.set(name, list);
+        else this.readers.delete(name);
+      }
+      this.reads.delete(node);
+    }
+    for (const node of insert) this.add(node);
+  }
+
+  private add(node: Node): void {
+    for (const o of node.output ?? []) if (o !== '') this.producers.set(o, node);
+    const reads = namesRead(node);
+    this.reads.set(node, reads);
+    for (const name of reads) {
+      const list = this.readers.get(name);
+      if (list === undefined) this.readers.set(name, [node]);
+      else if (!list.includes(node)) list.push(node);
+    }
   }
 }
 
@@ -138,6 +155,7 @@ export function replaceNodes(index: NodeIndex, remove: readonly Node[], insert: 
   const before = body.nodes.slice(0, at).filter((n) => !removed.has(n)).length;
   kept.splice(before, 0, ...insert);
   body.nodes.splice(0, body.nodes.length, ...kept);
+  index.replaced(removed, insert);
   for (const node of insert) body.graph.useDomain(node.domain ?? '');
   return true;
 }
@@ -166,26 +184,16 @@ export function feedersOf(index: NodeIndex, root: Node, keep: ReadonlySet<string
 }
 
 /**
- * Runs `match` on each node in order; a match returns true after it rewrote the body (`replaceNodes`), and the
- * index is rebuilt. Returns the number of rewrites.
+ * Runs `match` on each node in order; a match returns true after it rewrote the body (`replaceNodes`, which
+ * keeps the index in step), and the walk starts again from the first node. Returns the number of rewrites.
  */
 export function rewriteEach(body: PassBody, match: (node: Node, index: NodeIndex) => boolean): number {
   let count = 0;
-  // A node's reads are walked once (its subgraphs included), not on every rebuild of the index.
-  const seen = new WeakMap<Node, Set<string>>();
-  const reads = (node: Node) => {
-    const known = seen.get(node);
-    if (known !== undefined) return known;
-    const names = namesRead(node);
-    seen.set(node, names);
-    return names;
-  };
-  let index = new NodeIndex(body, reads);
+  const index = new NodeIndex(body);
   for (let i = 0; i < body.nodes.length; i++) {
     const node = body.nodes[i]!;
     if (match(node, index)) {
       count++;
-      index = new NodeIndex(body, reads);
       i = -1;
     }
   }
