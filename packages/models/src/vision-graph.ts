@@ -1,15 +1,16 @@
 // The graph every family's vision encoder is built in (`FamilyCheckpoint.visionGraph`).
-import { applyPasses, Graph, quantizeLinearPass } from '@vlmkit/onnx-graph';
+import { applyPasses, computeDtypePasses, Graph, quantizeLinearPass } from '@vlmkit/onnx-graph';
 import type { VisionBuild } from './model-load.js';
 
 /**
- * A vision encoder graph named `name`: `body` declares its inputs and outputs in it; computed in
- * `build.computeDtype` (default float32), its linear layers then block-quantized with `build.quantize`
- * (`quantizeLinearPass`).
+ * A vision encoder graph named `name`: `body` declares its inputs and outputs in it, in float32; converted to
+ * `build.computeDtype` (`floatConvertPass`; default float32), its linear layers then block-quantized with
+ * `build.quantize` (`quantizeLinearPass`).
  */
 export function visionEncoderGraph(name: string, build: Partial<VisionBuild>, body: (g: Graph) => void): Graph {
-  const g = new Graph({ name, computeDtype: build.computeDtype ?? 'float32' });
+  const g = new Graph({ name });
   body(g);
+  applyPasses(g, computeDtypePasses(build.computeDtype ?? 'float32'));
   if (build.quantize !== undefined) applyPasses(g, [quantizeLinearPass(build.quantize)]);
   return g;
 }

@@ -208,9 +208,15 @@ export function declareTensors(g: Graph, specs: readonly TensorSpec[]): Value[] 
   });
 }
 
-/** The inputs contracts declared on `g` (`declareInputs`, `declareTensors`), in order, with their docs: a manifest's inputs. */
+/**
+ * The inputs contracts declared on `g` (`declareInputs`, `declareTensors`), in order, with their docs: a manifest's
+ * inputs. Each in the dtype the graph has it in now (`floatConvertPass` retypes a KV cache input).
+ */
 export function declaredTensors(g: Graph): readonly TensorSpec[] {
-  return DECLARED.get(g) ?? [];
+  return (DECLARED.get(g) ?? []).map((t) => {
+    const now = g.typeOf(t.name)?.dtype;
+    return now === undefined || now === t.dtype ? t : { ...t, dtype: now };
+  });
 }
 
 /**

@@ -1,4 +1,14 @@
-import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import {
+  applyPasses,
+  type ComputeDType,
+  computeDtypePasses,
+  contract,
+  declareInputs,
+  Graph,
+  nn,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { QFormerError } from './errors.js';
 import { type Blip2QFormerConfig, validateQFormerConfig } from './qformer-config.js';
 
@@ -18,7 +28,10 @@ export interface Blip2QFormerOutputs {
 export interface Blip2QFormerOptions {
   /** Scope of the nodes and initializers (default `qformer`, the module's name in BLIP-2 and Granite checkpoints). */
   readonly scope?: string;
-  /** Standalone models only: the float type the graph computes in (default 'float32'); inputs and output stay float32. */
+  /**
+   * Standalone models only: the float type the graph computes in (default 'float32': built in it, then
+   * converted by onnx-graph's `floatConvertPass`); inputs and output stay float32.
+   */
   readonly computeDtype?: ComputeDType | undefined;
 }
 
@@ -41,9 +54,9 @@ export function buildBlip2QFormer(
   checkInputs(inputs, cfg);
   return g.scope(options.scope ?? 'qformer', () => {
     // HF: Blip2QFormerModel.forward. The dropout after layernorm is the identity in eval mode.
-    // Both inputs in the graph's compute dtype (cast at entry; no-ops when already).
-    const encoder = g.cast(inputs.encoderHiddenStates, g.computeDtype);
-    let hidden = nn.layerNorm(g, g.cast(inputs.queryEmbeds, g.computeDtype), weights, 'layernorm', cfg.layerNormEps);
+    // Both inputs in float32 (16-bit ones widened; `floatConvertPass` makes the 16-bit graph).
+    const encoder = g.cast(inputs.encoderHiddenStates, 'float32');
+    let hidden = nn.layerNorm(g, g.cast(inputs.queryEmbeds, 'float32'), weights, 'layernorm', cfg.layerNormEps);
     module(g, weights, 'encoder', (w) => {
       for (let i = 0; i < cfg.numHiddenLayers; i++) {
         hidden = module(g, w, `layer.${i}`, (lw) => qformerLayer(g, lw, cfg, { index: i, hidden, encoder }));
@@ -73,12 +86,13 @@ export const QFORMER_IO = {
  */
 export function buildBlip2QFormerModel(weights: Weights, config: Blip2QFormerConfig, options: Blip2QFormerOptions = {}): Graph {
   const cfg = validateQFormerConfig(config);
-  const g = new Graph({ name: 'blip2_qformer', computeDtype: options.computeDtype });
+  const g = new Graph({ name: 'blip2_qformer' });
   const { query_embeds: queryEmbeds, encoder_hidden_states: encoderHiddenStates } = declareInputs(g, QFORMER_INPUTS, {
     sizes: { hidden: cfg.hiddenSize, encoder_hidden: cfg.encoderHiddenSize },
   });
   const { hidden } = buildBlip2QFormer(g, weights, cfg, { queryEmbeds, encoderHiddenStates }, options);
-  g.output(g.cast(hidden, 'float32'), QFORMER_IO.hidden, ['batch', 'num_queries', cfg.hiddenSize]);
+  g.output(hidden, QFORMER_IO.hidden, ['batch', 'num_queries', cfg.hiddenSize]);
+  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
   return g;
 }
 

@@ -1,4 +1,14 @@
-import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import {
+  applyPasses,
+  type ComputeDType,
+  computeDtypePasses,
+  contract,
+  declareInputs,
+  Graph,
+  nn,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { interpolateDownsample, spatialOffsetDownsample } from './downsample.js';
 import { QFormerError } from './errors.js';
 import { buildBlip2QFormer } from './qformer.js';
@@ -31,7 +41,10 @@ export interface WindowQFormerOptions {
    * `layerwise_projectors.0` or `spatial_projectors.3`.
    */
   readonly scope?: string;
-  /** Standalone models only: the float type the graph computes in (default 'float32'); input and output stay float32. */
+  /**
+   * Standalone models only: the float type the graph computes in (default 'float32': built in it, then
+   * converted by onnx-graph's `floatConvertPass`); input and output stay float32.
+   */
   readonly computeDtype?: ComputeDType | undefined;
 }
 
@@ -54,7 +67,7 @@ export function buildWindowQFormerDownsampler(
   const { imageSide: s, querySide: q, windowSide: w, visionHiddenSize: dv } = cfg;
   const { numWindows: n, downsampledSide } = windowGeometry(cfg);
   return g.scope(options.scope ?? 'window_qformer', () => {
-    const x = nn.layerNorm(g, g.cast(features, g.computeDtype), weights, 'norm', cfg.normEps);
+    const x = nn.layerNorm(g, g.cast(features, 'float32'), weights, 'norm', cfg.normEps);
     const keyWindows = windowedRaster(g, x, { side: s, win: w, channels: dv }); // [N*n*n, w*w, Dv]
     // HF: interpolated_side = int(image_side * Fraction(rate)), which is n*q since w divides s.
     const downsampled =
@@ -89,12 +102,13 @@ export const WINDOW_QFORMER_IO = { features: WINDOW_QFORMER_INPUTS.names.feature
  */
 export function buildWindowQFormerDownsamplerModel(weights: Weights, config: WindowQFormerConfig, options: WindowQFormerOptions): Graph {
   const cfg = validateWindowQFormerConfig(config);
-  const g = new Graph({ name: 'window_qformer_downsampler', computeDtype: options.computeDtype });
+  const g = new Graph({ name: 'window_qformer_downsampler' });
   const { features } = declareInputs(g, WINDOW_QFORMER_INPUTS, {
     sizes: { window_tokens: cfg.imageSide ** 2, vision_hidden: cfg.visionHiddenSize },
   });
   const { projected } = buildWindowQFormerDownsampler(g, weights, cfg, { features }, options);
-  g.output(g.cast(projected, 'float32'), WINDOW_QFORMER_IO.projected, ['num_tiles', windowGeometry(cfg).tokensPerTile, cfg.textHiddenSize]);
+  g.output(projected, WINDOW_QFORMER_IO.projected, ['num_tiles', windowGeometry(cfg).tokensPerTile, cfg.textHiddenSize]);
+  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
   return g;
 }
 

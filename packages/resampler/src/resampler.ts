@@ -1,4 +1,14 @@
-import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import {
+  applyPasses,
+  type ComputeDType,
+  computeDtypePasses,
+  contract,
+  declareInputs,
+  Graph,
+  nn,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 
@@ -40,7 +50,7 @@ export function buildErnieResampler(
   const cfg = validateResamplerConfig(config);
   checkInputs(inputs, cfg);
   return g.scope(options.scope ?? 'resampler_model', () => {
-    let x = spatialConvReshape(g, g.cast(inputs.visionHidden, g.computeDtype), cfg);
+    let x = spatialConvReshape(g, g.cast(inputs.visionHidden, 'float32'), cfg);
     x = visionMlp(g, weights, cfg, x, { fc1: 'spatial_linear1', fc2: 'spatial_linear2', norm: 'spatial_norm', frames: 1 });
     if (cfg.useTemporalConv) {
       x = temporalSlicing(g, x, inputs.firstSlice!, inputs.secondSlice!);
@@ -84,7 +94,8 @@ export function buildErnieResamplerModel(
   options: ErnieResamplerOptions & { readonly computeDtype?: ComputeDType | undefined } = {},
 ): Graph {
   const cfg = validateResamplerConfig(config);
-  const g = new Graph({ name: 'ernie_resampler', computeDtype: options.computeDtype });
+  // Built in float32; another compute dtype is floatConvertPass's.
+  const g = new Graph({ name: 'ernie_resampler' });
   const x = declareInputs(g, RESAMPLER_INPUTS, {
     sizes: { vision_hidden_size: cfg.visionHiddenSize },
     include: { first_slice: cfg.useTemporalConv, second_slice: cfg.useTemporalConv },
@@ -92,7 +103,8 @@ export function buildErnieResamplerModel(
   const visionHidden = x.vision_hidden;
   const slices = x.first_slice && x.second_slice ? { firstSlice: x.first_slice, secondSlice: x.second_slice } : {};
   const { embeds } = buildErnieResampler(g, weights, cfg, { visionHidden, ...slices }, options);
-  g.output(g.cast(embeds, 'float32'), RESAMPLER_IO.embeds, [cfg.useTemporalConv ? 'num_tokens' : 'num_merged', cfg.textHiddenSize]);
+  g.output(embeds, RESAMPLER_IO.embeds, [cfg.useTemporalConv ? 'num_tokens' : 'num_merged', cfg.textHiddenSize]);
+  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
   return g;
 }
 

@@ -2,7 +2,7 @@
 // graphs: the config read once, the weights mapped, the vision encoder (ViT + resampler) and the MoE decoder
 // built. Loads, export and inspect all take these.
 import { buildErnieDecodeLoopModel, buildErnieTextDecoderModel } from '@vlmkit/moe-decoder';
-import type { Weights } from '@vlmkit/onnx-graph';
+import { computeDtypePasses, type Weights } from '@vlmkit/onnx-graph';
 import { ERNIE_PROCESSOR } from '@vlmkit/processors';
 import type { MappingReport } from '@vlmkit/weight-mapper';
 import type { FamilyCheckpoint } from '../family.js';
@@ -26,15 +26,11 @@ export const ERNIE_CHECKPOINT: FamilyCheckpoint<Ernie45VLConfig, ErnieWeights> =
   config: (json, generation, { reference }) => ernie45VLConfig(json, reference ?? 'vllm', generation),
   weights: (ckpt, config, { allowMissing }) => loadErnieWeights(ckpt, config, allowMissing ? { allowMissing } : {}),
   visionGraph: buildErnieVisionEncoder,
-  decoderGraph: (config, w, { loop, kvCache, quantize, passes, emptyModalityIf, computeDtype, logitsToKeep }) =>
-    loop === 'graph'
-      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, passes, emptyModalityIf, computeDtype })
-      : buildErnieTextDecoderModel(w.decoder, config.text, {
-          logitsToKeep,
-          kvCache,
-          quantize,
-          passes,
-          emptyModalityIf,
-          computeDtype,
-        }),
+  decoderGraph: (config, w, { loop, kvCache, quantize, passes, emptyModalityIf, computeDtype, logitsToKeep }) => {
+    // Built in float32; a 16-bit decoder is converted first, then the profile's passes run.
+    const all = [...computeDtypePasses(computeDtype), ...passes];
+    return loop === 'graph'
+      ? buildErnieDecodeLoopModel(w.decoder, config.text, { quantize, passes: all, emptyModalityIf })
+      : buildErnieTextDecoderModel(w.decoder, config.text, { logitsToKeep, kvCache, quantize, passes: all, emptyModalityIf });
+  },
 };

@@ -3,7 +3,7 @@
 // adapter merged into the language model), the vision encoder (SigLIP + window Q-Former projectors + anyres
 // packing) and the deepstack decoder built. Loads, export and inspect all take these.
 import { buildGraniteDecodeLoopModel, buildGraniteTextDecoderModel } from '@vlmkit/moe-decoder';
-import type { Weights } from '@vlmkit/onnx-graph';
+import { computeDtypePasses, type Weights } from '@vlmkit/onnx-graph';
 import { GRANITE_PROCESSOR } from '@vlmkit/processors';
 import { loraOverlay, type MappingReport } from '@vlmkit/weight-mapper';
 import type { FamilyCheckpoint } from '../family.js';
@@ -33,8 +33,10 @@ export const GRANITE_CHECKPOINT: FamilyCheckpoint<Granite4VisionConfig, GraniteW
   visionGraph: buildGraniteVisionEncoder,
   decoderGraph: (config, w, { loop, kvCache, quantize, passes, computeDtype, logitsToKeep }) => {
     const levels = config.levels.map((l) => l.llmLayer);
+    // Built in float32; a 16-bit decoder is converted first, then the profile's passes run.
+    const all = [...computeDtypePasses(computeDtype), ...passes];
     return loop === 'graph'
-      ? buildGraniteDecodeLoopModel(w.decoder, config.text, { levels, quantize, passes, computeDtype })
-      : buildGraniteTextDecoderModel(w.decoder, config.text, { levels, logitsToKeep, kvCache, quantize, passes, computeDtype });
+      ? buildGraniteDecodeLoopModel(w.decoder, config.text, { levels, quantize, passes: all })
+      : buildGraniteTextDecoderModel(w.decoder, config.text, { levels, logitsToKeep, kvCache, quantize, passes: all });
   },
 };

@@ -50,7 +50,7 @@ export function buildGraniteVisionEncoder(
     const { hiddenStates } = buildSiglipVisionTower(g, vision, v, { pixelValues }, { scope: 'vision_tower' });
     const D = config.projector.textHiddenSize;
     // The newline row joins the projected features, in the compute dtype (cast like every weight).
-    const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), g.computeDtype), [1, D]) : undefined;
+    const newline = config.imageNewline ? g.reshape(g.cast(g.param(projectors, 'image_newline', [D]), 'float32'), [1, D]) : undefined;
     for (const level of config.levels) {
       const index = level.visionLayer < 0 ? hiddenStates.length + level.visionLayer : level.visionLayer;
       let features: Value | undefined = hiddenStates[index];

@@ -20,8 +20,7 @@ export function visionAttention(g: Graph, w: Weights, config: ErnieVisionConfig,
   const qkv = g.unsqueeze(nn.linear(g, x, w, 'qkv', { in: d, out: 3 * d }), [0]);
   const [q0, k0, v] = g.split(qkv, [d, d, d], -1) as [Value, Value, Value];
   // HF apply_rotary_pos_emb_vision: q.float(), k.float() rotated with float32 tables, then back to their dtype.
-  const rope = (t: Value) =>
-    g.cast(g.rotaryEmbedding(g.cast(t, 'float32'), rotary.cos, rotary.sin, { interleaved: false, numHeads: heads }), t.dtype);
+  const rope = (t: Value) => g.inFloat32(() => g.rotaryEmbedding(t, rotary.cos, rotary.sin, { interleaved: false, numHeads: heads }));
   const [q, k] = [rope(q0), rope(k0)];
   const scale = 1 / Math.sqrt(ernieVisionHeadDim(config));
   const out =

@@ -1,4 +1,15 @@
-import { type ComputeDType, contract, declareInputs, type Feeds, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import {
+  applyPasses,
+  type ComputeDType,
+  computeDtypePasses,
+  contract,
+  declareInputs,
+  type Feeds,
+  Graph,
+  nn,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import { blockDiagonalMask } from './attention-mask.js';
@@ -34,7 +45,10 @@ export interface ErnieVisionBuildOptions {
 
 /** `buildErnieVisionTowerModel`'s options: the builder's, and the graph's compute dtype. */
 export interface ErnieVisionTowerModelOptions extends ErnieVisionBuildOptions {
-  /** The float type the tower computes in (default 'float32'); inputs and `vision_hidden` stay float32. */
+  /**
+   * The float type the tower computes in (default 'float32': built in it, then converted by onnx-graph's
+   * `floatConvertPass`); inputs and `vision_hidden` stay float32.
+   */
   computeDtype?: ComputeDType | undefined;
 }
 
@@ -49,9 +63,9 @@ export function patchEmbed(g: Graph, w: Weights, config: ErnieVisionConfig, pixe
 /**
  * vLLM: Ernie4_5_VisionTransformer.forward. Adds the tower to `g` inside
  * `options.scope`: patch_embed -> blocks (2D rotary, attention per frame) -> ln.
- * Computes in `g.computeDtype`: the pixels are cast to it at entry; LayerNorms
- * and the rotation run in float32 inside (HF: `apply_rotary_pos_emb_vision`
- * rotates `q.float()`).
+ * Written in float32; in a 16-bit graph (`floatConvertPass`) the pixels are
+ * cast at entry, and LayerNorms and the rotation run in float32 inside (HF:
+ * `apply_rotary_pos_emb_vision` rotates `q.float()`).
  */
 export function buildErnieVisionTower(
   g: Graph,
@@ -63,10 +77,11 @@ export function buildErnieVisionTower(
   checkInputs(config, inputs);
   const op = options.attentionOp ?? DEFAULT_ATTENTION_OP;
   return g.scope(options.scope ?? 'vision_tower', () => {
-    const pixels = g.cast(inputs.pixelValues, g.computeDtype);
+    const pixels = g.cast(inputs.pixelValues, 'float32');
     const x = g.scope('patch_embed', () => patchEmbed(g, weights.sub('patch_embed'), config, pixels));
-    const f32 = (t: Value) => g.unsqueeze(g.cast(t, 'float32'), [0]);
-    const rotary = g.scope('rotary', () => ({ cos: f32(inputs.rotaryCos), sin: f32(inputs.rotarySin) }));
+    // The rotary tables stay float32 in a 16-bit graph too (`g.inFloat32`; HF rotates in float32).
+    const f32 = (t: Value) => g.unsqueeze(t, [0]);
+    const rotary = g.scope('rotary', () => g.inFloat32(() => ({ cos: f32(inputs.rotaryCos), sin: f32(inputs.rotarySin) })));
     const frames = blockDiagonalMask(g, inputs.segmentIds, op, x.dtype);
     let h = x;
     for (let i = 0; i < config.depth; i++) {
@@ -106,7 +121,7 @@ export type ErnieVisionTowerFeeds<T> = Feeds<typeof ERNIE_VISION_TOWER_INPUTS.sc
  * (computed in `options.computeDtype`).
  */
 export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVisionConfig, options: ErnieVisionTowerModelOptions = {}): Graph {
-  const g = new Graph({ name: 'ernie_vision_tower', computeDtype: options.computeDtype });
+  const g = new Graph({ name: 'ernie_vision_tower' });
   const x = declareInputs(g, ERNIE_VISION_TOWER_INPUTS, { sizes: ernieVisionTowerSizes(config) });
   const inputs: ErnieVisionTowerInputs = {
     pixelValues: x.pixel_values,
@@ -115,7 +130,8 @@ export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVision
     segmentIds: x.segment_ids,
   };
   const { hidden } = buildErnieVisionTower(g, weights, config, inputs, options);
-  g.output(g.cast(hidden, 'float32'), ERNIE_VISION_TOWER_OUTPUTS.names.vision_hidden);
+  g.output(hidden, ERNIE_VISION_TOWER_OUTPUTS.names.vision_hidden);
+  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
   return g;
 }
 

@@ -1,4 +1,14 @@
-import { type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
+import {
+  applyPasses,
+  type ComputeDType,
+  computeDtypePasses,
+  contract,
+  declareInputs,
+  Graph,
+  nn,
+  type Value,
+  type Weights,
+} from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -16,7 +26,10 @@ export interface SiglipVisionBuildOptions {
 
 /** `buildSiglipVisionTowerModel`'s options: the builder's, and the graph's compute dtype. */
 export interface SiglipVisionTowerModelOptions extends SiglipVisionBuildOptions {
-  /** The float type the tower computes in (default 'float32'); `pixel_values` and the outputs stay float32. */
+  /**
+   * The float type the tower computes in (default 'float32': built in it, then converted by onnx-graph's
+   * `floatConvertPass`); `pixel_values` and the outputs stay float32.
+   */
   computeDtype?: ComputeDType | undefined;
 }
 
@@ -30,8 +43,9 @@ export interface SiglipVisionTowerOutputs {
 /**
  * vLLM: SiglipVisionTransformer (embeddings -> encoder returning all hidden
  * states). Adds the tower to `g` under `options.scope`; `pixelValues` is
- * [B, C, imageSize, imageSize] (one row per anyres tile), cast to
- * `g.computeDtype`, which the hidden states are in (LayerNorms run in float32 inside).
+ * [B, C, imageSize, imageSize] (one row per anyres tile). Written in float32;
+ * in a 16-bit graph (`floatConvertPass`) the hidden states are 16-bit and the
+ * LayerNorms run in float32 inside.
  */
 export function buildSiglipVisionTower(
   g: Graph,
@@ -48,7 +62,7 @@ export function buildSiglipVisionTower(
   }
   const op = options.attentionOp ?? 'MultiHeadAttention';
   return g.scope(options.scope ?? 'vision_tower', () => {
-    const x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, g.cast(pv, g.computeDtype)));
+    const x = g.scope('embeddings', () => siglipVisionEmbeddings(g, weights.sub('embeddings'), config, g.cast(pv, 'float32')));
     const hiddenStates = [x];
     let h = x;
     for (let l = 0; l < config.numHiddenLayers; l++) {
@@ -81,7 +95,7 @@ export function buildSiglipVisionTowerModel(
   config: SiglipVisionConfig,
   options: SiglipVisionTowerModelOptions = {},
 ): Graph {
-  const g = new Graph({ name: 'siglip_vision_tower', computeDtype: options.computeDtype });
+  const g = new Graph({ name: 'siglip_vision_tower' });
   const s = config.imageSize;
   const io = SIGLIP_VISION_TOWER_IO;
   const { pixel_values: pixelValues } = declareInputs(g, SIGLIP_VISION_TOWER_INPUTS, {
@@ -99,5 +113,6 @@ export function buildSiglipVisionTowerModel(
     io.hiddenStates,
   );
   if (pooled) g.output(g.cast(pooled, 'float32'), io.postLayerNorm);
+  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
   return g;
 }
