@@ -1,9 +1,25 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, cp, link, lstat, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  cp,
+  link,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { loadModelProto } from '@vlmkit/onnx-graph';
+import { Graph, lazyTensor, loadModelProto } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ernie45VLConfig } from './ernie/config.js';
@@ -361,6 +377,29 @@ describe('graph cache', () => {
       message: expect.stringContaining(`${first.modelPath} cannot be removed (a directory)`),
     });
     await close();
+  });
+
+  it('a checkpoint file that changes while its graph is built leaves no entry and no data file (BAD_INPUT)', async () => {
+    const dir = await checkpointCopy('changes-while-built');
+    const cacheDir = join(work, 'cache-changes-while-built');
+    const file = join(dir, 'model.safetensors');
+    const g = new Graph({ name: 'changing' });
+    const x = g.input('x', 'float32', [512]);
+    // A tensor computed while the graph is saved, during which the checkpoint file changes (chmod: its ctime).
+    const w = g.initializer(
+      'w',
+      lazyTensor('float32', [512], async () => {
+        await chmod(file, 0o600);
+        return new Float32Array(512).fill(1);
+      }),
+    );
+    g.output(g.add(x, w), 'y');
+    const cache = await GraphCache.open(cacheDir, { logger: () => {} });
+    await expect(cache.get(g, 'changing', dir)).rejects.toMatchObject({
+      code: 'BAD_INPUT',
+      message: expect.stringContaining(`${await realpath(file)} changed while the graph`),
+    });
+    expect((await readdir(cacheDir)).filter((f) => f.startsWith('vlmkit-'))).toEqual([]);
   });
 
   it('a checkpoint replaced in place by another of the same shapes, size and mtime gets a different key', async () => {

@@ -384,16 +384,16 @@ export class GraphCache {
       const model = await readRegular(tmpModel);
       const onnx: FileRecord = { size: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') };
       const located = externalLocations(model);
+      for (const [path, stamp] of Object.entries(e.inputs)) {
+        if (!sameStamp(stamp, await stampOf(path))) {
+          throw new ModelError('BAD_INPUT', `${path} changed while the graph ${base} was built from it; load again once it is complete.`);
+        }
+      }
       let data: Entry['data'];
       if (saved.dataPath !== undefined) {
         const record = { size: (await stat(tmpData)).size, sha256: saved.dataSha256! };
         await renameOver(tmpData, join(this.root, dataFile));
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
-      }
-      for (const [path, stamp] of Object.entries(e.inputs)) {
-        if (!sameStamp(stamp, await stampOf(path))) {
-          throw new ModelError('BAD_INPUT', `${path} changed while the graph ${base} was built from it; load again once it is complete.`);
-        }
       }
       await renameOver(tmpModel, modelPath);
       const used = Object.fromEntries([...references].filter(([, l]) => located.has(l)).map(([real, l]) => [l, real]));
