@@ -33,8 +33,9 @@ export function computeIoDType(dtype: 'float32' | HalfDType): 'float32' | 'float
  * A Cast to float32 of a 16-bit value (a bf16 checkpoint's weight widened) is read as that value where a
  * `dtype` node reads it: the weight is used as stored, or cast once to `dtype`. Float32 constants become
  * `dtype` constants (rounded to nearest even, large finite values saturating: a mask's -1e9 stays finite
- * in float16). Loop and If bodies are converted with the graph (carried float values in `dtype`). Run it
- * first, before the fusions: they match the 16-bit forms it writes.
+ * in float16). Loop and If bodies are converted with the graph (carried float values in `dtype`, but a
+ * float32 input or a float32 result carried as it is). Run it first, before the fusions: they match the
+ * 16-bit forms it writes.
  */
 export function floatConvertPass(dtype: HalfDType): GraphPass {
   return {
