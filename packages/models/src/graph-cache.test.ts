@@ -60,6 +60,24 @@ async function visionGraph(dir: string, quantize?: 'int8') {
   return { graph: buildErnieVisionEncoder(config, mapped, build), close: () => ckpt.close() };
 }
 
+/** ERNIE loaded from `dir` through the graph cache in `cacheDir` (HF reference, quiet), then released; its logits on the text-only case. */
+async function textOnlyLogits(dir: string, cacheDir: string, quantize?: 'int8' | 'int4'): Promise<Float32Array> {
+  const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+  const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+  const m = await Ernie45VL.fromPretrained(dir, {
+    device: 'cpu',
+    reference: 'hf',
+    cacheDir,
+    ...(quantize ? { quantize } : {}),
+    profile: { logger: () => {} },
+  });
+  try {
+    return (await m.forward(inputs as never)).logits.data as Float32Array;
+  } finally {
+    await m.release();
+  }
+}
+
 /** The name of an initializer folded from a Transpose or Cast of a weight (onnx-graph's `fold`). */
 const FOLDED = /\.(Transpose|Cast)(_\d+)?\/out$/;
 
@@ -173,14 +191,7 @@ describe('graph cache', () => {
   it('a quantized graph stores only what quantization produces; every other weight is read from the checkpoint', async () => {
     const dir = await checkpointCopy('quantized-store');
     const cacheDir = join(work, 'cache-quantized-store');
-    const m = await Ernie45VL.fromPretrained(dir, {
-      device: 'cpu',
-      reference: 'hf',
-      cacheDir,
-      quantize: 'int4',
-      profile: { logger: () => {} },
-    });
-    await m.release();
+    await textOnlyLogits(dir, cacheDir, 'int4');
     const decoder = (await readdir(cacheDir)).find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
     const where = await locations(join(cacheDir, decoder));
     const inCache = [...where].filter(([, l]) => l.startsWith('cache:')).map(([n]) => n);
@@ -194,34 +205,18 @@ describe('graph cache', () => {
   });
 
   it('a checkpoint changed in place after a first load (same size and mtime) is built again, never served stale', async () => {
-    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
-    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
     for (const quantize of [undefined, 'int8'] as const) {
       const dir = await checkpointCopy(`changed-${quantize ?? 'float'}`);
       await utimes(join(dir, 'model.safetensors'), PINNED, PINNED);
-      const logits = async (cacheDir: string) => {
-        const m = await Ernie45VL.fromPretrained(dir, {
-          device: 'cpu',
-          reference: 'hf',
-          cacheDir,
-          ...(quantize ? { quantize } : {}),
-          profile: { logger: () => {} },
-        });
-        try {
-          return (await m.forward(inputs as never)).logits.data as Float32Array;
-        } finally {
-          await m.release();
-        }
-      };
       const cacheDir = join(work, `cache-changed-${quantize ?? 'float'}`);
-      const before = await logits(cacheDir);
+      const before = await textOnlyLogits(dir, cacheDir, quantize);
       const stamp = await stat(join(dir, 'model.safetensors'));
       await scaleWeights(join(dir, 'model.safetensors'), 0.5);
       const now = await stat(join(dir, 'model.safetensors'));
       expect([now.size, now.mtimeMs, now.ino]).toEqual([stamp.size, stamp.mtimeMs, stamp.ino]);
-      const after = await logits(cacheDir);
+      const after = await textOnlyLogits(dir, cacheDir, quantize);
       // What a fresh cache gives for the changed checkpoint: the cached load must give exactly that.
-      const fresh = await logits(join(work, `cache-changed-fresh-${quantize ?? 'float'}`));
+      const fresh = await textOnlyLogits(dir, join(work, `cache-changed-fresh-${quantize ?? 'float'}`), quantize);
       expect(after).toEqual(fresh);
       expect(after).not.toEqual(before);
     }
@@ -536,23 +531,7 @@ describe('graph cache shared by processes', () => {
 
   it("a killed first load leaves nothing that a second load trusts: the next load gives a clean load's logits", async () => {
     const ernie = join(FIXTURES, 'ernie-tiny');
-    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
-    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
-    const logits = async (cacheDir: string) => {
-      const m = await Ernie45VL.fromPretrained(ernie, {
-        device: 'cpu',
-        reference: 'hf',
-        cacheDir,
-        quantize: 'int8',
-        profile: { logger: () => {} },
-      });
-      try {
-        return (await m.forward(inputs as never)).logits.data as Float32Array;
-      } finally {
-        await m.release();
-      }
-    };
-    const clean = await logits(join(work, 'killed-clean'));
+    const clean = await textOnlyLogits(ernie, join(work, 'killed-clean'), 'int8');
     let midLoad = 0;
     for (const delay of [100, 250, 400, 550, 700, 900, 1200, 1600]) {
       const cacheDir = join(work, `killed-${delay}`);
@@ -571,7 +550,7 @@ describe('graph cache shared by processes', () => {
       child.kill('SIGKILL');
       await closed;
       if (!text.includes('ok')) midLoad++;
-      expect(await logits(cacheDir), `killed after ${delay} ms`).toEqual(clean);
+      expect(await textOnlyLogits(ernie, cacheDir, 'int8'), `killed after ${delay} ms`).toEqual(clean);
       // The dead process's temporaries are gone; every entry left verifies (a second load served it or rebuilt it).
       expect((await readdir(cacheDir)).filter((f) => f.includes('.tmp-'))).toEqual([]);
     }
