@@ -47,7 +47,8 @@ export interface LoadOptions {
   profile?: ProfileName | ProfileOverrides | undefined;
   /**
    * Where built graphs are cached. Default: `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`; never the
-   * model directory unless it is passed here. Entries are keyed by the checkpoint's content and verified on load.
+   * model directory unless it is passed here. Entries are keyed by the graph and the checkpoint files' stamps
+   * (a file changed in place is built again) and verified on load.
    */
   cacheDir?: string | undefined;
   /**
