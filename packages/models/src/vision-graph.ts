@@ -1,5 +1,5 @@
 // The graph every family's vision encoder is built in (`FamilyCheckpoint.visionGraph`).
-import { applyPasses, computeDtypePasses, Graph, quantizeLinearPass } from '@vlmkit/onnx-graph';
+import { applyComputeDtype, applyPasses, Graph, quantizeLinearPass } from '@vlmkit/onnx-graph';
 import type { VisionBuild } from './model-load.js';
 
 /**
@@ -10,7 +10,7 @@ import type { VisionBuild } from './model-load.js';
 export function visionEncoderGraph(name: string, build: Partial<VisionBuild>, body: (g: Graph) => void): Graph {
   const g = new Graph({ name });
   body(g);
-  applyPasses(g, computeDtypePasses(build.computeDtype ?? 'float32'));
+  applyComputeDtype(g, build.computeDtype);
   if (build.quantize !== undefined) applyPasses(g, [quantizeLinearPass(build.quantize)]);
   return g;
 }

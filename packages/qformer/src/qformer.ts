@@ -1,14 +1,4 @@
-import {
-  applyPasses,
-  type ComputeDType,
-  computeDtypePasses,
-  contract,
-  declareInputs,
-  Graph,
-  nn,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
+import { applyComputeDtype, type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { QFormerError } from './errors.js';
 import { type Blip2QFormerConfig, validateQFormerConfig } from './qformer-config.js';
 
@@ -92,7 +82,7 @@ export function buildBlip2QFormerModel(weights: Weights, config: Blip2QFormerCon
   });
   const { hidden } = buildBlip2QFormer(g, weights, cfg, { queryEmbeds, encoderHiddenStates }, options);
   g.output(hidden, QFORMER_IO.hidden, ['batch', 'num_queries', cfg.hiddenSize]);
-  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
+  applyComputeDtype(g, options.computeDtype);
   return g;
 }
 

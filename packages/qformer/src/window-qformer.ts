@@ -1,14 +1,4 @@
-import {
-  applyPasses,
-  type ComputeDType,
-  computeDtypePasses,
-  contract,
-  declareInputs,
-  Graph,
-  nn,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
+import { applyComputeDtype, type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { interpolateDownsample, spatialOffsetDownsample } from './downsample.js';
 import { QFormerError } from './errors.js';
 import { buildBlip2QFormer } from './qformer.js';
@@ -108,7 +98,7 @@ export function buildWindowQFormerDownsamplerModel(weights: Weights, config: Win
   });
   const { projected } = buildWindowQFormerDownsampler(g, weights, cfg, { features }, options);
   g.output(projected, WINDOW_QFORMER_IO.projected, ['num_tiles', windowGeometry(cfg).tokensPerTile, cfg.textHiddenSize]);
-  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
+  applyComputeDtype(g, options.computeDtype);
   return g;
 }
 

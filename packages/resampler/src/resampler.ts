@@ -1,14 +1,4 @@
-import {
-  applyPasses,
-  type ComputeDType,
-  computeDtypePasses,
-  contract,
-  declareInputs,
-  Graph,
-  nn,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
+import { applyComputeDtype, type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { type ErnieResamplerConfig, validateResamplerConfig } from './config.js';
 import { ResamplerError } from './errors.js';
 
@@ -104,7 +94,7 @@ export function buildErnieResamplerModel(
   const slices = x.first_slice && x.second_slice ? { firstSlice: x.first_slice, secondSlice: x.second_slice } : {};
   const { embeds } = buildErnieResampler(g, weights, cfg, { visionHidden, ...slices }, options);
   g.output(embeds, RESAMPLER_IO.embeds, [cfg.useTemporalConv ? 'num_tokens' : 'num_merged', cfg.textHiddenSize]);
-  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
+  applyComputeDtype(g, options.computeDtype);
   return g;
 }
 

@@ -2,7 +2,7 @@ import { type DType, floatData, isFloat, onnxDataType } from '../dtype.js';
 import { GraphError } from '../errors.js';
 import type { Graph } from '../graph.js';
 import type { OnnxTypes } from '../proto.js';
-import { type GraphPass, makeNode } from './rewrite.js';
+import { applyPasses, type GraphPass, makeNode } from './rewrite.js';
 
 type Node = OnnxTypes.INodeProto;
 type HalfDType = 'float16' | 'bfloat16';
@@ -57,6 +57,11 @@ export function floatConvertPass(dtype: HalfDType): GraphPass {
 /** The passes that make a float32 graph compute in `dtype`: none for float32, else `floatConvertPass(dtype)`. */
 export function computeDtypePasses(dtype: 'float32' | HalfDType): GraphPass[] {
   return dtype === 'float32' ? [] : [floatConvertPass(dtype)];
+}
+
+/** Converts the float32 graph `g` in place to compute in `dtype` (nothing for float32 or undefined): a builder's `computeDtype` option. */
+export function applyComputeDtype(g: Graph, dtype: 'float32' | HalfDType | undefined): void {
+  applyPasses(g, computeDtypePasses(dtype ?? 'float32'));
 }
 
 /** Where a value of the float32 graph lives in the converted one. */

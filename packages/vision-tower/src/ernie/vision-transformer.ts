@@ -1,7 +1,6 @@
 import {
-  applyPasses,
+  applyComputeDtype,
   type ComputeDType,
-  computeDtypePasses,
   contract,
   declareInputs,
   type Feeds,
@@ -131,7 +130,7 @@ export function buildErnieVisionTowerModel(weights: Weights, config: ErnieVision
   };
   const { hidden } = buildErnieVisionTower(g, weights, config, inputs, options);
   g.output(hidden, ERNIE_VISION_TOWER_OUTPUTS.names.vision_hidden);
-  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
+  applyComputeDtype(g, options.computeDtype);
   return g;
 }
 

@@ -1,14 +1,4 @@
-import {
-  applyPasses,
-  type ComputeDType,
-  computeDtypePasses,
-  contract,
-  declareInputs,
-  Graph,
-  nn,
-  type Value,
-  type Weights,
-} from '@vlmkit/onnx-graph';
+import { applyComputeDtype, type ComputeDType, contract, declareInputs, Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
 import type { SiglipVisionConfig } from './config.js';
@@ -113,6 +103,6 @@ export function buildSiglipVisionTowerModel(
     io.hiddenStates,
   );
   if (pooled) g.output(g.cast(pooled, 'float32'), io.postLayerNorm);
-  applyPasses(g, computeDtypePasses(options.computeDtype ?? 'float32'));
+  applyComputeDtype(g, options.computeDtype);
   return g;
 }
