@@ -56,8 +56,8 @@ export interface BuiltSession {
 }
 
 /**
- * A content key for a graph built from `checkpointDir` (see `GraphCache.key`); digests of the checkpoint
- * files are remembered in `cacheDir` (default: the user cache directory).
+ * The graph cache's key for a graph built from `checkpointDir` (see `GraphCache.key`: the graph and the stamps
+ * of the checkpoint's files; no weight is read), with the cache in `cacheDir` (default: the user cache directory).
  */
 export async function graphKey(
   g: Graph,
