@@ -73,9 +73,9 @@ export function groupedExperts(
   const out = g.scope('combine', () => {
     const dropped = g.gather(counts, g.constant('int64', [1], [E]), 0); // [1]: picks of the other modality
     const zeros = g.constantOfShape(g.concat([dropped, g.constant('int64', [1], [D])], 0), 0, x.dtype);
-    const sorted = g.concat([...ys, g.cast(zeros, x.dtype)], 0); // [P, D] in expert order
+    const sorted = g.concat([...ys, zeros], 0); // [P, D] in expert order
     const byPick = g.reshape(g.gather(sorted, inverse, 0), [-1, k, D]); // [N, k, D]
-    const scaled = g.mul(byPick, g.unsqueeze(g.cast(pickWeights, x.dtype), [2]));
+    const scaled = g.mul(byPick, g.unsqueeze(pickWeights, [2]));
     const picks = g.split(scaled, Array(k).fill(1), 1).map((p) => g.reshape(p, [-1, D]));
     return picks.slice(1).reduce((acc, p) => g.add(acc, p), picks[0]!); // [N, D]
   });
