@@ -83,7 +83,8 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     name: 'cuda',
     // tools/gpu/README.md "Fused ops": the fused attention kernels are what the CUDA EP has for 16-bit graphs,
     // and every contrib node stayed on the device in the placement list; ERNIE's experts are one MoE kernel
-    // per modality (QMoE when quantized).
+    // per modality. A quantized decoder's experts stay MatMulNBits: 'qmoe-experts' waits for the placement list
+    // (tools/gpu/README.md: CUDA's QMoE takes 16-bit activations only).
     decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'moe-experts', 'append-attention'],
     // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
     emptyModalityIf: false,

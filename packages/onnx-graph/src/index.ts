@@ -75,7 +75,7 @@ export {
 } from './passes/contrib-attention.js';
 export { applyComputeDtype, COMPUTE_DTYPE_IO, computeDtypePasses, computeIoDType, floatConvertPass } from './passes/float-convert.js';
 export { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, PASS_NAMES, PASSES, type PassName, resolvePasses } from './passes/index.js';
-export { markRoutedExperts, moeExpertsPass, ROUTED_EXPERTS, type RoutedExperts } from './passes/moe-experts.js';
+export { markRoutedExperts, moeExpertsPass, qmoeExpertsPass, ROUTED_EXPERTS, type RoutedExperts } from './passes/moe-experts.js';
 export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {
   applyPasses,

@@ -108,7 +108,7 @@ interface RoutedExpertsArgs {
  * then rounded to the compute dtype, as HF's `routing_weights.to(hidden_states.dtype)`.
  *
  * The experts run grouped (`groupedExperts`), and the result is marked (`markRoutedExperts`) for the
- * `moe-experts` pass, which makes them one com.microsoft MoE / QMoE.
+ * `moe-experts` / `qmoe-experts` passes, which make them one com.microsoft MoE / QMoE.
  */
 function routedExperts(
   g: Graph,

@@ -1,7 +1,7 @@
 import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
-import { moeExpertsPass } from './moe-experts.js';
+import { moeExpertsPass, qmoeExpertsPass } from './moe-experts.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 
@@ -17,6 +17,7 @@ export const PASSES = {
   'contrib-attention-gqa': contribAttentionPass({ kernel: 'gqa' }),
   'append-attention': appendAttentionPass,
   'moe-experts': moeExpertsPass,
+  'qmoe-experts': qmoeExpertsPass,
 } as const satisfies Readonly<Record<string, GraphPass>>;
 
 export type PassName = keyof typeof PASSES;

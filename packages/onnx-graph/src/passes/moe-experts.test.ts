@@ -5,7 +5,7 @@ import { tensorFromArray } from '../tensor-ref.js';
 import { type Feed, maxAbsDiff, passDiffs, randn, runGraph } from '../test-utils/ort.js';
 import type { Value } from '../value.js';
 import { Weights } from '../weights.js';
-import { markRoutedExperts, moeExpertsPass } from './moe-experts.js';
+import { markRoutedExperts, moeExpertsPass, qmoeExpertsPass } from './moe-experts.js';
 import { quantizeLinearPass } from './quantize-linear.js';
 import { applyPasses } from './rewrite.js';
 
@@ -77,7 +77,7 @@ const feeds: Record<string, Feed> = {
   in_modality: { dtype: 'int64', dims: [N, 1], data: [1, 0, 1, 1, 0, 1, 1] },
 };
 
-describe('moeExpertsPass: routed experts -> com.microsoft MoE / QMoE', () => {
+describe('moeExpertsPass / qmoeExpertsPass: routed experts -> com.microsoft MoE / QMoE', () => {
   it('float weights: one MoE with the same numbers, and nothing of the region left', async () => {
     const w = checkpoint();
     const { rewrites, diffs } = await passDiffs(() => build(w), [moeExpertsPass], feeds);
@@ -124,7 +124,11 @@ describe('moeExpertsPass: routed experts -> com.microsoft MoE / QMoE', () => {
       const sparse = build(w);
       applyPasses(sparse, [quantize()]);
       const fused = build(w);
-      expect(applyPasses(fused, [quantize(), moeExpertsPass])).toEqual({ 'quantize-linear': 3 * E, 'moe-experts': 1 });
+      expect(applyPasses(fused, [quantize(), moeExpertsPass, qmoeExpertsPass])).toEqual({
+        'quantize-linear': 3 * E,
+        'moe-experts': 0,
+        'qmoe-experts': 1,
+      });
       expect(fused.nodes.map((n) => n.opType)).not.toContain('MatMulNBits');
       expect(fused.nodes.filter((n) => n.opType === 'QMoE')).toHaveLength(1);
       const [a, b, float] = await Promise.all([runGraph(sparse, feeds), runGraph(fused, feeds), runGraph(build(w), feeds)]);
@@ -138,9 +142,9 @@ describe('moeExpertsPass: routed experts -> com.microsoft MoE / QMoE', () => {
 
   it('leaves 4-bit experts with zero points and one block per row as MatMulNBits (ORT 1.29 reads them wrong)', () => {
     const g = build(checkpoint(32));
-    expect(applyPasses(g, [quantizeLinearPass({ bits: 4, blockSize: 32 }), moeExpertsPass])).toEqual({
+    expect(applyPasses(g, [quantizeLinearPass({ bits: 4, blockSize: 32 }), qmoeExpertsPass])).toEqual({
       'quantize-linear': 3 * E,
-      'moe-experts': 0,
+      'qmoe-experts': 0,
     });
   });
 });

@@ -59,10 +59,13 @@ export function markRoutedExperts(g: Graph, out: Value, r: RoutedExperts): Value
 }
 
 /**
- * Routed experts -> one com.microsoft MoE (float weights) or QMoE (experts already block-quantized by
- * `quantizeLinearPass`: run it first) per marked region, on the region's own tokens (NonZero, Gather; the
- * result scattered back, other rows zero). Every node that only fed the result goes (the per-expert dispatch
- * and Linears, the routing weights), and with them the per-expert weights.
+ * Routed experts -> one com.microsoft MoE (`moeExpertsPass`: float weights) or QMoE (`qmoeExpertsPass`:
+ * experts already block-quantized by `quantizeLinearPass`, so run that first) per marked region, on the
+ * region's own tokens (NonZero, Gather; the result scattered back, other rows zero). Every node that only fed
+ * the result goes (the per-expert dispatch and Linears, the routing weights), and with them the per-expert
+ * weights. Two passes, not one, because a profile chooses them apart: QMoE changes a quantized decoder's
+ * numbers (it computes on dequantized weights, MatMulNBits at the load's accuracy level) and EPs register it
+ * for fewer activation dtypes than MoE.
  *
  * The op routes by itself (softmax of its router input, top-k, renormalized); the region may have chosen
  * otherwise (ERNIE: top-k of softmax + bias). So the op is given the logits of the chosen experts and -1e30 for
@@ -71,29 +74,38 @@ export function markRoutedExperts(g: Graph, out: Value, r: RoutedExperts): Value
  * Weights: MoE takes fc1 [E, 2I, D] with gate and up rows interleaved (`interleavedGateUp`) and fc2 [E, D, I],
  * in the activations' dtype. QMoE takes the MatMulNBits blocks of the same rows stacked (codes, scales, zero
  * points) with `expert_weight_bits` and `block_size` (`qmoeFits` says which layouts). A region whose Linears
- * are of mixed forms, or quantized in a layout QMoE does not take, is left as it is.
+ * are not all of the pass's form, or quantized in a layout QMoE does not take, is left as it is.
  */
-export const moeExpertsPass: GraphPass = {
-  name: 'moe-experts',
-  run(body) {
-    const byOut = records.get(body.graph.root);
-    if (byOut === undefined) return 0;
-    return rewriteEach(body, (node, index) => {
-      const out = node.output?.[0] ?? '';
-      const r = byOut.get(out);
-      if (r === undefined || body.graph.markOf(out) !== ROUTED_EXPERTS) return false;
-      const insert = replacement(new PassBuilder(body), index, r, out);
-      if (insert === undefined) return false;
-      const keep = new Set(insert.flatMap((n) => n.input ?? []));
-      if (!replaceNodes(index, feedersOf(index, node, keep), insert)) return false;
-      byOut.delete(out);
-      return true;
-    });
-  },
-};
+export const moeExpertsPass: GraphPass = routedExpertsPass('moe-experts', 'float');
+
+/** `moeExpertsPass`'s quantized twin: block-quantized routed experts -> one com.microsoft QMoE per region. */
+export const qmoeExpertsPass: GraphPass = routedExpertsPass('qmoe-experts', 'quantized');
+
+function routedExpertsPass(name: string, form: LinearForm): GraphPass {
+  return {
+    name,
+    run(body) {
+      const byOut = records.get(body.graph.root);
+      if (byOut === undefined) return 0;
+      return rewriteEach(body, (node, index) => {
+        const out = node.output?.[0] ?? '';
+        const r = byOut.get(out);
+        if (r === undefined || body.graph.markOf(out) !== ROUTED_EXPERTS) return false;
+        const insert = replacement(new PassBuilder(body), index, r, out, form);
+        if (insert === undefined) return false;
+        const keep = new Set(insert.flatMap((n) => n.input ?? []));
+        if (!replaceNodes(index, feedersOf(index, node, keep), insert)) return false;
+        byOut.delete(out);
+        return true;
+      });
+    },
+  };
+}
+
+type LinearForm = 'float' | 'quantized';
 
 /** The MoE / QMoE nodes computing the region `r` into `out`, or undefined when its Linears do not fit one. */
-function replacement(b: PassBuilder, index: NodeIndex, r: Record, out: string): Node[] | undefined {
+function replacement(b: PassBuilder, index: NodeIndex, r: Record, out: string, form: LinearForm): Node[] | undefined {
   const [x, inModality, logits, topkIds] = [r.tokens, r.inModality, r.routerLogits, r.topkIds].map((n) => b.value(n));
   if (x === undefined || inModality === undefined || logits === undefined || topkIds === undefined) return undefined;
   const k = topkIds.shape[1];
@@ -102,9 +114,9 @@ function replacement(b: PassBuilder, index: NodeIndex, r: Record, out: string): 
   const linears = r.experts.map((e) => [e.gate, e.up, e.down].map((name) => linearWeights(index, name)));
   const flat = linears.flat();
   let experts: (g: Graph, x: Value, router: Value) => Value;
-  if (flat.every((l) => l?.kind === 'float')) {
+  if (form === 'float' && flat.every((l) => l?.kind === 'float')) {
     experts = (g, xs, router) => floatMoe(g, xs, router, linears as FloatLinear[][], k);
-  } else if (flat.every((l) => l?.kind === 'quantized') && qmoeFits(flat as QuantizedLinear[], x)) {
+  } else if (form === 'quantized' && flat.every((l) => l?.kind === 'quantized') && qmoeFits(flat as QuantizedLinear[], x)) {
     experts = (g, xs, router) => quantizedMoe(g, xs, router, linears as QuantizedLinear[][], k);
   } else {
     return undefined;
