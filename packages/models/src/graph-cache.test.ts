@@ -11,6 +11,7 @@ import {
   readdir,
   readFile,
   realpath,
+  rename,
   rm,
   stat,
   symlink,
@@ -18,7 +19,7 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { Graph, lazyTensor, loadModelProto } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,13 +98,20 @@ async function scaleWeights(path: string, factor: number): Promise<void> {
   await utimes(path, PINNED, PINNED);
 }
 
-/** Every external-data location of a cached graph, by initializer name. */
+/**
+ * Every external-data location of a cached graph, by initializer name: 'cache' for its own data file, else the
+ * file (realpath) it names, resolved against the entry's folder as ORT resolves it.
+ */
 async function locations(onnx: string): Promise<Map<string, string>> {
   const proto = await loadModelProto(onnx);
+  const { folder } = JSON.parse(await readFile(onnx.replace(/\.onnx$/, '.json'), 'utf8')) as { folder: string };
+  const own = await realpath(`${onnx}.data`).catch(() => undefined);
   return new Map(
-    (proto.graph!.initializer ?? []).flatMap((t) =>
-      t.externalData?.length ? [[t.name!, t.externalData.find((e) => e.key === 'location')!.value!] as [string, string]] : [],
-    ),
+    (proto.graph!.initializer ?? []).flatMap((t) => {
+      if (!t.externalData?.length) return [];
+      const file = resolve(folder, t.externalData.find((e) => e.key === 'location')!.value!);
+      return [[t.name!, file === own ? 'cache' : file] as [string, string]];
+    }),
   );
 }
 
@@ -177,14 +185,15 @@ describe('graph cache', () => {
       // Tensors used as stored are named by a logical location (the session names the file for ORT); the data
       // file holds only weights a Transpose or Cast reads, stored transposed / cast (fold). No link.
       expect(files.filter((f) => f.endsWith('.safetensors'))).toEqual([]);
+      const weights = await realpath(join(dir, 'model.safetensors'));
       for (const onnx of files.filter((f) => f.endsWith('.onnx'))) {
         for (const [name, location] of await locations(join(cacheDir, onnx))) {
-          if (location.startsWith('cache:')) expect(name).toMatch(FOLDED);
-          else expect([name, location]).toEqual([name, 'checkpoint:model.safetensors']);
+          if (location === 'cache') expect(name).toMatch(FOLDED);
+          else expect([name, location]).toEqual([name, weights]);
         }
       }
       const decoder = files.find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
-      expect((await locations(join(cacheDir, decoder))).get('decoder.embed_tokens.weight')).toBe('checkpoint:model.safetensors');
+      expect((await locations(join(cacheDir, decoder))).get('decoder.embed_tokens.weight')).toBe(weights);
     }
   });
 
@@ -194,14 +203,32 @@ describe('graph cache', () => {
     await textOnlyLogits(dir, cacheDir, 'int4');
     const decoder = (await readdir(cacheDir)).find((f) => f.startsWith('vlmkit-ernie-decoder-') && f.endsWith('.onnx'))!;
     const where = await locations(join(cacheDir, decoder));
-    const inCache = [...where].filter(([, l]) => l.startsWith('cache:')).map(([n]) => n);
+    const inCache = [...where].filter(([, l]) => l === 'cache').map(([n]) => n);
     // MatMulNBits' blocks and scales, and folded weights (the routers' transposed gates): nothing used as stored.
     const quantized = inCache.filter((n) => !FOLDED.test(n));
     expect(quantized.length).toBeGreaterThan(0);
     for (const name of quantized) expect(name).toMatch(/\.(quant|scales|zero_points)$/);
-    expect([...where].filter(([, l]) => l.startsWith('checkpoint:')).map(([n]) => n)).toContain('decoder.embed_tokens.weight');
+    const weights = await realpath(join(dir, 'model.safetensors'));
+    expect([...where].filter(([, l]) => l === weights).map(([n]) => n)).toContain('decoder.embed_tokens.weight');
     const data = (await stat(join(cacheDir, `${decoder}.data`))).size;
     expect(data / (await stat(join(dir, 'model.safetensors'))).size).toBeLessThan(0.35);
+  });
+
+  it('a cache folder moved elsewhere is served from where it is now, its locations rebased, with the same logits', async () => {
+    const dir = await checkpointCopy('moved-cache');
+    const [from, to] = [join(work, 'cache-moved-from'), join(work, 'elsewhere', 'cache-moved-to')];
+    const first = await textOnlyLogits(dir, from, 'int8');
+    const built = (await readdir(from)).filter((f) => f.endsWith('.onnx')).sort();
+    await mkdir(join(work, 'elsewhere'));
+    await rename(from, to);
+    const { lines, logger } = logs();
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+    const m = await Ernie45VL.fromPretrained(dir, { device: 'cpu', reference: 'hf', cacheDir: to, quantize: 'int8', profile: { logger } });
+    const again = (await m.forward((await readTensors(join(c.dir, 'inputs.safetensors'))) as never)).logits.data as Float32Array;
+    await m.release();
+    expect(relError(again, first)).toBe(0);
+    expect(lines.filter((l) => /damaged|rebuil/.test(l))).toEqual([]);
+    expect((await readdir(to)).filter((f) => f.endsWith('.onnx')).sort()).toEqual(built);
   });
 
   it('a checkpoint changed in place after a first load (same size and mtime) is built again, never served stale', async () => {

@@ -7,9 +7,9 @@
 // 256 MiB and keeps 1.4-2.5x the float32 weights in anonymous memory, where the stored copy is mapped page
 // cache (measured: models README, "The graph cache"). Layout, one flat folder:
 //
-//   <root>/vlmkit-<name>-<key>.onnx        the graph; its external data locations are logical names
-//                                           (`checkpoint:<file>`, `cache:<data file>`) that `session` turns
-//                                           into paths relative to one folder above both, for ORT
+//   <root>/vlmkit-<name>-<key>.onnx        the graph; its external data locations are paths relative to one
+//                                           folder above the cache and the checkpoint files (the entry's
+//                                           `folder`), which ORT is given with the model's bytes
 //   <root>/vlmkit-<name>-<key>.onnx.data   what the build produced, when anything: tensors of 1 MiB and more
 //                                           4 KiB aligned so that ORT memory-maps them
 //   <root>/vlmkit-<name>-<key>.json        the entry: the input files' stamps, the digests of the two files
@@ -32,9 +32,10 @@ import { ModelError } from './errors.js';
 
 /**
  * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
- * cleaned. 5: weights referenced in the checkpoint, the key on input files' stamps (docs/graph-cache.md).
+ * cleaned. 5: weights referenced in the checkpoint, the key on input files' stamps (docs/graph-cache.md). 6:
+ * locations written relative to the entry's `folder` at build, so that a load serves the bytes as stored.
  */
-const FORMAT = 5;
+const FORMAT = 6;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 const HASH_CHUNK = 4 * 2 ** 20;
@@ -175,8 +176,12 @@ interface Entry {
   checkpoint: string;
   /** Every file the graph or its build reads (realpath), with its stamp: part of the key. */
   inputs: Record<string, Stamp>;
-  /** The .onnx's `checkpoint:` locations -> the file (realpath) each names. */
+  /** The checkpoint files (realpath) the .onnx's external data lies in, by the logical name the build gave each. */
   references: Record<string, string>;
+  /** The folder the .onnx's locations are relative to: the deepest one above the cache and `references`. */
+  folder: string;
+  /** The cache folder (realpath) it was built in: its data file's location was written from there. */
+  root: string;
   onnx: FileRecord;
   data?: FileRecord & { stamp: Stamp };
   /** The float type the graph computes in (onnx-graph's `ComputeDType`; part of the key). */
@@ -301,13 +306,9 @@ export class GraphCache {
   }
 
   private hit(entry: Entry, base: string, onnx: Uint8Array, cached: boolean, referenced: number): CacheHit {
-    const files = Object.values(entry.references);
-    const folder = commonFolder([this.root, ...files]);
-    const model = relocateExternalData(onnx, (location) => {
-      if (location.startsWith(CACHE)) return relative(folder, join(this.root, location.slice(CACHE.length)));
-      const file = entry.references[location];
-      return file === undefined ? undefined : relative(folder, file);
-    });
+    const folder = entryFolder(this.root, entry.references);
+    // Written for this folder at build; a cache folder moved since gets its locations rebased.
+    const model = folder === entry.folder && this.root === entry.root ? onnx : this.rebase(onnx, entry, base, folder);
     return {
       modelPath: join(this.root, `${base}.onnx`),
       cached,
@@ -321,6 +322,17 @@ export class GraphCache {
         return true;
       },
     };
+  }
+
+  /** `onnx` (locations relative to `entry.folder`) with its locations relative to `folder`. */
+  private rebase(onnx: Uint8Array, entry: Entry, base: string, folder: string): Uint8Array {
+    const files = new Set(Object.values(entry.references));
+    const data = `${base}.onnx.data`;
+    return relocateExternalData(onnx, (location) => {
+      const was = resolve(entry.folder, location);
+      if (files.has(was)) return relative(folder, was);
+      return basename(was) === data ? relative(folder, join(this.root, data)) : undefined;
+    });
   }
 
   /** The .onnx's bytes when the entry's files are what was written; else what is wrong. */
@@ -381,9 +393,17 @@ export class GraphCache {
         fold: true,
         hashData: true,
       });
-      const model = await readRegular(tmpModel);
+      const logical = await readRegular(tmpModel);
+      const located = externalLocations(logical);
+      const used = Object.fromEntries([...references].filter(([, l]) => located.has(l)).map(([real, l]) => [l, real]));
+      const folder = entryFolder(this.root, used);
+      const model = relocateExternalData(logical, (location) => {
+        if (location.startsWith(CACHE)) return relative(folder, join(this.root, location.slice(CACHE.length)));
+        const file = used[location];
+        return file === undefined ? undefined : relative(folder, file);
+      });
+      await writeFile(tmpModel, model);
       const onnx: FileRecord = { size: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') };
-      const located = externalLocations(model);
       for (const [path, stamp] of Object.entries(e.inputs)) {
         if (!sameStamp(stamp, await stampOf(path))) {
           throw new ModelError('BAD_INPUT', `${path} changed while the graph ${base} was built from it; load again once it is complete.`);
@@ -396,11 +416,12 @@ export class GraphCache {
         data = { ...record, stamp: await stampOf(join(this.root, dataFile)) };
       }
       await renameOver(tmpModel, modelPath);
-      const used = Object.fromEntries([...references].filter(([, l]) => located.has(l)).map(([real, l]) => [l, real]));
       const entry: Entry = {
         format: FORMAT,
         ...e,
         references: used,
+        folder,
+        root: this.root,
         onnx,
         ...(data ? { data } : {}),
         computeDtype: g.computeDtype,
@@ -528,6 +549,8 @@ function entryShape(json: unknown): Entry | undefined {
     typeof e.references === 'object' &&
     e.references !== null &&
     Object.values(e.references).every((f) => typeof f === 'string') &&
+    typeof e.folder === 'string' &&
+    typeof e.root === 'string' &&
     record(e.onnx) &&
     (e.data === undefined || (record(e.data) && typeof e.data.stamp === 'object' && e.data.stamp !== null));
   return ok ? (e as Entry) : undefined;
@@ -555,6 +578,11 @@ function externalLocations(model: Uint8Array): Set<string> {
     if (location) out.add(location);
   }
   return out;
+}
+
+/** The folder an entry's locations are relative to: the deepest above the cache and the checkpoint files it reads. */
+function entryFolder(root: string, references: Record<string, string>): string {
+  return commonFolder([root, ...Object.values(references)]);
 }
 
 /** The deepest folder holding every one of `paths` (absolute): ORT resolves all external data against one. */
