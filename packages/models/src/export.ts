@@ -9,12 +9,12 @@ import { KV_CACHE_IO, type KvCacheDType, kvCacheDType } from '@vlmkit/moe-decode
 import { type ComputeDType, declaredTensors, type Graph, type QuantizeRequest, saveModel, type Value } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { readLoraAdapter } from '@vlmkit/weight-mapper';
+import { sha256File } from './cache-files.js';
 import { readConfigFile } from './config-file.js';
 import { type ComputeDtypeOption, checkComputeDtype } from './decoder-model.js';
 import { familyOf } from './families.js';
 import { type ConfigOptions, checkAdapter, type DecoderGraphBuild, type FamilyConfig } from './family.js';
 import { readGenerationConfig } from './generation-tokens.js';
-import { sha256File } from './graph-cache.js';
 import { outputDir } from './output-file.js';
 
 export const EXPORT_FORMAT = 'vlmkit-export';

@@ -23,11 +23,12 @@ import { basename, join, resolve } from 'node:path';
 import { Graph, lazyTensor, loadModelProto } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256File } from './cache-files.js';
 import { ernie45VLConfig } from './ernie/config.js';
 import { Ernie45VL } from './ernie/model.js';
 import { buildErnieVisionEncoder } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
-import { defaultCacheDir, GraphCache, sha256File } from './graph-cache.js';
+import { defaultCacheDir, GraphCache } from './graph-cache.js';
 import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 
 const SOURCE = join(FIXTURES, 'ernie-tiny');

@@ -1,3 +1,4 @@
+export { sha256File } from './cache-files.js';
 export { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
 export { ERNIE_CHECKPOINT, type ErnieWeights } from './ernie/checkpoint.js';
 export { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './ernie/config.js';
@@ -77,7 +78,7 @@ export {
   type GraniteVisionWeights,
   graniteVisionEncoderFeeds,
 } from './granite/vision-encoder.js';
-export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions, sha256File } from './graph-cache.js';
+export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions } from './graph-cache.js';
 export {
   DECODE_LOOPS,
   DEFAULT_LOOP_CHUNK,
