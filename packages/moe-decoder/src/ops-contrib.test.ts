@@ -1,14 +1,10 @@
-import { join } from 'node:path';
 import { applyPasses, CONTRIB_PASSES, everyNode, type Graph, moeExpertsPass } from '@vlmkit/onnx-graph';
-import { Checkpoint } from '@vlmkit/safetensors';
+import type { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ernieTextConfigFromHf } from './ernie/config.js';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
-import { graniteTextConfigFromHf } from './granite/config.js';
-import { graniteDeepstackLevels } from './granite/levels.js';
 import { buildGraniteTextDecoderModel } from './granite/standalone.js';
-import { FIXTURES, readJson, requireFixtures } from './test-utils/fixtures.js';
-import { mapErnieDecoder, mapGraniteDecoder } from './test-utils/map-decoder.js';
+import { requireFixtures } from './test-utils/fixtures.js';
+import { tinyDecoders } from './test-utils/map-decoder.js';
 import { contribPasses } from './test-utils/ops-variants.js';
 
 requireFixtures(['ernie-tiny', 'config.json'], ['granite-tiny', 'config.json']);
@@ -39,16 +35,8 @@ describe('decoders built with com.microsoft fused ops', () => {
   // unfused: the RMSNorms with no residual add to take in (layer 0's input norm; Granite's layers after a deepstack injection).
   const graphs: Record<string, { onnx: Graph; mha: Graph; gqa: Graph; layers: number; unfused: number }> & { ernieMoeLayers?: number } = {};
   beforeAll(async () => {
-    const ernieTop = await readJson('ernie-tiny', 'config.json');
-    const ernie = ernieTextConfigFromHf(ernieTop);
-    const ec = await Checkpoint.open(join(FIXTURES, 'ernie-tiny'));
-    const { decoder: ew } = await mapErnieDecoder(ec, ernie);
-    const graniteTop = await readJson('granite-tiny', 'config.json');
-    const granite = graniteTextConfigFromHf(graniteTop);
-    const levels = graniteDeepstackLevels(graniteTop);
-    const gc = await Checkpoint.open(join(FIXTURES, 'granite-tiny'));
-    const { decoder: gw } = await mapGraniteDecoder(gc, granite);
-    ckpts.push(ec, gc);
+    const { ernie, ernieWeights: ew, granite, graniteWeights: gw, levels, checkpoints } = await tinyDecoders();
+    ckpts.push(...checkpoints);
     graphs.ernieMoeLayers = ernie.mlpLayerTypes.filter((t) => t === 'sparse').length;
     graphs.ernie = {
       onnx: buildErnieTextDecoderModel(ew, ernie),

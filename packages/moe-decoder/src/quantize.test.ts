@@ -1,19 +1,15 @@
 // Every decoder builder with `quantize` quantizes what nn.linear and the LM head wrote (quantizeLinearPass) and
 // nothing else: the marked MatMul / Gemm nodes of the float build, one MatMulNBits each; the routers stay
 // float; no float copy of a quantized weight is written. Numbers: models' quantize.test.ts on the fixtures.
-import { join } from 'node:path';
 import { CONTRIB_PASSES, everyNode, type Graph, nn } from '@vlmkit/onnx-graph';
-import { Checkpoint } from '@vlmkit/safetensors';
+import type { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ernieTextConfigFromHf } from './ernie/config.js';
 import { buildErnieDecodeLoopModel } from './ernie/decode-loop.js';
 import { buildErnieTextDecoderModel } from './ernie/standalone.js';
-import { graniteTextConfigFromHf } from './granite/config.js';
 import { buildGraniteDecodeLoopModel } from './granite/decode-loop.js';
-import { graniteDeepstackLevels } from './granite/levels.js';
 import { buildGraniteTextDecoderModel } from './granite/standalone.js';
-import { FIXTURES, readJson, requireFixtures } from './test-utils/fixtures.js';
-import { mapErnieDecoder, mapGraniteDecoder } from './test-utils/map-decoder.js';
+import { requireFixtures } from './test-utils/fixtures.js';
+import { tinyDecoders } from './test-utils/map-decoder.js';
 
 requireFixtures(['ernie-tiny', 'config.json'], ['granite-tiny', 'config.json']);
 
@@ -34,15 +30,8 @@ describe('decoders built with quantize', () => {
   const ckpts: Checkpoint[] = [];
   const builds: Record<string, (quantize?: 'int8') => Graph> = {};
   beforeAll(async () => {
-    const ernie = ernieTextConfigFromHf(await readJson('ernie-tiny', 'config.json'));
-    const ec = await Checkpoint.open(join(FIXTURES, 'ernie-tiny'));
-    const { decoder: ew } = await mapErnieDecoder(ec, ernie);
-    const graniteTop = await readJson('granite-tiny', 'config.json');
-    const granite = graniteTextConfigFromHf(graniteTop);
-    const levels = graniteDeepstackLevels(graniteTop);
-    const gc = await Checkpoint.open(join(FIXTURES, 'granite-tiny'));
-    const { decoder: gw } = await mapGraniteDecoder(gc, granite);
-    ckpts.push(ec, gc);
+    const { ernie, ernieWeights: ew, granite, graniteWeights: gw, levels, checkpoints } = await tinyDecoders();
+    ckpts.push(...checkpoints);
     const q = (quantize?: 'int8') => (quantize ? { quantize } : {});
     builds['ERNIE'] = (quantize) => buildErnieTextDecoderModel(ew, ernie, q(quantize));
     builds['ERNIE, contrib passes'] = (quantize) =>
