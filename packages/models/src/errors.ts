@@ -13,7 +13,8 @@ export type ModelErrorCode =
   | 'PROMPT_TOO_LONG'
   | 'OUTPUT_WOULD_OVERWRITE_INPUT'
   | 'OUTPUT_NOT_REGULAR_FILE'
-  | 'OUTPUT_NOT_DIRECTORY';
+  | 'OUTPUT_NOT_DIRECTORY'
+  | 'ENGINE_CLOSED';
 
 /** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
 export class ModelError extends Error {

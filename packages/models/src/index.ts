@@ -1,5 +1,6 @@
 export { sha256File } from './cache-files.js';
 export { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
+export { type ChatEngine, createEngine, type EngineOptions, type EngineStats } from './engine.js';
 export { ERNIE_CHECKPOINT, type ErnieWeights } from './ernie/checkpoint.js';
 export { type Ernie45VLConfig, type ErnieReference, ernie45VLConfig } from './ernie/config.js';
 export { ernie45VL } from './ernie/family.js';
