@@ -116,6 +116,9 @@ export function createServer(options: ServerOptions): VlmServer {
     forceCloseConnections: 'idle',
   });
 
+  // Bodies are JSON only: fastify's text/plain parser would hand a string to the schema.
+  app.removeContentTypeParser('text/plain');
+
   const unavailable = (why: string) => new ApiError(503, 'server_error', 'unavailable', why, null, { 'retry-after': retryAfter });
 
   app.addHook('onRequest', async (req, reply) => {
