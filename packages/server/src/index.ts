@@ -1,4 +1,3 @@
-export { type ChatEngine, type EngineStats, serialEngine } from './engine.js';
 export { ApiError, type ApiErrorType } from './errors.js';
 export { isBlockedAddress, type RemoteMediaLimits } from './media.js';
 export { CHAT_COMPLETION_SCHEMA } from './request.js';

@@ -1,6 +1,7 @@
 // GET /metrics: prom-client on a registry of the server's own (two servers in one process keep apart).
+
+import type { EngineStats } from '@vlmkit/models';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { EngineStats } from './engine.js';
 
 export interface ServerMetrics {
   registry: Registry;

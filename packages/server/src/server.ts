@@ -1,10 +1,10 @@
 // The OpenAI-compatible HTTP server on one engine: routes, auth, admission (429 past the queue), each request's
 // cancellation (client gone, deadline, stop string) and the graceful close SIGTERM asks for.
 import { randomUUID } from 'node:crypto';
+import type { ChatEngine } from '@vlmkit/models';
 import { DEFAULT_MAX_PIXELS } from '@vlmkit/processors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { bearerMatches } from './auth.js';
-import type { ChatEngine } from './engine.js';
 import { ApiError } from './errors.js';
 import type { RemoteMediaLimits } from './media.js';
 import { serverMetrics } from './metrics.js';

@@ -1,9 +1,8 @@
 // A real server on 127.0.0.1 (port 0) over a tiny fixture model, and what the tests send it.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FIXTURE_DIR, loadPretrained, type PretrainedModel } from '@vlmkit/models';
+import { type ChatEngine, createEngine, FIXTURE_DIR, loadPretrained, type PretrainedModel } from '@vlmkit/models';
 import OpenAI from 'openai';
-import { type ChatEngine, serialEngine } from '../engine.js';
 import { createServer, type ServerOptions, type VlmServer } from '../server.js';
 
 export const IMAGES = join(FIXTURE_DIR, 'processors', 'images');
@@ -17,14 +16,9 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** The engine the server runs on a loaded model. */
-export function engineOf(model: PretrainedModel): ChatEngine {
-  return serialEngine(model);
-}
-
 /** A server for `model` (loaded by the caller, released by it), listening on 127.0.0.1 at a free port. */
 export async function serve(model: PretrainedModel, name: string, options: Partial<ServerOptions> = {}): Promise<Served> {
-  const engine = engineOf(model);
+  const engine = await createEngine(model);
   const server = createServer({ engine, model: name, log: () => undefined, ...options });
   const url = await server.listen({ port: 0 });
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: options.apiKey ?? 'none', maxRetries: 0, timeout: 60_000 });
