@@ -20,7 +20,7 @@ import {
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { Graph, lazyTensor, loadModelProto } from '@vlmkit/onnx-graph';
+import { applyPasses, deferPasses, Graph, type GraphPass, lazyTensor, loadModelProto, onnx } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256File } from './cache-files.js';
@@ -213,6 +213,55 @@ describe('graph cache', () => {
     expect([...where].filter(([, l]) => l === weights).map(([n]) => n)).toContain('decoder.embed_tokens.weight');
     const data = (await stat(join(cacheDir, `${decoder}.data`))).size;
     expect(data / (await stat(join(dir, 'model.safetensors'))).size).toBeLessThan(0.35);
+  });
+
+  it("a graph's passes run only when it is written: a cached load skips them; the pass options are in the key", async () => {
+    const dir = await checkpointCopy('deferred-passes');
+    const config = ernie45VLConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>, 'vllm');
+    const ckpt = await Checkpoint.open(dir);
+    try {
+      const mapped = await loadErnieWeights(ckpt, config);
+      let runs = 0;
+      const counting: GraphPass = {
+        name: 'counting',
+        run: () => {
+          runs++;
+          return 0;
+        },
+      };
+      const build = (quantize?: 'int8' | 'int4', defer = true) => {
+        const make = () => {
+          const g = buildErnieVisionEncoder(config, mapped, quantize ? { quantize } : {});
+          applyPasses(g, [counting]);
+          return g;
+        };
+        return defer ? deferPasses(make) : make();
+      };
+      const cache = await GraphCache.open(join(work, 'cache-deferred'), { logger: () => {} });
+      const first = await cache.get(build('int8'), 'v', dir);
+      expect(first.cached).toBe(false);
+      const ran = runs;
+      expect(ran).toBeGreaterThan(0);
+      const again = await cache.get(build('int8'), 'v', dir);
+      expect(again.cached).toBe(true);
+      expect(runs).toBe(ran);
+      // What the written graph is (quantized, its compute dtype) comes from the entry, not from the unrewritten graph.
+      expect([again.quantized, again.computeDtype]).toEqual([true, 'float32']);
+      expect(Buffer.from(again.model).equals(Buffer.from(first.model))).toBe(true);
+      const key = async (g: Graph) => (await cache.key(g, dir)).key;
+      const keys = [await key(build('int8')), await key(build('int4')), await key(build())];
+      expect(new Set(keys).size).toBe(3);
+      // The same graph with its passes run at once: the same nodes and tensors written (its data file is named
+      // after another key).
+      const direct = await (await GraphCache.open(join(work, 'cache-direct'), { logger: () => {} })).get(build('int8', false), 'v', dir);
+      const written = (m: Uint8Array) => {
+        const graph = onnx.ModelProto.decode(m).graph!;
+        return JSON.stringify([graph.node, graph.initializer?.map((t) => [t.name, t.dataType, t.dims?.map(Number)])]);
+      };
+      expect(written(direct.model)).toBe(written(first.model));
+    } finally {
+      await ckpt.close();
+    }
   });
 
   it('a cache folder moved elsewhere is served from where it is now, its locations rebased, with the same logits', async () => {

@@ -15,17 +15,31 @@
 //   <root>/vlmkit-<name>-<key>.json        the entry: the input files' stamps, the digests of the two files
 //                                           above; written last, so an entry without it is an unfinished build
 //
-// The key reads no weight bytes: the built graph (nodes, initializer descriptions and where each lies), and each
-// input file's stamp (size, mtime, ctime, inode, device). ctime changes on every write and cannot be set back,
+// The key reads no weight bytes: the graph as the builders wrote it (nodes, initializer descriptions and where
+// each lies), the passes it is to be rewritten with (by name and options, and the code of onnx-graph that runs
+// them), and each input file's stamp (size, mtime, ctime, inode, device). The passes run only when the graph is
+// written, so a cached load skips them. ctime changes on every write and cannot be set back,
 // so a checkpoint changed or replaced in place (`cp -p`, same size and mtime) gets another key and is built
 // again, never served another checkpoint's graph; a copy of a checkpoint elsewhere is built again too.
 // Nothing in the cache is an alias (hard link, symlink) of a user's file: the cache is disposable, and whatever
 // a user or a tool does to a cache file must never reach a checkpoint.
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { type Graph, onnx, relocateExternalData, saveModel, tensorByteLength } from '@vlmkit/onnx-graph';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  type ComputeDType,
+  deferredPassKey,
+  everyNode,
+  type Graph,
+  onnx,
+  relocateExternalData,
+  runDeferredPasses,
+  saveModel,
+  tensorByteLength,
+} from '@vlmkit/onnx-graph';
 import { checkpointFiles, describeFileKind } from '@vlmkit/safetensors';
 import {
   cacheFileStamp,
@@ -45,9 +59,10 @@ import { ModelError } from './errors.js';
 /**
  * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
  * cleaned. 5: weights referenced in the checkpoint, the key on input files' stamps (docs/graph-cache.md). 6:
- * locations written relative to the entry's `folder` at build, so that a load serves the bytes as stored.
+ * locations written relative to the entry's `folder` at build, so that a load serves the bytes as stored. 7: the
+ * key on the graph before its passes (`deferPasses`), which a cached load then skips.
  */
-const FORMAT = 6;
+const FORMAT = 7;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 /** Hard links of checkpoint files made by format 3; removed by `clean` (unlinking a name never changes the file). */
@@ -81,8 +96,12 @@ interface Entry {
   root: string;
   onnx: FileRecord;
   data?: FileRecord & { stamp: Stamp };
-  /** The float type the graph computes in (onnx-graph's `ComputeDType`; part of the key). */
-  computeDtype?: string;
+  /** The float type the written graph computes in (onnx-graph's `ComputeDType`). */
+  computeDtype: ComputeDType;
+  /** The written graph has block-quantized weights (MatMulNBits): its session prepacks them. */
+  quantized: boolean;
+  /** Bytes of checkpoint tensors the written graph uses as ORT holds them (`referencedBytes`). */
+  referenced: number;
   createdAt: number;
 }
 
@@ -111,6 +130,10 @@ export interface CacheHit {
    */
   model: Uint8Array;
   folder: string;
+  /** The float type the graph computes in (after its passes). */
+  computeDtype: ComputeDType;
+  /** The graph has block-quantized weights (MatMulNBits). */
+  quantized: boolean;
   /** Whether every input file still has the stamp the key was made from (false: changed since; look up again). */
   unchanged(): Promise<boolean>;
 }
@@ -162,16 +185,24 @@ export class GraphCache {
    */
   async key(g: Graph, checkpointDir: string, extraFiles: readonly string[] = []): Promise<{ key: string; inputs: Record<string, Stamp> }> {
     const inputs: Record<string, Stamp> = {};
-    const stamped = async (path: string): Promise<string> => {
+    // Thousands of initializers lie in a few files: each path resolved and stamped once.
+    const stamps = new Map<string, Promise<string>>();
+    const stamp = async (path: string): Promise<string> => {
       const real = await realpath(path);
       inputs[real] ??= await stampOf(real);
       const s = inputs[real];
       return `${real}:${s.size}:${s.mtimeMs}:${s.ctimeMs}:${s.ino}:${s.dev}`;
     };
+    const stamped = (path: string): Promise<string> => {
+      let s = stamps.get(path);
+      if (s === undefined) stamps.set(path, (s = stamp(path)));
+      return s;
+    };
     const snap = g.snapshot();
     const h = createHash('sha256');
     h.update(JSON.stringify({ format: FORMAT, name: snap.name, opset: snap.opset, domains: snap.domains, nodes: snap.nodes }));
     h.update(JSON.stringify([...snap.inputs, ...snap.outputs].map((v) => [v.name, v.dtype, v.shape])));
+    h.update(`passes:${deferredPassKey(g)}:${passesCode()}`);
     // The nodes already differ per compute dtype (casts, input types); stated too, so no two dtypes can share a key.
     if (g.computeDtype !== 'float32') h.update(`compute-dtype:${g.computeDtype}`);
     for (const { name, ref } of snap.initializers) {
@@ -193,25 +224,28 @@ export class GraphCache {
     const entry = entryShape(await readJson<unknown>(entryPath));
     if (entry) {
       const found = await this.verify(entry, base);
-      if (typeof found !== 'string') return this.hit(entry, base, found, true, referencedBytes(g));
+      if (typeof found !== 'string') return this.hit(entry, base, found, true);
       this.log(`cached graph ${join(this.root, base)}.* is damaged (${found}); rebuilding it`);
       await this.remove(base);
     }
+    runDeferredPasses(g);
     const built = await this.build(g, { name, key, checkpoint, inputs }, base);
     await this.prune(name, checkpoint);
-    return this.hit(built.entry, base, built.model, false, referencedBytes(g));
+    return this.hit(built.entry, base, built.model, false);
   }
 
-  private hit(entry: Entry, base: string, onnx: Uint8Array, cached: boolean, referenced: number): CacheHit {
+  private hit(entry: Entry, base: string, onnx: Uint8Array, cached: boolean): CacheHit {
     const folder = entryFolder(this.root, entry.references);
     // Written for this folder at build; a cache folder moved since gets its locations rebased.
     const model = folder === entry.folder && this.root === entry.root ? onnx : this.rebase(onnx, entry, base, folder);
     return {
       modelPath: join(this.root, `${base}.onnx`),
       cached,
-      bytes: entry.onnx.size + (entry.data?.size ?? 0) + referenced,
+      bytes: entry.onnx.size + (entry.data?.size ?? 0) + entry.referenced,
       model,
       folder,
+      computeDtype: entry.computeDtype,
+      quantized: entry.quantized,
       unchanged: async () => {
         for (const [path, stamp] of Object.entries(entry.inputs)) {
           if (!sameStamp(stamp, await stampOf(path).catch(() => ({ ...stamp, size: -1 })))) return false;
@@ -322,6 +356,8 @@ export class GraphCache {
         onnx,
         ...(data ? { data } : {}),
         computeDtype: g.computeDtype,
+        quantized: [...everyNode(g.snapshot().nodes)].some((n) => n.opType === 'MatMulNBits'),
+        referenced: referencedBytes(g),
         createdAt: Date.now(),
       };
       await writeAtomic(join(this.root, `${base}.json`), JSON.stringify(entry, null, 1));
@@ -448,6 +484,9 @@ function entryShape(json: unknown): Entry | undefined {
     Object.values(e.references).every((f) => typeof f === 'string') &&
     typeof e.folder === 'string' &&
     typeof e.root === 'string' &&
+    typeof e.computeDtype === 'string' &&
+    typeof e.quantized === 'boolean' &&
+    typeof e.referenced === 'number' &&
     record(e.onnx) &&
     (e.data === undefined || (record(e.data) && typeof e.data.stamp === 'object' && e.data.stamp !== null));
   return ok ? (e as Entry) : undefined;
@@ -502,4 +541,26 @@ function alive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+let code: string | undefined;
+/**
+ * A digest of @vlmkit/onnx-graph's code: the passes a key names run there, so another version of them (which
+ * may write another graph from the same input) gets another key.
+ */
+function passesCode(): string {
+  if (code === undefined) {
+    const dist = dirname(fileURLToPath(import.meta.resolve('@vlmkit/onnx-graph')));
+    const h = createHash('sha256');
+    const walk = (dir: string) => {
+      for (const d of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+        const path = join(dir, d.name);
+        if (d.isDirectory()) walk(path);
+        else if (d.name.endsWith('.js')) h.update(`${relative(dist, path)}\0`).update(readFileSync(path));
+      }
+    };
+    walk(dist);
+    code = h.digest('hex').slice(0, 16);
+  }
+  return code;
 }

@@ -3,7 +3,15 @@
 // session, the decoder's, from the graph cache or built into it), each model saying only how its weights map
 // and how its two graphs are built.
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
-import { type ComputeDType, type Graph, type GraphPass, type QuantizeRequest, quantizeOptions, resolvePasses } from '@vlmkit/onnx-graph';
+import {
+  type ComputeDType,
+  deferPasses,
+  type Graph,
+  type GraphPass,
+  type QuantizeRequest,
+  quantizeOptions,
+  resolvePasses,
+} from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
@@ -198,18 +206,33 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
     const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await Checkpoint.open(root))), build));
     const t1 = performance.now();
     const visionName = `${name}-vision`;
+    // The graphs as the builders write them: the cache keys them with their passes and runs those on a miss only.
     // Each session is held as soon as it exists: a progress callback that throws after it still releases it.
     const vision = await steps.session(visionName, { quantize: visionBuild.quantize !== undefined }, async (onSession) =>
-      held.session(await cachedSession(spec.visionGraph(mapped, visionBuild), root, visionName, session, { onSession })),
+      held.session(
+        await cachedSession(
+          deferPasses(() => spec.visionGraph(mapped, visionBuild)),
+          root,
+          visionName,
+          session,
+          { onSession },
+        ),
+      ),
     );
     const decoderName = build.loop === 'graph' ? `${name}-decode-loop` : `${name}-decoder`;
     const extraFiles = spec.extraFiles?.(mapped);
     const decoder = await steps.session(decoderName, { quantize: build.quantize !== undefined }, async (onSession) =>
       held.session(
-        await cachedSession(spec.decoderGraph(mapped, build), root, decoderName, session, {
-          ...(extraFiles ? { extraFiles } : {}),
-          onSession,
-        }),
+        await cachedSession(
+          deferPasses(() => spec.decoderGraph(mapped, build)),
+          root,
+          decoderName,
+          session,
+          {
+            ...(extraFiles ? { extraFiles } : {}),
+            onSession,
+          },
+        ),
       ),
     );
     // Lazy (transformed) tensors are read only while a model is first written; the sessions hold the weights now.

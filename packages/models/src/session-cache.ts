@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { emulateInFloat32, everyNode, type Graph } from '@vlmkit/onnx-graph';
+import { emulateInFloat32, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import { type CacheHit, GraphCache } from './graph-cache.js';
@@ -87,16 +87,16 @@ export async function cachedSession(
     if (available !== undefined) ensureMemory(name, hit.bytes, available, hit.modelPath);
   }
   extras.onSession?.();
-  const emulate = o.emulateBfloat16 === true && g.computeDtype === 'bfloat16';
+  const emulate = (from: CacheHit) => o.emulateBfloat16 === true && from.computeDtype === 'bfloat16';
   const open = async (from: CacheHit) =>
-    createSession(emulate ? emulateInFloat32(from.model, 'bfloat16') : from.model, {
+    createSession(emulate(from) ? emulateInFloat32(from.model, 'bfloat16') : from.model, {
       name,
       externalDataFolder: from.folder,
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
-      ...(o.prepack !== undefined ? { prepack: o.prepack } : quantized(g) ? { prepack: true } : {}),
-      computeDtype: g.computeDtype,
+      ...(o.prepack !== undefined ? { prepack: o.prepack } : from.quantized ? { prepack: true } : {}),
+      computeDtype: from.computeDtype,
     });
   let session: VlmSession | undefined;
   // Another process may remove the entry (pruned as superseded, or found damaged) between the lookup and the
@@ -172,10 +172,4 @@ async function stillThere(modelPath: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** `g` has block-quantized weights (MatMulNBits, `quantizeLinearPass`). */
-function quantized(g: Graph): boolean {
-  for (const node of everyNode(g.snapshot().nodes)) if (node.opType === 'MatMulNBits') return true;
-  return false;
 }

@@ -80,14 +80,18 @@ export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {
   applyPasses,
   attrNumber,
+  deferPasses,
+  deferredPassKey,
   type GraphPass,
   makeNode,
   NodeIndex,
   type PassBody,
   replaceNodes,
   rewriteEach,
+  runDeferredPasses,
 } from './passes/rewrite.js';
 export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
+export { storedLayoutPass } from './passes/stored-layout.js';
 export { onnx } from './proto.js';
 export {
   QUANTIZE_MODES,

@@ -40,6 +40,7 @@ export function quantizeLinearPass(request: QuantizeRequest | QuantizeOptions): 
   };
   return {
     name: 'quantize-linear',
+    key: JSON.stringify(o),
     run(body) {
       const g = body.graph;
       if (g.computeDtype !== 'float32') {

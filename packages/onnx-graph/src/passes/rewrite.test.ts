@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { Graph } from '../graph.js';
 import { passDiffs, randn } from '../test-utils/ort.js';
-import { applyPasses, feedersOf, type GraphPass, makeNode, NodeIndex, replaceNodes, rewriteEach } from './rewrite.js';
+import { quantizeLinearPass } from './quantize-linear.js';
+import {
+  applyPasses,
+  deferPasses,
+  deferredPassKey,
+  feedersOf,
+  type GraphPass,
+  makeNode,
+  NodeIndex,
+  replaceNodes,
+  rewriteEach,
+  runDeferredPasses,
+} from './rewrite.js';
 
 /** Neg(Neg(x)) -> Identity(x): the smallest pattern with an inner value, to test the machinery. */
 const doubleNeg: GraphPass = {
@@ -27,6 +39,48 @@ function twoNegs(alsoReturnInner: boolean): Graph {
 }
 
 describe('rewrite passes', () => {
+  it('deferPasses records the passes on the graph; runDeferredPasses runs them in order, as if applied at once', () => {
+    const order: string[] = [];
+    const counted = (name: string, pass: GraphPass): GraphPass => ({
+      name,
+      run: (b) => {
+        order.push(name);
+        return pass.run(b);
+      },
+    });
+    const g = deferPasses(() => {
+      const g = twoNegs(false);
+      applyPasses(g, [counted('first', doubleNeg)]);
+      applyPasses(g, [counted('second', doubleNeg)]);
+      return g;
+    });
+    expect(order).toEqual([]);
+    expect(g.snapshot().nodes.filter((n) => n.opType === 'Neg')).toHaveLength(2);
+    expect(deferredPassKey(g)).toBe('["first","second"]');
+    expect(runDeferredPasses(g)).toEqual({ first: 1, second: 0 });
+    expect(order).toEqual(['first', 'second']);
+    const direct = twoNegs(false);
+    applyPasses(direct, [doubleNeg]);
+    expect(JSON.stringify(g.snapshot().nodes)).toBe(JSON.stringify(direct.snapshot().nodes));
+    // Nothing waits any more; outside deferPasses a pass runs at once.
+    expect(runDeferredPasses(g)).toEqual({});
+    expect(deferredPassKey(g)).toBe('[]');
+    expect(applyPasses(twoNegs(false), [counted('third', doubleNeg)])).toEqual({ third: 1 });
+  });
+
+  it("a deferred pass's options are part of its key (quantize int4 and int8 differ)", () => {
+    const keyOf = (bits: 'int4' | 'int8') =>
+      deferredPassKey(
+        deferPasses(() => {
+          const g = twoNegs(false);
+          applyPasses(g, [quantizeLinearPass(bits)]);
+          return g;
+        }),
+      );
+    expect(keyOf('int4')).toMatch(/quantize-linear/);
+    expect(keyOf('int4')).not.toBe(keyOf('int8'));
+  });
+
   it('replaces a pattern and keeps the outputs', async () => {
     const { rewrites, diffs } = await passDiffs(() => twoNegs(false), [doubleNeg], {
       x: { dtype: 'float32', dims: [2, 3], data: randn(6, 1) },

@@ -12,6 +12,8 @@ type Node = OnnxTypes.INodeProto;
 export interface GraphPass {
   /** Stable name: written into load reports and profile tables. */
   readonly name: string;
+  /** What besides `name` decides what the pass writes (its options); part of a cache key taken before passes run. */
+  readonly key?: string;
   /** Rewrites `body` in place; returns how many rewrites it made. */
   run(body: PassBody): number;
 }
@@ -31,6 +33,10 @@ export interface PassBody {
  * reads any more; returns the rewrites per pass.
  */
 export function applyPasses(g: Graph, passes: readonly GraphPass[]): Record<string, number> {
+  if (deferring > 0) {
+    deferred.set(g, [...(deferred.get(g) ?? []), ...passes]);
+    return {};
+  }
   const counts: Record<string, number> = {};
   const rootOutputs = new Set(g.snapshot().outputs.map((v) => v.name));
   for (const pass of passes) {
@@ -51,6 +57,44 @@ export function applyPasses(g: Graph, passes: readonly GraphPass[]): Record<stri
   // A weight a rewrite replaced (by its quantized form) is not written to the model.
   g.pruneInitializers();
   return counts;
+}
+
+let deferring = 0;
+/** Passes recorded by `applyPasses` while `deferPasses` ran, per graph, in order. */
+const deferred = new WeakMap<Graph, GraphPass[]>();
+
+/**
+ * Runs `build` with every `applyPasses` call in it recorded on its graph instead of run: a graph cache keys the
+ * graph as built plus `deferredPassKey`, and runs the passes (`runDeferredPasses`) only when it has to write
+ * the graph. `build` must be synchronous and must not read what a pass would change.
+ */
+export function deferPasses<T>(build: () => T): T {
+  deferring++;
+  try {
+    return build();
+  } finally {
+    deferring--;
+  }
+}
+
+/** The passes waiting on `g` (`deferPasses`), by name and key. */
+export function deferredPassKey(g: Graph): string {
+  return JSON.stringify((deferred.get(g) ?? []).map((p) => (p.key === undefined ? p.name : [p.name, p.key])));
+}
+
+/** Runs the passes waiting on `g`, in the order they were applied; returns the rewrites per pass. */
+export function runDeferredPasses(g: Graph): Record<string, number> {
+  const passes = deferred.get(g);
+  if (passes === undefined) return {};
+  deferred.delete(g);
+  const outer = deferring;
+  deferring = 0;
+  try {
+    // Run even when empty: applyPasses also drops the initializers no node reads.
+    return applyPasses(g, passes);
+  } finally {
+    deferring = outer;
+  }
 }
 
 /**
