@@ -2,7 +2,7 @@
 // a prompt analysis, and generation on the shared decode loop (generate.ts). Each model states what differs:
 // how a prompt is read, how its vision features are computed, and the decoder's feeds.
 
-import { type KvCacheMode, kvCacheDType } from '@vlmkit/moe-decoder';
+import { type KvCacheDType, type KvCacheMode, type KvTensors, kvCacheDType } from '@vlmkit/moe-decoder';
 import type { ComputeDType } from '@vlmkit/onnx-graph';
 import { type HostTensor, int64, KvCache, type KvCacheNames, type VlmSession } from '@vlmkit/runtime';
 import { GrowingMask, lastPositionLogits, type PromptBatch, SlotMask } from './decode-state.js';
@@ -36,12 +36,45 @@ export interface DecoderDims {
   readonly vocabSize: number;
 }
 
-/** One decode step: the new token per row, the grown mask, each row's real tokens before this one, the cache. */
+/**
+ * One decode step of B rows, each row on its own: the new token per row, the mask [B, P + 1] (the past's slots the
+ * row attends, then the token itself), each row's position of its token (`loopPositions` + the tokens the row fed
+ * before) and every layer's past [B, Hkv, P, hd] as fed (`KvCache.layers()`).
+ */
 export interface DecodeStep {
   tokens: readonly number[];
   attentionMask: HostTensor<'int64'>;
-  realTokens: readonly number[];
-  cache: KvCache;
+  positions: readonly number[];
+  past: readonly Readonly<KvTensors<HostTensor>>[];
+}
+
+/**
+ * What a batching engine (./engine.ts) runs of a model: one request's vision encoder and prompt alone, then decode
+ * steps over the rows of many requests at once (`DecoderModel.batchDecoder`).
+ */
+export interface BatchDecoder {
+  readonly dims: DecoderDims;
+  /** The element type of the KV cache the decoder is fed and returns. */
+  readonly kvDtype: KvCacheDType;
+  readonly io: DecoderIo;
+  /** generation_config.json's eos and pad ids (generate's defaults). */
+  readonly tokens: GenerationTokens;
+  /** Reads and checks one request's HF-named inputs (one sequence); throws before anything runs. */
+  request(inputs: Record<string, HostTensor>): BatchRequest;
+  /** One decode step over B rows: the logits [B * V] and the run's outputs (`present.*`: [B, Hkv, ., hd], the new row last). */
+  step(step: DecodeStep): Promise<{ logits: Float32Array; outputs: Record<string, HostTensor> }>;
+}
+
+/** One request read by `BatchDecoder.request`, before its vision encoder and prompt run. */
+export interface BatchRequest {
+  /** Prompt positions: the KV cache rows its prefill makes. */
+  readonly seq: number;
+  /** The prompt's attention mask [seq] (1 = attended; left padding 0). */
+  readonly mask: BigInt64Array;
+  /** The first generated token's position (after ERNIE's M-RoPE delta). */
+  readonly position: number;
+  /** The vision encoder then the prompt on an empty cache: the last position's logits [V] and `present.*` [1, Hkv, seq, hd]. */
+  prefill(): Promise<{ logits: Float32Array; outputs: Record<string, HostTensor>; visionMs: number }>;
 }
 
 /** A decoder's I/O that the loop needs: its KV cache names, its logits output and its `logits_to_keep` input. */
@@ -98,7 +131,7 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
   protected abstract prompt(inputs: Inputs): Prompt;
   protected abstract encodeVision(inputs: Inputs, prompt: Prompt): Promise<Vision>;
   protected abstract prefillFeeds(prompt: Prompt, vision: Vision, cache: KvCache): Record<string, HostTensor>;
-  protected abstract stepFeeds(prompt: Prompt, step: DecodeStep): Record<string, HostTensor>;
+  protected abstract stepFeeds(step: DecodeStep): Record<string, HostTensor>;
   /** Each row's position of the first generated token (the in-graph loop's `loop.next_positions`), as `stepFeeds` derives it. */
   protected abstract loopPositions(prompt: Prompt): readonly number[];
 
@@ -147,6 +180,39 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
     );
   }
 
+  /** Its decoder for a batching engine (./engine.ts): the host loop's step graph, any batch of rows. */
+  batchDecoder(): BatchDecoder {
+    if (this.loop !== 'host') this.loopUnavailable('a batching engine (createEngine)');
+    const V = this.dims.vocabSize;
+    return {
+      dims: this.dims,
+      kvDtype: kvCacheDType(this.computeDtype),
+      io: this.io,
+      tokens: this.tokens,
+      request: (inputs) => {
+        const p = this.prompt(inputs as Inputs);
+        if (p.batch !== 1)
+          throw new ModelError('BAD_INPUT', `a batching engine takes one sequence per request; input_ids has ${p.batch} rows`);
+        return {
+          seq: p.seq,
+          mask: p.attentionMask,
+          position: this.loopPositions(p)[0]!,
+          prefill: async () => {
+            const t0 = performance.now();
+            const vision = await this.encodeVision(inputs as Inputs, p);
+            const visionMs = performance.now() - t0;
+            const outputs = await this.decoder.run(this.keepLogits(this.prefillFeeds(p, vision, this.newCache(1)), 1));
+            return { logits: lastPositionLogits(outputs[this.io.logits]!, 1, 1, V), outputs, visionMs };
+          },
+        };
+      },
+      step: async (step) => {
+        const outputs = await this.decoder.run(this.keepLogits(this.stepFeeds(step), 1));
+        return { logits: outputs[this.io.logits]!.data as Float32Array, outputs };
+      },
+    };
+  }
+
   async release(): Promise<void> {
     await this.vision.release();
     await this.decoder.release();
@@ -183,7 +249,7 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
     const most = p.seq + Math.max(maxNewTokens - 1, 0);
     const capacity = this.kvCache === 'append' ? Math.min(most, p.seq + KV_CACHE_CHUNK) : undefined;
     const cache = this.newCache(B, capacity);
-    const realTokens = [...p.realTokens];
+    const positions = [...this.loopPositions(p)];
     const slots = capacity !== undefined ? new SlotMask(p.attentionMask, B, p.seq, capacity) : undefined;
     const mask = slots ?? new GrowingMask(p.attentionMask, B, p.seq);
     // A long generation grows the cache (and its mask) by doubling the generated part, up to `most`.
@@ -205,9 +271,9 @@ export abstract class DecoderModel<Inputs, Prompt extends PromptBatch, Vision> {
       },
       step: async (tokens) => {
         room();
-        const feeds = this.stepFeeds(p, { tokens, attentionMask: mask.next(), realTokens, cache });
-        realTokens.forEach((_, b) => {
-          realTokens[b]!++;
+        const feeds = this.stepFeeds({ tokens, attentionMask: mask.next(), positions, past: cache.layers() });
+        positions.forEach((_, b) => {
+          positions[b]!++;
         });
         const out = await this.decoder.run(this.keepLogits(feeds, 1));
         cache.update(out);

@@ -2,11 +2,13 @@
 // them together (vLLM's LLMEngine, without HTTP). Each call keeps chat()'s contract: its own stream, sampler,
 // eos and abort signal; a bad request fails alone.
 import type { ChatMessage } from '@vlmkit/processors';
+import { KvSlots } from './batch-kv.js';
+import { BatchScheduler } from './batch-scheduler.js';
 import { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
+import { DecoderModel } from './decoder-model.js';
 import { ModelError } from './errors.js';
-import type { GenerateResult } from './generate.js';
-import type { ModelGenerateOptions } from './graph-loop.js';
-import type { NamedTensors, PretrainedModel } from './pretrained-model.js';
+import type { PretrainedModel } from './pretrained-model.js';
+import { memAvailable } from './session-cache.js';
 
 export interface EngineOptions {
   /** The most requests decoding together; more wait in a FIFO queue. Default: from `kvMemoryBytes`, at most 16. */
@@ -43,56 +45,56 @@ export interface ChatEngine {
   close(options?: { abort?: boolean }): Promise<void>;
 }
 
-/** A batching engine over a loaded model (its processor makes each request's inputs). */
-export async function createEngine(model: PretrainedModel, options: EngineOptions = {}): Promise<ChatEngine> {
-  const maxBatch = options.maxBatch ?? 16;
-  if (!Number.isSafeInteger(maxBatch) || maxBatch < 1)
-    throw new ModelError('BAD_GENERATION_OPTIONS', `maxBatch must be an integer >= 1, got ${String(options.maxBatch)}`);
-  const kvLimitBytes = options.kvMemoryBytes ?? 2 ** 30;
-  const queue: (() => void)[] = [];
-  const all = new Set<AbortController>();
-  let [running, tokensGenerated, closed, aborting] = [0, 0, false, false];
-  let idle: (() => void) | undefined;
+/** The most rows a default engine decodes together (more waste memory for little: each step's run grows with them). */
+const DEFAULT_MAX_BATCH = 16;
+/** The row length a default maxBatch is sized for: that many positions per request fit in the KV limit. */
+const DEFAULT_ROW_POSITIONS = 4096;
 
-  // Sequential for now: one request's generate at a time, the rest in FIFO order.
-  const generate = async (inputs: NamedTensors, o: ModelGenerateOptions): Promise<GenerateResult & { visionMs: number }> => {
-    if (running > 0) await new Promise<void>((resolve) => queue.push(resolve));
-    running++;
-    const stop = new AbortController();
-    all.add(stop);
-    const abort = () => stop.abort();
-    o.signal?.addEventListener('abort', abort, { once: true });
-    if (o.signal?.aborted || aborting) stop.abort();
-    try {
-      return await model.generate(inputs, {
-        ...o,
-        signal: stop.signal,
-        onToken: (t, n) => {
-          tokensGenerated++;
-          return o.onToken?.(t, n);
-        },
-      });
-    } finally {
-      o.signal?.removeEventListener('abort', abort);
-      all.delete(stop);
-      running--;
-      const next = queue.shift();
-      if (next) next();
-      else if (running === 0) idle?.();
-    }
-  };
-  const chatModel: ChatModel = { device: model.device, generate, eos: async () => model.eos };
+/**
+ * A batching engine over a loaded model (its processor makes each request's inputs). The model must use the host
+ * decode loop (its default); its decoder session then serves only the engine.
+ *
+ * ```ts
+ * const engine = await createEngine(model, { maxBatch: 8 });
+ * const answers = await Promise.all(questions.map((q) => engine.chat(q, { maxNewTokens: 64 }).summary()));
+ * await engine.close();
+ * ```
+ */
+export async function createEngine(model: PretrainedModel, options: EngineOptions = {}): Promise<ChatEngine> {
+  if (!(model instanceof DecoderModel))
+    throw new ModelError('BAD_INPUT', 'createEngine takes a model loaded by vlmkit (loadPretrained, or a family class fromPretrained)');
+  const decoder = model.batchDecoder();
+  const { maxBatch: askedBatch, kvMemoryBytes } = options;
+  if (askedBatch !== undefined && !(Number.isSafeInteger(askedBatch) && askedBatch >= 1))
+    throw new ModelError('BAD_GENERATION_OPTIONS', `maxBatch must be an integer >= 1, got ${String(askedBatch)}`);
+  if (kvMemoryBytes !== undefined && !(Number.isSafeInteger(kvMemoryBytes) && kvMemoryBytes >= 1))
+    throw new ModelError('BAD_GENERATION_OPTIONS', `kvMemoryBytes must be an integer >= 1 (bytes), got ${String(kvMemoryBytes)}`);
+  const kvLimitBytes = kvMemoryBytes ?? Math.floor(((await memAvailable()) ?? 4 * 2 ** 30) / 2);
+  const perRow = DEFAULT_ROW_POSITIONS * new KvSlots(decoder.dims, decoder.kvDtype, decoder.io).bytesPerSlot;
+  const maxBatch = askedBatch ?? Math.max(1, Math.min(DEFAULT_MAX_BATCH, Math.floor(kvLimitBytes / perRow)));
+  const scheduler = new BatchScheduler(decoder, { maxBatch, kvLimitBytes });
+  let closed = false;
+  // close({ abort: true }) aborts every request's signal: chat() then ends each stream with finishReason 'aborted'.
+  const closing = new AbortController();
+  const chatModel: ChatModel = { device: model.device, generate: (inputs, o) => scheduler.generate(inputs, o), eos: async () => model.eos };
   return {
     chat(messages, o) {
       if (closed) return failedStream(new ModelError('ENGINE_CLOSED', 'the engine is closed: it takes no new requests (create another)'));
-      return chat(chatModel, model.processor(), messages, o);
+      const signal = o.signal ? AbortSignal.any([o.signal, closing.signal]) : closing.signal;
+      return chat(chatModel, model.processor(), messages, { ...o, signal });
     },
-    stats: () => ({ running, queued: queue.length, maxBatch, kvBytes: 0, kvLimitBytes, tokensGenerated }),
+    stats: () => ({
+      running: scheduler.running,
+      queued: scheduler.queued,
+      maxBatch,
+      kvBytes: scheduler.kvBytes,
+      kvLimitBytes,
+      tokensGenerated: scheduler.tokensGenerated,
+    }),
     async close(c = {}) {
       closed = true;
-      aborting ||= c.abort === true;
-      if (aborting) for (const s of all) s.abort();
-      if (running > 0 || queue.length > 0) await new Promise<void>((resolve) => (idle = resolve));
+      if (c.abort) closing.abort();
+      await scheduler.idle();
     },
   };
 }

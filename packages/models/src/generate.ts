@@ -13,6 +13,8 @@ export interface GenerateOptions extends SamplingOptions {
   onToken?: (tokens: readonly number[], step: number) => unknown;
   /** Stops generation before the next step once aborted; the tokens so far are returned. */
   signal?: AbortSignal | undefined;
+  /** Called with each step's logits [B * V] before its tokens are sampled (HF generate's `output_scores`); host loop only. */
+  onLogits?: ((logits: Float32Array, step: number) => void) | undefined;
 }
 
 /** One model's decode steps, seen from the sampling loop. */
@@ -67,6 +69,7 @@ export async function generateTokens(steps: DecodeSteps, o: GenerateOptions): Pr
   let logits = await steps.prefill();
   const prefillMs = performance.now() - t0;
   for (let n = 0; n < o.maxNewTokens; n++) {
+    o.onLogits?.(logits, n);
     const next = Array.from({ length: B }, (_, b) => (done[b] ? pad : sampleToken(logits, o, random, b * V, V)));
     next.forEach((t, b) => {
       tokens[b]!.push(t);

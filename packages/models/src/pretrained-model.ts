@@ -7,7 +7,7 @@ import { type ChatMessage, Processor, type ProcessorFamily } from '@vlmkit/proce
 import type { HostTensor } from '@vlmkit/runtime';
 import { type ChatOptions, type ChatStream, chat } from './chat.js';
 import type { PromptBatch } from './decode-state.js';
-import { type DecoderDims, type DecoderIo, DecoderModel } from './decoder-model.js';
+import { type BatchDecoder, type DecoderDims, type DecoderIo, DecoderModel } from './decoder-model.js';
 import type { GenerateResult } from './generate.js';
 import type { GenerationTokens } from './generation-tokens.js';
 import type { ModelGenerateOptions } from './graph-loop.js';
@@ -129,6 +129,18 @@ export abstract class FamilyModel<Config extends FamilyModelConfig, Inputs exten
     const warning = pastMaxPositions(promptLength(inputs) + steps - 1, max);
     if (warning) process.emitWarning(warning, { type: 'VlmkitWarning', code: 'PAST_MAX_POSITION_EMBEDDINGS' });
     return r;
+  }
+
+  /** As DecoderModel's, each request's prompt refused when longer than max_position_embeddings (PROMPT_TOO_LONG). */
+  override batchDecoder(): BatchDecoder {
+    const d = super.batchDecoder();
+    return {
+      ...d,
+      request: (inputs) => {
+        checkPromptLength(promptLength(inputs), this.origin.maxPositions);
+        return d.request(inputs);
+      },
+    };
   }
 
   processor(): Promise<Processor> {

@@ -182,11 +182,12 @@ export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePr
     return Array.from({ length: p.batch }, (_, b) => Number(pos[b]!));
   }
 
-  /** Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes. */
-  protected stepFeeds(p: ErniePrompt, { tokens, attentionMask, realTokens, cache }: DecodeStep): ErnieDecoderFeeds<HostTensor> {
-    const B = p.batch;
+  /** Generated tokens are text: text experts, and positions continue at (real tokens so far) + delta on all three axes (`positions`). */
+  protected stepFeeds({ tokens, attentionMask, positions, past }: DecodeStep): ErnieDecoderFeeds<HostTensor> {
+    const B = tokens.length;
     const D = this.config.text.hiddenSize;
-    const pos = ernieDecodePositions(p.ropeDeltas, realTokens);
+    // Each row's position, the same on all three axes (its rope delta is in it).
+    const pos = ernieDecodePositions(new Array<number>(B).fill(0), positions);
     const rope = ernieRotaryTables(pos.positionIds, pos.shape, this.config.text);
     return ERNIE_DECODER_INPUTS.feeds<HostTensor>({
       input_ids: int64(tokens, [B, 1]),
@@ -196,7 +197,7 @@ export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePr
       attention_mask: attentionMask,
       rope_cos: float32(rope.cos, rope.shape),
       rope_sin: float32(rope.sin, rope.shape),
-      past_key_values: cache.layers(),
+      past_key_values: past,
     });
   }
 }

@@ -137,14 +137,14 @@ export class Granite4Vision extends FamilyModel<Granite4VisionConfig, GraniteInp
   }
 
   /** Generated tokens are text: no image rows, and each row continues at its count of real tokens so far. */
-  protected stepFeeds(p: GranitePrompt, { tokens, attentionMask, realTokens, cache }: DecodeStep): GraniteDecoderFeeds<HostTensor> {
-    const B = p.batch;
+  protected stepFeeds({ tokens, attentionMask, positions, past }: DecodeStep): GraniteDecoderFeeds<HostTensor> {
+    const B = tokens.length;
     const D = this.config.text.hiddenSize;
     return GRANITE_DECODER_INPUTS.feeds<HostTensor>({
       input_ids: int64(tokens, [B, 1]),
       attention_mask: attentionMask,
-      position_ids: int64(graniteDecodePositions(realTokens), [B, 1]),
-      past_key_values: cache.layers(),
+      position_ids: int64(positions, [B, 1]),
+      past_key_values: past,
       image_positions: int64([], [0]),
       deepstack: this.config.levels.map(() => float32(new Float32Array(0), [0, D])),
     });
