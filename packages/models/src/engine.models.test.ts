@@ -10,7 +10,7 @@ import type { ChatMessage } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BatchScheduler } from './batch-scheduler.js';
-import { DecoderModel } from './decoder-model.js';
+import type { DecoderModel } from './decoder-model.js';
 import { createEngine } from './engine.js';
 import { ModelError } from './errors.js';
 import { FIXTURE_DIR } from './fixture-dir.js';
@@ -52,6 +52,7 @@ const VARIANTS: Variant[] = [
   },
   { name: 'int4', options: { quantize: 'int4' }, bound: (scale) => 0.05 * scale },
   { name: "'cuda' profile graphs", options: { profile: 'cuda' }, bound: () => 1e-4 },
+  { name: "'concat' KV cache", options: { profile: { kvCache: 'concat' } }, bound: () => 1e-4 },
 ];
 
 function load(family: Family, v: Variant): Promise<PretrainedModel> {
@@ -65,6 +66,9 @@ function load(family: Family, v: Variant): Promise<PretrainedModel> {
 }
 
 const PROCESSORS = join(FIXTURE_DIR, 'processors');
+
+/** The model's decoder as the engine drives it (every loaded model is a DecoderModel). */
+const decoderOf = (model: PretrainedModel) => (model as unknown as DecoderModel<never, never, never>).batchDecoder();
 const CHAT_CASES: Record<Family, string[]> = {
   ernie: ['image-photo', 'two-images', 'text-only', 'image-wide'],
   granite: ['image-photo', 'two-images', 'text-only', 'image-tiny'],
@@ -117,7 +121,7 @@ describe.each(
       const out = await model.generate(r.inputs, { maxNewTokens: newTokens(i), eos: [], onLogits: (l) => void logits.push(l.slice()) });
       alone.push({ ids: out.tokens[0]!, logits });
     }
-    const scheduler = new BatchScheduler((model as unknown as DecoderModel<never, never, never>).batchDecoder(), {
+    const scheduler = new BatchScheduler(decoderOf(model), {
       maxBatch: 4,
       kvLimitBytes: 2 ** 30,
     });
@@ -174,6 +178,25 @@ describe.each(
 const FLOAT32 = VARIANTS[0]!;
 
 describe('createEngine on ernie-tiny', () => {
+  it('README example: two concurrent chats, stats, close', async () => {
+    const model = await load('ernie', FLOAT32);
+    const engine = await createEngine(model);
+    const ask = (text: string, signal?: AbortSignal) =>
+      engine.chat([{ role: 'user', content: [{ type: 'text', text }] }], { maxNewTokens: 32, signal });
+    const [a, b] = [ask('Describe a cat.'), ask('And a dog?')];
+    let text = '';
+    for await (const piece of a) text += piece;
+    const { finishReason, timeToFirstTokenMs } = await b.summary();
+    expect(text).toBe((await a.summary()).text);
+    expect(['stop', 'length']).toContain(finishReason);
+    expect(timeToFirstTokenMs).toBeGreaterThan(0);
+    const { running, queued, kvBytes, maxBatch, kvLimitBytes } = engine.stats();
+    expect({ running, queued, kvBytes }).toEqual({ running: 0, queued: 0, kvBytes: 0 });
+    expect(maxBatch).toBe(16);
+    expect(kvLimitBytes).toBeGreaterThan(0);
+    await engine.close();
+  });
+
   it('chat text equals model.chat for concurrent requests', async () => {
     const model = await load('ernie', FLOAT32);
     const names = CHAT_CASES.ernie;
@@ -242,7 +265,7 @@ describe('createEngine on ernie-tiny', () => {
     const good = reqs.slice(0, 2);
     const alone = [];
     for (const r of good) alone.push((await model.generate(r.inputs, { maxNewTokens: 10, eos: [] })).tokens[0]);
-    const scheduler = new BatchScheduler((model as unknown as DecoderModel<never, never, never>).batchDecoder(), {
+    const scheduler = new BatchScheduler(decoderOf(model), {
       maxBatch: 4,
       kvLimitBytes: 2 ** 30,
     });
@@ -278,7 +301,7 @@ describe('createEngine on ernie-tiny', () => {
 
   it('a request whose KV cache cannot fit the limit is refused; one that fits beside none waits its turn', async () => {
     const model = await load('ernie', FLOAT32);
-    const decoder = (model as unknown as DecoderModel<never, never, never>).batchDecoder();
+    const decoder = decoderOf(model);
     const probe = new BatchScheduler(decoder, { maxBatch: 1, kvLimitBytes: 1 });
     const perToken = probe.bytesPerToken;
     const messages = caseMessages('ernie', 'text-only');
@@ -308,6 +331,7 @@ describe('createEngine on ernie-tiny', () => {
     await expect(createEngine(model, { maxBatch: 0 })).rejects.toBeInstanceOf(ModelError);
     await expect(createEngine(model, { kvMemoryBytes: -1 })).rejects.toMatchObject({ code: 'BAD_GENERATION_OPTIONS' });
     await expect(createEngine({} as PretrainedModel)).rejects.toMatchObject({ code: 'BAD_INPUT' });
-    expect(model).toBeInstanceOf(DecoderModel);
+    const inGraph = await load('ernie', { name: "loop 'graph'", options: { profile: { loop: 'graph' } }, bound: () => 0 });
+    await expect(createEngine(inGraph)).rejects.toMatchObject({ code: 'DECODE_LOOP_UNAVAILABLE' });
   });
 });

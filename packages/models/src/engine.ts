@@ -7,7 +7,8 @@ import { BatchScheduler } from './batch-scheduler.js';
 import { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
 import { DecoderModel } from './decoder-model.js';
 import { ModelError } from './errors.js';
-import type { PretrainedModel } from './pretrained-model.js';
+import type { GenerateOptions, GenerateResult } from './generate.js';
+import type { NamedTensors, PretrainedModel } from './pretrained-model.js';
 import { memAvailable } from './session-cache.js';
 
 export interface EngineOptions {
@@ -37,6 +38,11 @@ export interface ChatEngine {
    * engine's limit, ENGINE_CLOSED) rejects its stream only; `options.signal` ends it with finishReason 'aborted'.
    */
   chat(messages: readonly ChatMessage[], options: ChatOptions): ChatStream;
+  /**
+   * model.generate's contract for HF-named inputs of one sequence (made by your own processor), decoded with the
+   * other requests; the same errors (ENGINE_CLOSED after close) as a rejection.
+   */
+  generate(inputs: NamedTensors, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
   stats(): EngineStats;
   /**
    * Stop accepting (new chat() calls reject with a ModelError 'ENGINE_CLOSED'); wait for the running and queued
@@ -76,12 +82,16 @@ export async function createEngine(model: PretrainedModel, options: EngineOption
   let closed = false;
   // close({ abort: true }) aborts every request's signal: chat() then ends each stream with finishReason 'aborted'.
   const closing = new AbortController();
+  const withClosing = (signal: AbortSignal | undefined) => (signal ? AbortSignal.any([signal, closing.signal]) : closing.signal);
   const chatModel: ChatModel = { device: model.device, generate: (inputs, o) => scheduler.generate(inputs, o), eos: async () => model.eos };
   return {
     chat(messages, o) {
-      if (closed) return failedStream(new ModelError('ENGINE_CLOSED', 'the engine is closed: it takes no new requests (create another)'));
-      const signal = o.signal ? AbortSignal.any([o.signal, closing.signal]) : closing.signal;
-      return chat(chatModel, model.processor(), messages, { ...o, signal });
+      if (closed) return failedStream(closedError());
+      return chat(chatModel, model.processor(), messages, { ...o, signal: withClosing(o.signal) });
+    },
+    generate(inputs, o) {
+      if (closed) return Promise.reject(closedError());
+      return scheduler.generate(inputs, { ...o, signal: withClosing(o.signal) });
     },
     stats: () => ({
       running: scheduler.running,
@@ -97,6 +107,10 @@ export async function createEngine(model: PretrainedModel, options: EngineOption
       await scheduler.idle();
     },
   };
+}
+
+function closedError(): ModelError {
+  return new ModelError('ENGINE_CLOSED', 'the engine is closed: it takes no new requests (create another)');
 }
 
 /** A stream that rejects with `error` when read (and its summary with it). */
