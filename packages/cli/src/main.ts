@@ -26,6 +26,7 @@ import { inspectCommand } from './inspect-command.js';
 import { Interrupted, untilAborted } from './interrupt.js';
 import { readPrompt } from './prompt-input.js';
 import { preprocessCommand, runCommand } from './run.js';
+import { serveCommand } from './serve-command.js';
 
 /** The names of the registered families that `has`, for the usage text. */
 function familyNames(has: (f: ModelFamily) => boolean): string {
@@ -60,6 +61,15 @@ const COMMANDS: Record<string, string> = {
             when large) and manifest.json (inputs, outputs, dtypes, dims, the KV cache, the host-side rules):
             runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example).
             OUT is a directory of its own: not inside the model or adapter directory, nor holding them`,
+  serve: `serve     --model DIR [--host 127.0.0.1] [--port 8000] [--max-batch N] [--max-queue N] [--api-key KEY]
+            [--media-dir DIR] [--allow-remote-media] [--grace-seconds S]
+            an OpenAI-compatible server (@vlmkit/server) on the model, loaded once: POST /v1/chat/completions
+            (text, image_url and, for ERNIE, video_url parts; streaming), GET /v1/models, /health (503 until
+            loaded), /metrics. Concurrent requests decode together in batches of up to --max-batch; up to
+            --max-queue more wait (default 64), past that 429. --api-key (or VLMKIT_API_KEY): every route
+            but /health needs Authorization: Bearer KEY. Images and videos come as data URLs, as paths
+            under --media-dir, or as http(s) URLs with --allow-remote-media (never a private address).
+            SIGTERM or Ctrl-C: no new requests, the running ones get --grace-seconds (default 30), exit 0`,
   inspect: `inspect   --model DIR [--adapter DIR] [--json]
             checks a checkpoint directory without building graphs: config.json, the weight files' headers
             (model.safetensors, else the index's shards), the weight mapping (names, shapes, dtypes), the adapter;
@@ -164,6 +174,14 @@ const OPTIONS = {
   prompt: { type: 'string' },
   'prompt-file': { type: 'string' },
   json: { type: 'boolean', default: false },
+  host: { type: 'string', default: '127.0.0.1' },
+  port: { type: 'string', default: '8000' },
+  'max-batch': { type: 'string' },
+  'max-queue': { type: 'string' },
+  'api-key': { type: 'string' },
+  'media-dir': { type: 'string' },
+  'allow-remote-media': { type: 'boolean', default: false },
+  'grace-seconds': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
@@ -418,6 +436,41 @@ export async function main(
           },
           out,
         );
+        return 0;
+      }
+      case 'serve': {
+        const count = (flag: 'port' | 'max-batch' | 'max-queue' | 'grace-seconds', min: number, max = Number.MAX_SAFE_INTEGER) => {
+          const n = int(v[flag], flag);
+          if (n !== undefined && !(n >= min && n <= max))
+            throw new UsageError(`--${flag} must be an integer in [${min}, ${max}], got '${v[flag]}'`);
+          return n;
+        };
+        // SIGTERM (a service manager, Kubernetes) and Ctrl-C end the server gracefully; a second Ctrl-C is Node's default.
+        const shutdown = new AbortController();
+        const onSignal = () => shutdown.abort();
+        process.once('SIGTERM', onSignal);
+        process.once('SIGINT', onSignal);
+        try {
+          await serveCommand(
+            {
+              ...common,
+              model: need(v.model, 'model'),
+              host: v.host,
+              port: count('port', 0, 65535)!,
+              maxBatch: count('max-batch', 1),
+              maxQueue: count('max-queue', 0),
+              apiKey: v['api-key'],
+              mediaDir: v['media-dir'],
+              allowRemoteMedia: v['allow-remote-media'],
+              graceSeconds: count('grace-seconds', 0),
+              stop: shutdown.signal,
+            },
+            out,
+          );
+        } finally {
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+        }
         return 0;
       }
       case 'inspect':
