@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { LOAD_OPTIONS } from '../../packages/models/dist/index.js';
+import { ernie28bFull } from './ernie28b-full.mjs';
 import { dropPageCache, filesUnder } from './page-cache.mjs';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -31,8 +32,11 @@ const { values: o } = parseArgs({
     'quantize-vision': { type: 'string' },
     'granite-layers': { type: 'string', default: '8' },
     'granite-full': { type: 'boolean', default: false },
-    'ernie28b-layers': { type: 'string', default: '2' },
-    'ernie28b-vision-layers': { type: 'string', default: '4' },
+    'ernie28b-layers': { type: 'string' },
+    'ernie28b-vision-layers': { type: 'string' },
+    'ernie28b-full': { type: 'boolean', default: false },
+    'ernie28b-keep': { type: 'boolean', default: false },
+    'disk-spare-gb': { type: 'string', default: '8' },
     'mem-floor-mb': { type: 'string', default: '1500' },
     plots: { type: 'string', default: join(root, 'docs/benchmarks') },
     help: { type: 'boolean', default: false },
@@ -79,8 +83,8 @@ const modes = quantModes();
 function configDir(name) {
   if (name === 'medium') return { dir: join(cache, 'ernie-medium'), make: ['--config', 'medium'] };
   if (name === 'ernie28b') {
-    const l = o['ernie28b-layers'];
-    const v = o['ernie28b-vision-layers'];
+    const l = o['ernie28b-layers'] ?? '2';
+    const v = o['ernie28b-vision-layers'] ?? '4';
     return { dir: join(cache, `ernie28b-l${l}-v${v}`), make: ['--config', 'ernie28b', '--layers', l, '--vision-layers', v] };
   }
   const l = name === 'granite-full' ? '40' : o['granite-layers'];
@@ -107,9 +111,10 @@ function rssMb(pid) {
 /**
  * Runs a child to completion and parses the last stdout line as JSON. A watchdog kills it (SIGKILL) when the
  * machine's available memory falls under --mem-floor-mb, so that an out-of-memory load is a reported result, not a
- * kernel OOM kill of some other process. Never throws: failures come back as { error }.
+ * kernel OOM kill of some other process; `stopIf` (optional, checked with it) returns a reason to kill it too.
+ * Never throws: failures come back as { error }.
  */
-function child(cmd, args, what) {
+function child(cmd, args, what, stopIf) {
   const floor = Number(o['mem-floor-mb']);
   return new Promise((done) => {
     const t0 = performance.now();
@@ -128,6 +133,11 @@ function child(cmd, args, what) {
       const avail = memAvailableMb();
       if (avail < floor && !killed) {
         killed = `killed by the bench: the machine had ${avail.toFixed(0)} MB available (floor ${floor}) with the child at ${rssMb(p.pid).toFixed(0)} MB RSS`;
+        p.kill('SIGKILL');
+      }
+      const stop = killed ? undefined : stopIf?.();
+      if (stop) {
+        killed = stop;
         p.kill('SIGKILL');
       }
     }, 200);
@@ -149,8 +159,8 @@ function child(cmd, args, what) {
 }
 
 const torchSide = (args, what) => child(python, [join(here, 'torch_side.py'), ...args], what);
-const vlmkitSide = (mode, dir, graphs, opts, what) =>
-  child(process.execPath, [join(here, 'vlmkit_side.mjs'), mode, dir, graphs, JSON.stringify({ threads, ...opts })], what);
+const vlmkitSide = (mode, dir, graphs, opts, what, stopIf) =>
+  child(process.execPath, [join(here, 'vlmkit_side.mjs'), mode, dir, graphs, JSON.stringify({ threads, ...opts })], what, stopIf);
 
 async function makeConfig(name) {
   const { dir, make } = configDir(name);
@@ -389,6 +399,27 @@ const mach = machine();
 log(
   `${mach.cpu} (${mach.flags.join(' ')}), ${mach.cores} cores, commit ${mach.commit}; vlmkit modes: ${modes.join(', ')}${quantizeVision ? ` (quantized modes with ${quantizeVision} vision)` : ''}`,
 );
+if (o['ernie28b-full']) {
+  // vlmkit only, its own table (ernie28b-full.mjs); nothing else runs with it.
+  await ernie28bFull({
+    cache,
+    threads,
+    newTokens: Number(o['new-tokens'] ?? 32),
+    repeats: Number(o.repeats ?? 1),
+    layers: (o['ernie28b-layers'] ?? '28').split(',').map(Number),
+    visionLayers: Number(o['ernie28b-vision-layers'] ?? 32),
+    quantize: o.quantize ?? 'int4',
+    quantizeVision,
+    spareGb: Number(o['disk-spare-gb']),
+    keep: o['ernie28b-keep'],
+    memFloorMb: Number(o['mem-floor-mb']),
+    torchSide,
+    vlmkitSide,
+    log,
+    machine: mach,
+  });
+  process.exit(0);
+}
 const bw = bandwidth();
 log(`read bandwidth ${bw.gbps.toFixed(1)} GB/s (${bw.method})`);
 const results = [];

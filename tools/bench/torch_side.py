@@ -5,6 +5,8 @@ Subcommands (each prints one JSON line last; bench.mjs reads it):
   make   --config medium|granite|ernie28b --dir D [--layers N] [--vision-layers N]
          Builds a random-weight checkpoint of that config into D (once: skipped when D/bench.json exists),
          D/inputs.safetensors (the benchmark prompt) and D/bench.json (what was built, parameter counts).
+  size   --config ernie28b --dir D --layers N --vision-layers N
+         The bytes that checkpoint will have (whole, the decoder's linear weights, the vision side), built on meta.
   run    --dir D --threads T --repeats R --new-tokens N --out F [--device cpu|cuda] [--dtype float32|bfloat16|float16]
          Times HF on D's checkpoint and inputs: load, vision (image features), prefill (the prompt with the
          vision features given, cache on, last position's logits only, as generate does), decode (greedy
@@ -177,6 +179,46 @@ def save_streaming(model, dir_: Path, dtype: torch.dtype, tied: set[str]) -> int
     return n
 
 
+def save_ernie_streaming(model, dir_: Path, init) -> int:
+    """Writes random weights for an ERNIE-4.5-VL built on the meta device, module by module (each text layer, the
+    vision tower, the resampler, the embedding, the final norm): each is allocated, drawn with tools/fixtures'
+    rule (`init`, seeded by its position), renamed to the checkpoint's names as save_pretrained does
+    (`revert_weight_conversion`: the fused expert stacks split per expert) and written, then freed. Shards of about
+    SHARD_BYTES with model.safetensors.index.json. Returns the parameter count (the tied lm_head not counted)."""
+    from transformers.core_model_loading import revert_weight_conversion
+
+    inner = model.model
+    units = [("model.language_model.embed_tokens", inner.language_model.embed_tokens)]
+    units += [(f"model.language_model.layers.{i}", m) for i, m in enumerate(inner.language_model.layers)]
+    units += [("model.language_model.norm", inner.language_model.norm), ("model.vision_tower", inner.vision_tower),
+              ("model.resampler_model", inner.resampler_model)]
+    expected = {k for k in model.state_dict() if k != "lm_head.weight"}
+    written: set[str] = set()
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    n = 0
+    for seed, (prefix, unit) in enumerate(units):
+        unit.to_empty(device="cpu")
+        init(unit, seed=seed)
+        state = {f"{prefix}.{k}": v for k, v in unit.state_dict().items()}
+        written.update(state)
+        n += sum(v.numel() for v in state.values())
+        for name, t in revert_weight_conversion(model, state).items():
+            shards[-1][name] = t.contiguous()
+            size += t.numel() * t.element_size()
+        del state
+        unit.to("meta")
+        if size >= SHARD_BYTES:
+            write_shard(dir_, shards, final=False)
+            shards.append({})
+            size = 0
+    write_shard(dir_, shards, final=True)
+    if written != expected:
+        raise SystemExit(f"streamed names differ from the model's: missing {sorted(expected - written)[:5]}, "
+                         f"extra {sorted(written - expected)[:5]}")
+    return n
+
+
 _weight_map: dict[str, str] = {}
 
 
@@ -217,18 +259,22 @@ def make(args) -> dict:
         dtype = torch.float32 if args.config == "medium" else torch.bfloat16
         if dtype == torch.float32:
             model = Ernie4_5_VLMoeForConditionalGeneration(cfg).eval()
+            init_weights_nondegenerate(model, seed=0)
+            model.save_pretrained(str(dir_))
+            params = sum(p.numel() for p in model.parameters())
         else:
-            # Built on meta in bf16, then allocated: no float32 copy of the model and no default init (every
-            # parameter is drawn below anyway).
+            # Built on meta in bf16 and written one module at a time (a text layer is 2.1 GB in bf16; the
+            # published 28 layers are 56 GB): never the whole model in memory.
             torch.set_default_dtype(dtype)
             with torch.device("meta"):
                 model = Ernie4_5_VLMoeForConditionalGeneration(cfg).eval()
             torch.set_default_dtype(torch.float32)
-            model = model.to_empty(device="cpu")
-            model.tie_weights()
-        init_weights_nondegenerate(model, seed=0)
-        model.save_pretrained(str(dir_))
-        params = sum(p.numel() for p in model.parameters())
+            # What save_pretrained writes besides the weights.
+            cfg.architectures = [type(model).__name__]
+            cfg.dtype = "bfloat16"
+            cfg.save_pretrained(str(dir_))
+            model.generation_config.save_pretrained(str(dir_))
+            params = save_ernie_streaming(model, dir_, init_weights_nondegenerate)
         del model
         grid = [1, 32, 32]  # 448x448: 32x32 patches of 14 -> 256 image tokens
         n_img = math.prod(grid) // 4
@@ -276,6 +322,30 @@ def make(args) -> dict:
         check_granite_names(dir_)
     done.write_text(json.dumps(info, indent=1))
     return info
+
+
+def size(args) -> dict:
+    """Bytes of the ernie28b checkpoint at --layers / --vision-layers (bf16) before it is made, from the model
+    built on meta: the whole checkpoint, the decoder's linear weights (what the quantized modes quantize: attention,
+    MLPs, experts and the tied LM head) and the vision side's (tower and resampler)."""
+    from transformers import Ernie4_5_VLMoeForConditionalGeneration
+
+    cfg, _ = ernie_config(args.config, args.layers, args.vision_layers)
+    with torch.device("meta"):
+        model = Ernie4_5_VLMoeForConditionalGeneration(cfg)
+    total = linear = vision = 0
+    for name, p in model.state_dict().items():
+        n = p.numel() * 2
+        if name == "lm_head.weight":
+            linear += n
+            continue
+        total += n
+        if name.startswith(("model.vision_tower.", "model.resampler_model.")):
+            vision += n
+        elif p.ndim >= 2 and "embed_tokens" not in name and ".gate." not in name:
+            linear += n
+    return {"checkpoint_bytes": total, "decoder_linear_bytes": linear, "vision_bytes": vision,
+            "text_layers": cfg.text_config.num_hidden_layers, "vision_layers": cfg.vision_config.depth}
 
 
 def granite_num_tokens(image_size, cfg) -> int:
@@ -478,7 +548,7 @@ def curves(args) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["make", "run", "curves"])
+    ap.add_argument("cmd", choices=["make", "size", "run", "curves"])
     ap.add_argument("--config", choices=["medium", "granite", "ernie28b"])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--layers", type=int)
@@ -497,7 +567,7 @@ def main() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    res = {"make": make, "run": run, "curves": curves}[args.cmd](args)
+    res = {"make": make, "size": size, "run": run, "curves": curves}[args.cmd](args)
     print(json.dumps(res))
 
 

@@ -7,6 +7,8 @@
 //   node vlmkit_side.mjs run    DIR CACHE_DIR JSON_OPTS   load from the cache, then greedy generate
 //        (vision, prefill, ms/token) JSON_OPTS.repeats times; VmHWM of this process.
 //   node vlmkit_side.mjs curves DIR CACHE_DIR JSON_OPTS   vision against patches, prefill and decode against length.
+//   node vlmkit_side.mjs load   DIR CACHE_DIR JSON_OPTS   load only (the cache as it is): its time and VmHWM, or the
+//        error's code and message when the load is refused (what a refused load had allocated by then).
 //
 // JSON_OPTS: { threads, repeats, newTokens, quantize?, hfOut?, points?, device?, load?, generate? }. `quantize` is
 // passed to fromPretrained only when set (bench.mjs sets it only when the models package offers the option);
@@ -234,9 +236,19 @@ async function curves() {
   return res;
 }
 
-const modes = { cold, run, curves };
+async function loadOnly() {
+  try {
+    const { model, ms } = await load();
+    await model.release();
+    return { system: 'vlmkit', mode: 'load', load_ms: ms, timings: model.timings, peak_rss_mb: vmHwmMb() };
+  } catch (e) {
+    return { system: 'vlmkit', mode: 'load', error_code: e.code ?? null, error_message: String(e.message ?? e), peak_rss_mb: vmHwmMb() };
+  }
+}
+
+const modes = { cold, run, curves, load: loadOnly };
 if (!modes[mode]) {
-  process.stderr.write(`usage: node ${fileURLToPath(import.meta.url)} cold|run|curves DIR CACHE_DIR JSON_OPTS\n`);
+  process.stderr.write(`usage: node ${fileURLToPath(import.meta.url)} cold|run|curves|load DIR CACHE_DIR JSON_OPTS\n`);
   process.exit(2);
 }
 console.log(JSON.stringify(await modes[mode]()));
