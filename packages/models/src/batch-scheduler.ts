@@ -106,12 +106,17 @@ export class BatchScheduler {
 
   private async loop(): Promise<void> {
     for (;;) {
-      await this.admit();
-      if (this.rows.length === 0) {
-        if (this.queue.length === 0) break;
-        continue;
+      try {
+        await this.admit();
+        if (this.rows.length === 0) {
+          if (this.queue.length === 0) break;
+          continue;
+        }
+        await this.step();
+      } catch (e) {
+        // A failed step (the run, or the cache's memory) leaves no row's cache trustworthy: every running request fails with it.
+        for (const r of this.rows.splice(0)) r.reject(e);
       }
-      await this.step();
     }
     // Nothing runs: the cache's memory goes back until the next request.
     this.kv.resize(0, 0, []);
@@ -123,22 +128,19 @@ export class BatchScheduler {
 
   /** Joins queued requests while a row is free and their KV cache fits beside the running rows'. */
   private async admit(): Promise<void> {
-    for (const job of this.queue.filter((j) => this.stopped(j))) {
-      this.queue.splice(this.queue.indexOf(job), 1);
-      this.finish(job);
-    }
-    while (this.queue.length > 0 && this.rows.length < this.limits.maxBatch) {
-      const job = this.queue[0]!;
-      if (!this.stopped(job)) {
-        const slots = Math.max(job.reserve, ...this.rows.map((r) => r.reserve));
-        const bytes = (this.rows.length + 1) * slots * this.kv.bytesPerSlot;
-        if (bytes > this.limits.kvLimitBytes && this.rows.length > 0) return;
-      }
-      this.queue.shift();
-      if (this.stopped(job)) {
+    for (;;) {
+      // Aborted requests leave first (between two prefills too): their rows and memory go to the queue.
+      for (const job of this.queue.filter((j) => this.stopped(j))) {
+        this.queue.splice(this.queue.indexOf(job), 1);
         this.finish(job);
-        continue;
       }
+      this.leave(this.rows.flatMap((r, b) => (this.stopped(r) ? [b] : [])));
+      if (this.queue.length === 0 || this.rows.length >= this.limits.maxBatch) return;
+      const job = this.queue[0]!;
+      const slots = Math.max(job.reserve, ...this.rows.map((r) => r.reserve));
+      const bytes = (this.rows.length + 1) * slots * this.kv.bytesPerSlot;
+      if (bytes > this.limits.kvLimitBytes && this.rows.length > 0) return;
+      this.queue.shift();
       try {
         await this.prefill(job);
       } catch (e) {
@@ -177,19 +179,12 @@ export class BatchScheduler {
       this.mask[b * W + C] = 1n;
     });
     const t0 = performance.now();
-    let out: Awaited<ReturnType<BatchDecoder['step']>>;
-    try {
-      out = await this.decoder.step({
-        tokens: rows.map((r) => r.tokens[r.tokens.length - 1]!),
-        attentionMask: int64(this.mask, [B, W]),
-        positions: rows.map((r) => r.position),
-        past: this.kv.past(B),
-      });
-    } catch (e) {
-      // A failed run leaves no row's cache trustworthy: every running request fails with it.
-      for (const r of rows.splice(0)) r.reject(e);
-      return;
-    }
+    const out = await this.decoder.step({
+      tokens: rows.map((r) => r.tokens[r.tokens.length - 1]!),
+      attentionMask: int64(this.mask, [B, W]),
+      positions: rows.map((r) => r.position),
+      past: this.kv.past(B),
+    });
     const ms = performance.now() - t0;
     const V = this.decoder.dims.vocabSize;
     const leaving: number[] = [];
@@ -200,8 +195,13 @@ export class BatchScheduler {
       r.stepMs.push(ms);
       if (!this.emit(r, out.logits.subarray(b * V, (b + 1) * V), r.tokens.length)) leaving.push(b);
     });
-    // From the last: each leaving row takes the last running row's place.
-    for (const b of leaving.reverse()) {
+    this.leave(leaving);
+  }
+
+  /** Ends the rows at `indices` (ascending); from the last, each one's place is taken by the last running row. */
+  private leave(indices: readonly number[]): void {
+    const rows = this.rows;
+    for (const b of [...indices].reverse()) {
       const last = rows.length - 1;
       const job = rows[b]!;
       if (b !== last) {
@@ -211,7 +211,7 @@ export class BatchScheduler {
       rows.pop();
       this.finish(job);
     }
-    if (leaving.length > 0 && rows.length > 0) this.fit(rows.length, 0, 0);
+    if (indices.length > 0 && rows.length > 0) this.fit(rows.length, 0, 0);
   }
 
   /**

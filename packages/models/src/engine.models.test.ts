@@ -299,6 +299,24 @@ describe('createEngine on ernie-tiny', () => {
     expect(outs.map((o) => o.tokens[0])).toEqual(alone);
   });
 
+  it('a failed decode step fails the running requests only; the engine serves the next ones', async () => {
+    const model = await load('ernie', FLOAT32);
+    const reqs = await requests('ernie', model);
+    const decoder = decoderOf(model);
+    let steps = 0;
+    const failing = {
+      ...decoder,
+      step: (s: Parameters<typeof decoder.step>[0]) =>
+        ++steps === 3 ? Promise.reject(new Error('injected run failure')) : decoder.step(s),
+    };
+    const scheduler = new BatchScheduler(failing, { maxBatch: 4, kvLimitBytes: 2 ** 30 });
+    const running = reqs.slice(0, 2).map((r) => scheduler.generate(r.inputs, { maxNewTokens: 8, eos: [] }));
+    for (const r of running) await expect(r).rejects.toThrow('injected run failure');
+    const alone = (await model.generate(reqs[2]!.inputs, { maxNewTokens: 8, eos: [] })).tokens;
+    expect((await scheduler.generate(reqs[2]!.inputs, { maxNewTokens: 8, eos: [] })).tokens).toEqual(alone);
+    expect(scheduler.running + scheduler.queued).toBe(0);
+  });
+
   it('a request whose KV cache cannot fit the limit is refused; one that fits beside none waits its turn', async () => {
     const model = await load('ernie', FLOAT32);
     const decoder = decoderOf(model);
