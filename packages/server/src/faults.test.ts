@@ -22,7 +22,10 @@ describe('server faults and lifecycle on ernie-tiny', () => {
 
   it('says 503 on /health and on chat until the engine is there, then 200', async () => {
     let ready!: (e: ChatEngine) => void;
-    const server = createServer({ engine: new Promise<ChatEngine>((r) => (ready = r)), model: NAME, log: () => undefined });
+    const engine = new Promise<ChatEngine>((r) => {
+      ready = r;
+    });
+    const server = createServer({ engine, model: NAME, log: () => undefined });
     const url = await server.listen({ port: 0 });
     try {
       expect((await fetch(`${url}/health`)).status).toBe(503);

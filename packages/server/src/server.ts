@@ -124,7 +124,7 @@ export function createServer(options: ServerOptions): VlmServer {
   app.addHook('onRequest', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
     reply.raw.once('close', () => metrics.requests.inc({ route, status: String(reply.raw.statusCode) }));
-    if (options.apiKey !== undefined && req.url !== '/health' && !bearerMatches(req.headers.authorization, options.apiKey)) {
+    if (options.apiKey !== undefined && route !== '/health' && !bearerMatches(req.headers.authorization, options.apiKey)) {
       throw new ApiError(
         401,
         'authentication_error',

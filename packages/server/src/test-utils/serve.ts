@@ -1,7 +1,7 @@
 // A real server on 127.0.0.1 (port 0) over a tiny fixture model, and what the tests send it.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ChatEngine, createEngine, FIXTURE_DIR, loadPretrained, type PretrainedModel } from '@vlmkit/models';
+import { type ChatEngine, createEngine, type EngineOptions, FIXTURE_DIR, loadPretrained, type PretrainedModel } from '@vlmkit/models';
 import OpenAI from 'openai';
 import { createServer, type ServerOptions, type VlmServer } from '../server.js';
 
@@ -17,8 +17,13 @@ export interface Served {
 }
 
 /** A server for `model` (loaded by the caller, released by it), listening on 127.0.0.1 at a free port. */
-export async function serve(model: PretrainedModel, name: string, options: Partial<ServerOptions> = {}): Promise<Served> {
-  const engine = await createEngine(model);
+export async function serve(
+  model: PretrainedModel,
+  name: string,
+  options: Partial<ServerOptions> = {},
+  engineOptions: EngineOptions = {},
+): Promise<Served> {
+  const engine = await createEngine(model, engineOptions);
   const server = createServer({ engine, model: name, log: () => undefined, ...options });
   const url = await server.listen({ port: 0 });
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: options.apiKey ?? 'none', maxRetries: 0, timeout: 60_000 });
