@@ -378,6 +378,13 @@ describe('createEngine on ernie-tiny', () => {
     await expect(createEngine(model, { maxBatch: 0 })).rejects.toBeInstanceOf(ModelError);
     await expect(createEngine(model, { kvMemoryBytes: -1 })).rejects.toMatchObject({ code: 'BAD_GENERATION_OPTIONS' });
     await expect(createEngine({} as PretrainedModel)).rejects.toMatchObject({ code: 'BAD_INPUT' });
+    const engine = await createEngine(model);
+    const padded = (await readTensors(join(FIXTURE_DIR, 'ernie-tiny/cases/batch-padded/inputs.safetensors'))) as Record<string, HostTensor>;
+    await expect(engine.generate(padded, { maxNewTokens: 2 })).rejects.toMatchObject({ code: 'BAD_INPUT' });
+    const ids = new BigInt64Array(4097).fill(5n);
+    const long = { input_ids: { dtype: 'int64', data: ids, dims: [1, ids.length] } } as unknown as Record<string, HostTensor>;
+    await expect(engine.generate(long, { maxNewTokens: 2 })).rejects.toMatchObject({ code: 'PROMPT_TOO_LONG' });
+    await engine.close();
     const inGraph = await load('ernie', { name: "loop 'graph'", options: { profile: { loop: 'graph' } }, bound: () => 0 });
     await expect(createEngine(inGraph)).rejects.toMatchObject({ code: 'DECODE_LOOP_UNAVAILABLE' });
   });
