@@ -43,6 +43,26 @@ describe('server faults and lifecycle on ernie-tiny', () => {
     }
   });
 
+  it('close(): /health says closing, new requests 503, a long request past the grace period ends in 503 shutdown', async () => {
+    const s = await serve(model, NAME);
+    const post = () =>
+      fetch(`${s.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: NAME, max_tokens: 3000, messages: [{ role: 'user', content: 'Write a long story.' }] }),
+      });
+    const long = post();
+    await expect.poll(() => s.engine.stats().running, { timeout: 20_000 }).toBe(1);
+    const closed = s.server.close({ graceMs: 200 });
+    expect((await fetch(`${s.url}/health`)).status).toBe(503);
+    expect((await post()).status).toBe(503);
+    const r = await long;
+    expect(r.status).toBe(503);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('shutdown');
+    await closed;
+    expect(s.engine.stats()).toMatchObject({ running: 0, queued: 0 });
+  });
+
   describe('with a short deadline', () => {
     let s: Served;
     beforeAll(async () => {

@@ -206,6 +206,7 @@ export function createServer(options: ServerOptions): VlmServer {
       if (request.stream) return await streamAnswer(answer, head, request.includeUsage, reply, cancel.signal, deadlineMs);
       const r = await answer.whole();
       if (cancel.signal.reason === DEADLINE) throw deadlineError(deadlineMs);
+      if (cancel.signal.reason === SHUTDOWN) throw shutdownError();
       return {
         ...head,
         object: 'chat.completion',
@@ -258,6 +259,10 @@ const SHUTDOWN = 'shutdown';
 
 function deadlineError(ms: number): ApiError {
   return new ApiError(504, 'server_error', 'deadline_exceeded', `the request ran past the server's deadline of ${ms} ms and was cancelled`);
+}
+
+function shutdownError(): ApiError {
+  return new ApiError(503, 'server_error', 'shutdown', 'the server shut down before the answer ended: send the request again');
 }
 
 function unknownModel(name: string, param: string): ApiError {
@@ -378,7 +383,7 @@ async function streamAnswer(
     const r = await answer.end();
     if (r.rest !== '') chunk({ content: r.rest });
     if (cancelled.reason === DEADLINE) throw deadlineError(deadlineMs);
-    if (cancelled.reason === SHUTDOWN) throw new ApiError(503, 'server_error', 'shutdown', 'the server shut down before the answer ended');
+    if (cancelled.reason === SHUTDOWN) throw shutdownError();
     chunk({}, r.finishReason);
     if (includeUsage) send({ ...head, object: 'chat.completion.chunk', choices: [], usage: r.usage });
   } catch (e) {
