@@ -104,6 +104,35 @@ for (const name of TINY_MODELS) {
       }
     });
 
+    it('samples with temperature, top_p and seed as chat() does with the same options', async () => {
+      const expected = await model
+        .chat(
+          [
+            {
+              role: 'user',
+              content: [
+                { type: 'image', path: image },
+                { type: 'text', text: prompt },
+              ],
+            },
+          ],
+          {
+            maxNewTokens: 12,
+            temperature: 0.8,
+            topP: 0.9,
+            seed: 7,
+          },
+        )
+        .summary();
+      const body = { model: name, messages: await messages(), max_tokens: 12, temperature: 0.8, top_p: 0.9, seed: 7 };
+      const r = await s.client.chat.completions.create(body);
+      expect(r.choices[0]!.message.content).toBe(expected.text);
+      // Another seed samples another answer (the greedy one is not what the seed gives back).
+      const other = await s.client.chat.completions.create({ ...body, seed: 8 });
+      const greedy = await runAnswer(model, image, prompt, 12);
+      expect([other.choices[0]!.message.content, greedy.text]).not.toEqual([expected.text, expected.text]);
+    });
+
     it('lists the model and says it is healthy', async () => {
       const models = await s.client.models.list();
       expect(models.data.map((m) => m.id)).toEqual([name]);
