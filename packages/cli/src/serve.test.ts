@@ -165,3 +165,28 @@ describe('vlmkit serve SIGTERM past the grace period', () => {
     }
   });
 });
+
+describe('vlmkit serve options', () => {
+  const model = join(FIXTURE_DIR, 'ernie-tiny');
+  for (const [args, message] of [
+    [['--port', 'http'], /--port must be a number/],
+    [['--port', '70000'], /--port must be an integer in \[0, 65535\]/],
+    [['--max-batch', '0'], /--max-batch must be an integer in \[1, /],
+    [['--max-queue', '-1'], /--max-queue must be an integer in \[0, /],
+    [['--grace-seconds', '1.5'], /--grace-seconds must be an integer/],
+    [['--media-dir', join(FIXTURE_DIR, 'ernie-tiny', 'config.json')], /--media-dir .* is not a directory/],
+  ] as const) {
+    it(`refuses ${args.join(' ')} before loading anything (exit 2)`, async () => {
+      let err = '';
+      const code = await main(['serve', '--model', model, ...args], () => undefined, { tty: false, err: (s) => void (err += s) });
+      expect(code).toBe(2);
+      expect(err).toMatch(message);
+    });
+  }
+
+  it('--help prints the serve usage', async () => {
+    let out = '';
+    expect(await main(['serve', '--help'], (s) => void (out += s))).toBe(0);
+    expect(out).toMatch(/^usage: vlmkit serve --model DIR \[--host 127\.0\.0\.1\]/);
+  });
+});
