@@ -178,7 +178,12 @@ describe('vlmkit serve options', () => {
   ] as const) {
     it(`refuses ${args.join(' ')} before loading anything (exit 2)`, async () => {
       let err = '';
-      const code = await main(['serve', '--model', model, ...args], () => undefined, { tty: false, err: (s) => void (err += s) });
+      const code = await main(['serve', '--model', model, ...args], () => undefined, {
+        tty: false,
+        err: (s) => {
+          err += s;
+        },
+      });
       expect(code).toBe(2);
       expect(err).toMatch(message);
     });
@@ -186,7 +191,10 @@ describe('vlmkit serve options', () => {
 
   it('--help prints the serve usage', async () => {
     let out = '';
-    expect(await main(['serve', '--help'], (s) => void (out += s))).toBe(0);
+    const code = await main(['serve', '--help'], (s) => {
+      out += s;
+    });
+    expect(code).toBe(0);
     expect(out).toMatch(/^usage: vlmkit serve --model DIR \[--host 127\.0\.0\.1\]/);
   });
 });
