@@ -4,13 +4,12 @@ import { randomUUID } from 'node:crypto';
 import type { ChatEngine } from '@vlmkit/models';
 import { DEFAULT_MAX_PIXELS } from '@vlmkit/processors';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { Answer, CLIENT_GONE, DEADLINE, deadlineError, SHUTDOWN, shutdownError, streamAnswer } from './answer.js';
 import { bearerMatches } from './auth.js';
-import { ApiError } from './errors.js';
+import { ApiError, toApiError } from './errors.js';
 import type { RemoteMediaLimits } from './media.js';
 import { serverMetrics } from './metrics.js';
 import { CHAT_COMPLETION_SCHEMA, type ChatCompletionBody, chatRequest, type EngineRequest, type RequestLimits } from './request.js';
-import { StopMatcher } from './stop.js';
-import { validationError } from './validation.js';
 
 export interface ServerOptions {
   /** The engine that answers (createEngine(model)); a promise while the model loads: /health says 503 until then. */
@@ -253,18 +252,6 @@ function withResolvers(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-const CLIENT_GONE = 'client disconnected';
-const DEADLINE = 'deadline';
-const SHUTDOWN = 'shutdown';
-
-function deadlineError(ms: number): ApiError {
-  return new ApiError(504, 'server_error', 'deadline_exceeded', `the request ran past the server's deadline of ${ms} ms and was cancelled`);
-}
-
-function shutdownError(): ApiError {
-  return new ApiError(503, 'server_error', 'shutdown', 'the server shut down before the answer ended: send the request again');
-}
-
 function unknownModel(name: string, param: string): ApiError {
   return new ApiError(
     404,
@@ -273,155 +260,4 @@ function unknownModel(name: string, param: string): ApiError {
     `the model '${name.slice(0, 100)}' is not served here (GET /v1/models lists the names)`,
     param,
   );
-}
-
-interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
-/** One request's run in the engine: its pieces cut at the stop strings, its usage and metrics once it ends. */
-class Answer {
-  readonly #stream: AsyncIterator<string>;
-  readonly #summary: () => Promise<{ promptTokens: number; newTokens: number; finishReason: string }>;
-  readonly #matcher: StopMatcher;
-  readonly #stopped = new AbortController();
-  #first: number | undefined;
-
-  constructor(
-    engine: ChatEngine,
-    request: EngineRequest,
-    signal: AbortSignal,
-    readonly start: number,
-    readonly metrics: ReturnType<typeof serverMetrics>,
-  ) {
-    const stream = engine.chat(request.messages, { ...request.options, signal: AbortSignal.any([signal, this.#stopped.signal]) });
-    this.#stream = stream[Symbol.asyncIterator]();
-    this.#summary = () => stream.summary();
-    this.#matcher = new StopMatcher(request.stop);
-  }
-
-  /** The next text to send ('' when a piece is held back), or undefined once the engine's stream has ended. */
-  async next(): Promise<string | undefined> {
-    const r = await this.#stream.next();
-    if (r.done) return undefined;
-    this.#first ??= performance.now();
-    const text = this.#matcher.push(r.value);
-    // The stop string has been seen: the engine stops this request after its current step.
-    if (this.#matcher.stopped) this.#stopped.abort();
-    return text;
-  }
-
-  /** After the stream: the text held back, why the answer ended, the usage; the metrics are recorded. */
-  async end(): Promise<{ rest: string; finishReason: 'stop' | 'length'; usage: Usage }> {
-    const rest = this.#matcher.flush();
-    const s = await this.#summary();
-    const end = performance.now();
-    this.metrics.tokensGenerated.inc(s.newTokens);
-    if (this.#first !== undefined) {
-      this.metrics.timeToFirstToken.observe((this.#first - this.start) / 1000);
-      if (s.newTokens > 1) this.metrics.timePerOutputToken.observe((end - this.#first) / 1000 / (s.newTokens - 1));
-    }
-    return {
-      rest,
-      finishReason: s.finishReason === 'length' && !this.#matcher.stopped ? 'length' : 'stop',
-      usage: { prompt_tokens: s.promptTokens, completion_tokens: s.newTokens, total_tokens: s.promptTokens + s.newTokens },
-    };
-  }
-
-  async whole(): Promise<{ text: string; finishReason: 'stop' | 'length'; usage: Usage }> {
-    let text = '';
-    for (let piece = await this.next(); piece !== undefined; piece = await this.next()) text += piece;
-    const r = await this.end();
-    return { text: text + r.rest, finishReason: r.finishReason, usage: r.usage };
-  }
-
-  /** Ends the engine's stream early (an error after the headers were sent). */
-  async cancel(): Promise<void> {
-    this.#stopped.abort();
-    await this.#stream.return?.();
-  }
-}
-
-/**
- * Server-sent events in OpenAI's chunk format. The first piece is awaited before the headers, so a request the
- * engine refuses (a video FFmpeg cannot read, a prompt past the model's context) still gets its 4xx.
- */
-async function streamAnswer(
-  answer: Answer,
-  head: { id: string; created: number; model: string },
-  includeUsage: boolean,
-  reply: FastifyReply,
-  cancelled: AbortSignal,
-  deadlineMs: number,
-): Promise<FastifyReply> {
-  let piece: string | undefined;
-  try {
-    piece = await answer.next();
-  } catch (e) {
-    await answer.cancel().catch(() => undefined);
-    throw e;
-  }
-  const res = reply.raw;
-  reply.hijack();
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  const send = (data: unknown) => {
-    if (!res.destroyed) res.write(`data: ${JSON.stringify(data)}\n\n`);
-  };
-  const usage = includeUsage ? { usage: null } : {};
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-    send({ ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usage });
-  chunk({ role: 'assistant', content: '' });
-  try {
-    for (; piece !== undefined; piece = await answer.next()) if (piece !== '') chunk({ content: piece });
-    const r = await answer.end();
-    if (r.rest !== '') chunk({ content: r.rest });
-    if (cancelled.reason === DEADLINE) throw deadlineError(deadlineMs);
-    if (cancelled.reason === SHUTDOWN) throw shutdownError();
-    chunk({}, r.finishReason);
-    if (includeUsage) send({ ...head, object: 'chat.completion.chunk', choices: [], usage: r.usage });
-  } catch (e) {
-    // The headers are gone: the error travels as an event, as OpenAI's streaming API sends it.
-    send(toApiError(e).body());
-  }
-  if (!res.destroyed) res.end('data: [DONE]\n\n');
-  return reply;
-}
-
-/** Any error as the OpenAI error it becomes: ours as they are, fastify's 4xx by status, the engine's by code. */
-function toApiError(error: unknown): ApiError {
-  if (error instanceof ApiError) return error;
-  const e = error as FastifyError & { validation?: unknown[] };
-  if (Array.isArray(e.validation)) return validationError(e);
-  const code = typeof e.code === 'string' ? e.code : '';
-  if (e.statusCode === 413)
-    return new ApiError(413, 'invalid_request_error', 'body_too_large', `the request body is over the server's limit: ${e.message}`);
-  if (e.statusCode === 415)
-    return new ApiError(415, 'invalid_request_error', 'unsupported_media_type', `send the body as application/json: ${e.message}`);
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return new ApiError(
-      e.statusCode,
-      'invalid_request_error',
-      code.startsWith('FST_ERR_CTP') ? 'invalid_json' : 'invalid_request',
-      e.message,
-    );
-  }
-  if (
-    e.name === 'ProcessorError' ||
-    code === 'PROMPT_TOO_LONG' ||
-    code === 'PLACEHOLDER_MISMATCH' ||
-    code === 'BAD_INPUT' ||
-    code === 'BAD_GENERATION_OPTIONS'
-  ) {
-    return new ApiError(400, 'invalid_request_error', code.toLowerCase(), e.message, 'messages');
-  }
-  if (code === 'ENGINE_CLOSED')
-    return new ApiError(503, 'server_error', 'unavailable', 'the server is shutting down', null, { 'retry-after': '1' });
-  return new ApiError(500, 'server_error', 'internal_error', 'the server failed to answer this request (see its log)');
 }
