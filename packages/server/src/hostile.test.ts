@@ -278,6 +278,15 @@ describe('hostile requests to POST /v1/chat/completions', () => {
     expect(streamed).toBe(alone.choices[0]!.message.content);
   });
 
+  it('fetches from a public address (with remote media allowed): refused only for failing to connect here', async () => {
+    const r = await post(withImage('http://93.184.216.34/a.png'));
+    const { error } = (await r.json()) as { error: { code: string; param: string } };
+    expect(r.status).toBe(400);
+    expect(error.param).toBe(part);
+    // The test machine has no route out: the fetch fails or times out (2 s here); the address was not refused.
+    expect(['remote_media_failed', 'remote_media_timeout']).toContain(error.code);
+  });
+
   it('still serves normally afterwards: a file under --media-dir gives the data URL answer', async () => {
     type Body = { choices: { message: { content: string } }[] };
     const a = (await (await post(withImage('photo.jpg'))).json()) as Body;

@@ -120,55 +120,58 @@ async function mediaFile(path: string, param: string, o: MediaOptions): Promise<
   }
 }
 
-/** Addresses no remote media request may reach (IANA special-purpose registries, RFC 6890 and its successors). */
-const BLOCKED = (() => {
-  const b = new BlockList();
-  for (const [net, bits] of [
-    ['0.0.0.0', 8],
-    ['10.0.0.0', 8],
-    ['100.64.0.0', 10],
-    ['127.0.0.0', 8],
-    ['169.254.0.0', 16],
-    ['172.16.0.0', 12],
-    ['192.0.0.0', 24],
-    ['192.0.2.0', 24],
-    ['192.88.99.0', 24],
-    ['192.168.0.0', 16],
-    ['198.18.0.0', 15],
-    ['198.51.100.0', 24],
-    ['203.0.113.0', 24],
-    ['224.0.0.0', 4],
-    ['240.0.0.0', 4],
-  ] as const)
-    b.addSubnet(net, bits, 'ipv4');
-  for (const [net, bits] of [
-    ['::', 128],
-    ['::1', 128],
-    ['::ffff:0:0', 96],
-    ['64:ff9b::', 96],
-    ['64:ff9b:1::', 48],
-    ['100::', 64],
-    ['2001::', 23],
-    ['2001:db8::', 32],
-    ['2002::', 16],
-    ['fc00::', 7],
-    ['fe80::', 10],
-    ['fec0::', 10],
-    ['ff00::', 8],
-  ] as const)
-    b.addSubnet(net, bits, 'ipv6');
-  return b;
-})();
+/**
+ * Addresses no remote media request may reach (IANA special-purpose registries, RFC 6890 and its successors).
+ * Two lists: node's BlockList checks an IPv4 address against IPv6 rules as IPv4-mapped, so `::ffff:0:0/96` in
+ * a shared list would block every IPv4 address.
+ */
+const BLOCKED_V4 = new BlockList();
+const BLOCKED_V6 = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  BLOCKED_V4.addSubnet(net, bits, 'ipv4');
+// IPv4-mapped (::ffff:0:0/96) and NAT64 (64:ff9b::/96) addresses name IPv4 hosts: refused whole.
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['::ffff:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  BLOCKED_V6.addSubnet(net, bits, 'ipv6');
 
-/** Whether `address` is private, loopback, link-local, reserved or embeds such an IPv4 address. */
+/** Whether `address` is private, loopback, link-local, reserved, or an IPv6 form of an IPv4 host. */
 export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
+  if (family === 4) return BLOCKED_V4.check(address, 'ipv4');
   if (family !== 6) return true;
-  // IPv4-mapped and -compatible forms (::ffff:10.0.0.1, ::ffff:a00:1) name an IPv4 host: check that too.
-  const mapped = /^::(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (mapped !== undefined && BLOCKED.check(mapped, 'ipv4')) return true;
-  return BLOCKED.check(address, 'ipv6');
+  // The deprecated IPv4-compatible form (::10.0.0.1) is not under ::ffff:0:0/96: check the IPv4 address it holds.
+  const compatible = /^::(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1];
+  if (compatible !== undefined && BLOCKED_V4.check(compatible, 'ipv4')) return true;
+  return BLOCKED_V6.check(address, 'ipv6');
 }
 
 /** GET `url` at an address checked first, without redirects, within the size and time limits. */
