@@ -180,6 +180,8 @@ describe('hostile requests to POST /v1/chat/completions', () => {
     { name: 'a FIFO', body: withImage('fifo.jpg'), status: 400, param: part, code: 'invalid_path' },
     { name: 'a broken file under --media-dir', body: withImage('broken.png'), status: 400, param: part, code: 'invalid_image' },
     { name: 'an ftp: URL', body: withImage('ftp://example.com/a.png'), status: 400, param: part, code: 'unsupported_url' },
+    { name: 'an http URL without a host', body: withImage('http://'), status: 400, param: part, code: 'invalid_url' },
+    { name: 'an unclosed IPv6 host', body: withImage('http://[::1/a.png'), status: 400, param: part, code: 'invalid_url' },
     { name: 'a loopback URL', body: withImage('http://127.0.0.1:1/a.png'), status: 400, param: part, code: 'remote_media_forbidden' },
     { name: 'localhost', body: withImage('http://localhost/a.png'), status: 400, param: part, code: 'remote_media_forbidden' },
     { name: 'an IPv6 loopback URL', body: withImage('http://[::1]:8000/a.png'), status: 400, param: part, code: 'remote_media_forbidden' },

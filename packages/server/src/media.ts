@@ -46,7 +46,13 @@ export async function readMedia(url: string, param: string, o: MediaOptions): Pr
         `${param}: remote URLs are refused; start the server with --allow-remote-media to fetch them`,
       );
     }
-    return { bytes: await fetchRemote(new URL(url), param, o.remote) };
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw badRequest(param, 'invalid_url', `${param}: not a valid URL`);
+    }
+    return { bytes: await fetchRemote(parsed, param, o.remote) };
   }
   if (scheme !== undefined && scheme !== 'file' && !/^[a-z]:[\\/]/i.test(url)) {
     throw badRequest(
