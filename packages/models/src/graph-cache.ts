@@ -15,31 +15,14 @@
 //   <root>/vlmkit-<name>-<key>.json        the entry: the input files' stamps, the digests of the two files
 //                                           above; written last, so an entry without it is an unfinished build
 //
-// The key reads no weight bytes: the graph as the builders wrote it (nodes, initializer descriptions and where
-// each lies), the passes it is to be rewritten with (by name and options, and the code of onnx-graph that runs
-// them), and each input file's stamp (size, mtime, ctime, inode, device). The passes run only when the graph is
-// written, so a cached load skips them. ctime changes on every write and cannot be set back,
-// so a checkpoint changed or replaced in place (`cp -p`, same size and mtime) gets another key and is built
-// again, never served another checkpoint's graph; a copy of a checkpoint elsewhere is built again too.
+// The key (cache-key.ts) reads no weight bytes.
 // Nothing in the cache is an alias (hard link, symlink) of a user's file: the cache is disposable, and whatever
 // a user or a tool does to a cache file must never reach a checkpoint.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import {
-  type ComputeDType,
-  deferredPassKey,
-  everyNode,
-  type Graph,
-  onnx,
-  relocateExternalData,
-  runDeferredPasses,
-  saveModel,
-  tensorByteLength,
-} from '@vlmkit/onnx-graph';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { type ComputeDType, everyNode, type Graph, onnx, relocateExternalData, runDeferredPasses, saveModel } from '@vlmkit/onnx-graph';
 import { checkpointFiles, describeFileKind } from '@vlmkit/safetensors';
 import {
   cacheFileStamp,
@@ -54,15 +37,9 @@ import {
   stampOf,
   writeAtomic,
 } from './cache-files.js';
+import { describe, FORMAT, type GraphDescription, referencedBytes, rewritten } from './cache-key.js';
 import { ModelError } from './errors.js';
 
-/**
- * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
- * cleaned. 5: weights referenced in the checkpoint, the key on input files' stamps (docs/graph-cache.md). 6:
- * locations written relative to the entry's `folder` at build, so that a load serves the bytes as stored. 7: the
- * key on the graph before its passes (`deferPasses`), which a cached load then skips.
- */
-const FORMAT = 7;
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
 /** Hard links of checkpoint files made by format 3; removed by `clean` (unlinking a name never changes the file). */
@@ -180,45 +157,35 @@ export class GraphCache {
 
   /**
    * The key of a graph built from `checkpointDir`: its nodes, inputs, outputs and initializer descriptions
-   * (a checkpoint tensor by file and byte range), and the stamp of every .safetensors file of the checkpoint
-   * (lazy tensors read those), of every other file an initializer reads, and of `extraFiles`. No weight is read.
+   * (a checkpoint tensor by file and byte range) as built, the passes waiting on it, and the stamp of every
+   * .safetensors file of the checkpoint (lazy tensors read those), of every other file an initializer reads,
+   * and of `extraFiles`. No weight is read.
    */
-  async key(g: Graph, checkpointDir: string, extraFiles: readonly string[] = []): Promise<{ key: string; inputs: Record<string, Stamp> }> {
+  async key(
+    g: Graph,
+    checkpointDir: string,
+    extraFiles: readonly string[] = [],
+  ): Promise<{ key: string; inputs: Record<string, Stamp>; graph: GraphDescription }> {
     const inputs: Record<string, Stamp> = {};
-    // Thousands of initializers lie in a few files: each path resolved and stamped once.
-    const stamps = new Map<string, Promise<string>>();
-    const stamp = async (path: string): Promise<string> => {
+    const stamped = async (path: string): Promise<string> => {
       const real = await realpath(path);
       inputs[real] ??= await stampOf(real);
       const s = inputs[real];
       return `${real}:${s.size}:${s.mtimeMs}:${s.ctimeMs}:${s.ino}:${s.dev}`;
     };
-    const stamped = (path: string): Promise<string> => {
-      let s = stamps.get(path);
-      if (s === undefined) stamps.set(path, (s = stamp(path)));
-      return s;
-    };
-    const snap = g.snapshot();
-    const h = createHash('sha256');
-    h.update(JSON.stringify({ format: FORMAT, name: snap.name, opset: snap.opset, domains: snap.domains, nodes: snap.nodes }));
-    h.update(JSON.stringify([...snap.inputs, ...snap.outputs].map((v) => [v.name, v.dtype, v.shape])));
-    h.update(`passes:${deferredPassKey(g)}:${passesCode()}`);
-    // The nodes already differ per compute dtype (casts, input types); stated too, so no two dtypes can share a key.
-    if (g.computeDtype !== 'float32') h.update(`compute-dtype:${g.computeDtype}`);
-    for (const { name, ref } of snap.initializers) {
-      const where = ref.kind === 'file' ? [await stamped(ref.path), ref.byteOffset, ref.byteLength] : ref.kind;
-      h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
-    }
+    const graph = rewritten.get(g) ?? (await describe(g));
+    const h = createHash('sha256').update(graph.digest);
+    for (const f of graph.files) h.update(`file:${await stamped(f)}`);
     for (const f of (await checkpointFiles(checkpointDir)).files) h.update(`shard:${basename(f)}:${await stamped(f)}`);
     for (const f of extraFiles) h.update(`extra:${basename(f)}:${await stamped(f)}`);
-    return { key: h.digest('hex').slice(0, 24), inputs };
+    return { key: h.digest('hex').slice(0, 24), inputs, graph };
   }
 
   /** The graph in the cache: verified when found, built (and the entry written) when missing or damaged. */
   async get(g: Graph, name: string, checkpointDir: string, extraFiles: readonly string[] = []): Promise<CacheHit> {
     const checkpoint = await realpath(checkpointDir);
     await this.clean();
-    const { key, inputs } = await this.key(g, checkpoint, extraFiles);
+    const { key, inputs, graph } = await this.key(g, checkpoint, extraFiles);
     const base = `vlmkit-${name}-${key}`;
     const entryPath = join(this.root, `${base}.json`);
     const entry = entryShape(await readJson<unknown>(entryPath));
@@ -229,6 +196,8 @@ export class GraphCache {
       await this.remove(base);
     }
     runDeferredPasses(g);
+    // Looked up again (a retry), the rewritten graph keeps the key it was built under.
+    rewritten.set(g, graph);
     const built = await this.build(g, { name, key, checkpoint, inputs }, base);
     await this.prune(name, checkpoint);
     return this.hit(built.entry, base, built.model, false);
@@ -492,20 +461,6 @@ function entryShape(json: unknown): Entry | undefined {
   return ok ? (e as Entry) : undefined;
 }
 
-/**
- * The bytes of checkpoint tensors `g` uses as ORT will hold them: 16-bit floats twice over in a float32 graph
- * (cast by ORT at session creation). A lower bound, like the rest of the memory check.
- */
-function referencedBytes(g: Graph): number {
-  let n = 0;
-  for (const { ref } of g.snapshot().initializers) {
-    if (ref.kind !== 'file') continue;
-    const widened = g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
-    n += (widened ? 2 : 1) * tensorByteLength(ref);
-  }
-  return n;
-}
-
 /** The external-data locations a model names. */
 function externalLocations(model: Uint8Array): Set<string> {
   const out = new Set<string>();
@@ -541,26 +496,4 @@ function alive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-let code: string | undefined;
-/**
- * A digest of @vlmkit/onnx-graph's code: the passes a key names run there, so another version of them (which
- * may write another graph from the same input) gets another key.
- */
-function passesCode(): string {
-  if (code === undefined) {
-    const dist = dirname(fileURLToPath(import.meta.resolve('@vlmkit/onnx-graph')));
-    const h = createHash('sha256');
-    const walk = (dir: string) => {
-      for (const d of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-        const path = join(dir, d.name);
-        if (d.isDirectory()) walk(path);
-        else if (d.name.endsWith('.js')) h.update(`${relative(dist, path)}\0`).update(readFileSync(path));
-      }
-    };
-    walk(dist);
-    code = h.digest('hex').slice(0, 16);
-  }
-  return code;
 }
