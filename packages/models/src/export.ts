@@ -177,7 +177,12 @@ async function exportInto(
     const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
     const build = portableDecoder(computeDtype, options.quantize);
     const weights = await family.weights(ckpt, config, { adapter, decoder: build });
-    const vision = await writeGraph(family.visionGraph(config, weights, { computeDtype, quantize: undefined }), out, 'vision_encoder', t);
+    const vision = await writeGraph(
+      family.visionGraph(config, weights, { computeDtype, quantize: undefined, passes: [] }),
+      out,
+      'vision_encoder',
+      t,
+    );
     const decoder = await writeGraph(family.decoderGraph(config, weights, build), out, 'decoder', t);
     manifest = {
       ...head(family.modelTypes[0], root, adapter ? resolve(options.adapter!) : null, files, vision, decoder, computeDtype),

@@ -100,10 +100,12 @@ export interface DecoderBuild {
   computeDtype: ComputeDType;
 }
 
-/** What the load options decide about the vision encoder's graph. */
+/** What the load options and the profile decide about the vision encoder's graph. */
 export interface VisionBuild {
   computeDtype: ComputeDType;
   quantize: QuantizeRequest | undefined;
+  /** The rewrites run on it after quantization, in order (the profile's `visionPasses`). */
+  passes: readonly GraphPass[];
 }
 
 /** A model's part of a load: its graph-cache names, how its weights map, how its graphs are built. */
@@ -178,7 +180,7 @@ export function resolveLoad(options: LoadOptions): ResolvedLoad {
       emptyModalityIf: profile.emptyModalityIf,
       computeDtype,
     },
-    vision: { computeDtype, quantize: quantize.vision },
+    vision: { computeDtype, quantize: quantize.vision, passes: resolvePasses(profile.visionPasses) },
     session: {
       cacheDir: options.cacheDir,
       device: options.device,

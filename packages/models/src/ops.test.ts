@@ -6,7 +6,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, moeExpertsPass, OP_SETS, type OpSet } from '@vlmkit/onnx-graph';
+import { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, moeExpertsPass, OP_SETS, type OpSet, storedLayoutPass } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveLoad } from './model-load.js';
 import { OPS_FIELDS, PROFILES, resolveProfile } from './profiles.js';
@@ -104,20 +104,22 @@ describe('the graphs built', () => {
 });
 
 describe('the decoder passes of each profile', () => {
-  it("cpu: the append pass, cuda: the contrib passes and the MoE one before it, no empty-modality If; '--ops' sets both fields", () => {
+  it("cpu: the append pass, cuda: the contrib passes and the MoE one before it, no empty-modality If; both: stored-layout last; '--ops' sets both fields", () => {
     const names = (passes: readonly { name: string }[]) => passes.map((p) => p.name);
-    const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES];
-    expect(PROFILES.cpu).toMatchObject({ decoderPasses: names(APPEND_ATTENTION_PASSES), emptyModalityIf: true });
-    expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), emptyModalityIf: false });
+    const cpuPasses = [...APPEND_ATTENTION_PASSES, storedLayoutPass];
+    const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
+    expect(PROFILES.cpu).toMatchObject({ decoderPasses: names(cpuPasses), visionPasses: ['stored-layout'], emptyModalityIf: true });
+    expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), visionPasses: ['stored-layout'], emptyModalityIf: false });
     expect(resolveProfile(OPS_FIELDS.contrib, 'cpu')).toMatchObject({ ...OPS_FIELDS.contrib, kvCache: 'append' });
-    expect(resolveProfile(OPS_FIELDS.onnx, 'cuda')).toMatchObject({ ...OPS_FIELDS.onnx, decoderPasses: names(APPEND_ATTENTION_PASSES) });
+    expect(resolveProfile(OPS_FIELDS.onnx, 'cuda')).toMatchObject({ ...OPS_FIELDS.onnx, decoderPasses: names(cpuPasses) });
   });
 
   it('the load resolves the names to the passes the builders used to apply themselves, in their order', () => {
     const cuda = resolveLoad({ device: 'cpu', profile: 'cuda' }).decoder;
-    expect(cuda.passes).toEqual([...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES]);
+    expect(cuda.passes).toEqual([...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass]);
     expect(cuda.emptyModalityIf).toBe(false);
-    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual(APPEND_ATTENTION_PASSES);
+    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual([...APPEND_ATTENTION_PASSES, storedLayoutPass]);
+    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutPass]);
   });
 
   it('a pass name that is not one, and the old ops field, are refused by name', () => {

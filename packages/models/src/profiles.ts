@@ -18,11 +18,10 @@ export interface Profile {
   readonly kvCache: KvCacheMode;
   /** Where the generation loop runs (`DecodeLoop`): one decoder graph per load. */
   readonly loop: DecodeLoop;
-  /**
-   * The rewrites run on the decoder graph after it is built, in order (onnx-graph `PASSES`, by name). The vision
-   * encoder's graph runs none: no pass is measured to help it.
-   */
+  /** The rewrites run on the decoder graph after it is built, in order (onnx-graph `PASSES`, by name). */
   readonly decoderPasses: readonly PassName[];
+  /** The rewrites run on the vision encoder's graph after it is built, in order. */
+  readonly visionPasses: readonly PassName[];
   /**
    * ERNIE: run the vision router and experts in an If that skips them when no token is a vision one (moe-decoder
    * `ErnieMoeOptions.emptyModalityIf`); false runs them on the empty modality instead.
@@ -57,7 +56,9 @@ const CPU: Profile = {
   // models README "Decoder passes" (tools/bench/ops-ab.mjs): the contrib passes prefill faster but decode slower.
   // An 'append' cache is read in place (float32 only; the pass matches nothing in a 'concat' or loop graph).
   // No 'moe-experts' (ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
-  decoderPasses: ['append-attention'],
+  // models README "The graph cache": float32 weights read as the checkpoint stores them, no transposed copy.
+  decoderPasses: ['append-attention', 'stored-layout'],
+  visionPasses: ['stored-layout'],
   // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
   emptyModalityIf: true,
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
@@ -85,7 +86,8 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     // and every contrib node stayed on the device in the placement list; ERNIE's experts are one MoE kernel
     // per modality. A quantized decoder's experts stay MatMulNBits: 'qmoe-experts' waits for the placement list
     // (tools/gpu/README.md: CUDA's QMoE takes 16-bit activations only).
-    decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'moe-experts', 'append-attention'],
+    // 'stored-layout' is the CPU's choice, not measured on CUDA (cuBLAS takes a transposed operand as such).
+    decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'moe-experts', 'append-attention', 'stored-layout'],
     // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
     emptyModalityIf: false,
   },
@@ -104,15 +106,18 @@ export const OPS_FIELDS: Readonly<Record<OpSet, ProfileOverrides>> = {
 
 const KV_CACHE_MODES = ['append', 'concat'] as const satisfies readonly KvCacheMode[];
 
+const PASS_LIST: [(v: unknown) => boolean, string] = [
+  (v) => Array.isArray(v) && v.every((n) => (PASS_NAMES as readonly unknown[]).includes(n)),
+  `a list of pass names (${PASS_NAMES.join(', ')})`,
+];
+
 /** What each field accepts: a list of values, or a check with what it expects. */
 const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) => boolean, string] } = {
   name: [(v) => typeof v === 'string' && v !== '', 'a non-empty string'],
   kvCache: KV_CACHE_MODES,
   loop: DECODE_LOOPS,
-  decoderPasses: [
-    (v) => Array.isArray(v) && v.every((n) => (PASS_NAMES as readonly unknown[]).includes(n)),
-    `a list of pass names (${PASS_NAMES.join(', ')})`,
-  ],
+  decoderPasses: PASS_LIST,
+  visionPasses: PASS_LIST,
   emptyModalityIf: [true, false],
   visionSession: VISION_SESSION_MODES,
   prepack: [true, false, 'quantized'],

@@ -138,8 +138,10 @@ describe.each([
     expect(opCount(floatGraph!, 'MatMulNBits')).toBe(0);
     const linears = opCount(quantGraph, 'MatMulNBits');
     expect(linears).toBeGreaterThan(4);
-    // Every float MatMul with a weight became MatMulNBits: what MatMuls remain multiply activations (attention).
-    expect(opCount(quantGraph, 'MatMul')).toBe(opCount(floatGraph!, 'MatMul') - linears);
+    // Every float product with a weight (a MatMul, or a FusedMatMul on the stored layout) became MatMulNBits:
+    // what products remain multiply activations (attention).
+    const products = (file: string) => opCount(file, 'MatMul') + opCount(file, 'FusedMatMul');
+    expect(products(quantGraph)).toBe(products(floatGraph!) - linears);
     const a = agreement(q.data as Float32Array, float.data as Float32Array, q.dims);
     console.info(
       `[${model}] quantize.vision int8: ${linears} MatMulNBits, last-token cosine ${a.cosine.toFixed(5)}, top-1 ${a.top1}, rel error ${relError(q.data as Float32Array, float.data as Float32Array).toExponential(2)}`,

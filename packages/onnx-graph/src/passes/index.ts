@@ -4,6 +4,7 @@ import { contribAttentionPass } from './contrib-attention.js';
 import { moeExpertsPass, qmoeExpertsPass } from './moe-experts.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
+import { storedLayoutPass } from './stored-layout.js';
 
 /**
  * The passes a profile names, by their stable `name` (`resolvePasses`; the CLI's and the benchmarks'
@@ -18,6 +19,7 @@ export const PASSES = {
   'append-attention': appendAttentionPass,
   'moe-experts': moeExpertsPass,
   'qmoe-experts': qmoeExpertsPass,
+  'stored-layout': storedLayoutPass,
 } as const satisfies Readonly<Record<string, GraphPass>>;
 
 export type PassName = keyof typeof PASSES;
