@@ -140,7 +140,15 @@ for (const name of TINY_MODELS) {
       const metrics = await (await fetch(`${s.url}/metrics`)).text();
       expect(metrics).toMatch(/vlmkit_generated_tokens_total \d+/);
       expect(metrics).toMatch(/vlmkit_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} \d+/);
-      expect(metrics).toContain('vlmkit_time_to_first_token_seconds_bucket');
+      for (const name of [
+        'vlmkit_time_to_first_token_seconds_bucket',
+        'vlmkit_time_per_output_token_seconds_bucket',
+        'vlmkit_queue_depth 0',
+        'vlmkit_running_requests 0',
+        'vlmkit_max_batch',
+        'process_resident_memory_bytes',
+      ])
+        expect(metrics).toContain(name);
     });
   });
 }
