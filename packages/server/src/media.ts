@@ -27,15 +27,17 @@ export interface MediaOptions {
   maxFileBytes: number;
 }
 
-/** The bytes of one image or video, and where they came from (for the temporary file a video needs). */
-export interface Media {
-  bytes: Uint8Array;
-  /** The real path of a media-dir file (the processor may read it itself), else undefined. */
-  path?: string | undefined;
-}
+/** One image's or video's bytes, or the checked real path of a media-dir file left for the processor to read. */
+export type Media = { bytes: Uint8Array } | { path: string };
 
-/** Reads the media a part's `url` names; `param` is the field's path for the error. */
-export async function readMedia(url: string, param: string, o: MediaOptions): Promise<Media> {
+/**
+ * Reads the media a part's `url` names; `param` is the field's path for the error. With `pathOnly` a media-dir
+ * file is checked (inside the directory, a regular file, within the size limit) but not read: a video's decoder
+ * reads the file itself.
+ */
+export async function readMedia(url: string, param: string, o: MediaOptions): Promise<{ bytes: Uint8Array }>;
+export async function readMedia(url: string, param: string, o: MediaOptions, pathOnly: true): Promise<Media>;
+export async function readMedia(url: string, param: string, o: MediaOptions, pathOnly = false): Promise<Media> {
   if (url.startsWith('data:')) return { bytes: dataUrl(url, param, o.maxFileBytes) };
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   if (scheme === 'http' || scheme === 'https') {
@@ -61,7 +63,7 @@ export async function readMedia(url: string, param: string, o: MediaOptions): Pr
       `${param}: the URL scheme '${scheme}:' is not supported (data:, a path under --media-dir, http(s) with --allow-remote-media)`,
     );
   }
-  return mediaFile(scheme === 'file' ? fileUrlPath(url, param) : url, param, o);
+  return mediaFile(scheme === 'file' ? fileUrlPath(url, param) : url, param, o, pathOnly);
 }
 
 /** `data:[<type>][;base64],<data>`: base64 only (media are binary). */
@@ -93,7 +95,7 @@ function fileUrlPath(url: string, param: string): string {
  * A regular file under the media directory: relative paths are taken from it, absolute ones must lie in it,
  * `..` is refused outright, and the file's real path (symbolic links followed) must still lie in it.
  */
-async function mediaFile(path: string, param: string, o: MediaOptions): Promise<Media> {
+async function mediaFile(path: string, param: string, o: MediaOptions, pathOnly: boolean): Promise<Media> {
   if (o.mediaDir === undefined) {
     throw badRequest(
       param,
@@ -120,7 +122,7 @@ async function mediaFile(path: string, param: string, o: MediaOptions): Promise<
     const s = await file.stat();
     if (!s.isFile()) throw refuse('not a regular file');
     if (s.size > o.maxFileBytes) throw badRequest(param, 'media_too_large', `${param}: the file is over ${o.maxFileBytes} bytes`);
-    return { bytes: await file.readFile(), path: real };
+    return pathOnly ? { path: real } : { bytes: await file.readFile() };
   } finally {
     await file.close();
   }

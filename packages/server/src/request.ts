@@ -216,9 +216,13 @@ async function chatMessages(list: ChatCompletionBody['messages'], limits: Reques
           if (typeof url !== 'string' || url === '')
             throw badRequest(`${field}.${key}.url`, 'invalid_type', `${field}.${key}.url must be a non-empty string`);
           const param = `${field}.${key}.url`;
-          const bytes = await readMedia(url, param, limits);
-          if (key === 'image_url') parts.push({ type: 'image', image: await image(bytes.bytes, param, limits) });
-          else parts.push({ type: 'video', path: bytes.path ?? (await videoFile(bytes.bytes, temporary)) });
+          if (key === 'image_url') {
+            const media = await readMedia(url, param, limits);
+            parts.push({ type: 'image', image: await image(media.bytes, param, limits) });
+          } else {
+            const media = await readMedia(url, param, limits, true);
+            parts.push({ type: 'video', path: 'path' in media ? media.path : await videoFile(media.bytes, temporary) });
+          }
         } else {
           throw badRequest(
             `${field}.type`,
