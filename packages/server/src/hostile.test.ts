@@ -80,6 +80,7 @@ describe('hostile requests to POST /v1/chat/completions', () => {
     { name: 'a text/plain body', request: () => post(JSON.stringify(ask('hi')), { ...auth, 'content-type': 'text/plain' }), status: 415 },
     { name: 'a body over the size limit', body: JSON.stringify(ask('x'.repeat(33 * 2 ** 20))), status: 413, code: 'body_too_large' },
     { name: '10 MB of text', body: ask('y'.repeat(10 * 2 ** 20)), status: 400, param: 'messages[0].content', code: 'prompt_too_long' },
+    { name: 'a prompt past the model context', body: ask('word '.repeat(6000)), status: 400, param: 'messages', code: 'prompt_too_long' },
     { name: 'no model', body: { messages: [{ role: 'user', content: 'hi' }] }, status: 400, param: 'model' },
     { name: 'an unknown model', body: { ...ask('hi'), model: 'gpt-4o' }, status: 404, param: 'model', code: 'model_not_found' },
     { name: 'model as a number', body: { ...ask('hi'), model: 7 }, status: 400, param: 'model' },
