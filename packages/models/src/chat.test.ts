@@ -1,23 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ChatMessage } from '@vlmkit/processors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_DIR } from './fixture-dir.js';
 import { readNamedTensors } from './inputs-file.js';
 import type { LoadProgress } from './progress.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
-
-const PROCESSORS = join(FIXTURE_DIR, 'processors');
-
-/** A processor fixture case's messages, with its image paths made absolute. */
-function caseMessages(family: string, name: string): ChatMessage[] {
-  const json = JSON.parse(readFileSync(join(PROCESSORS, family, 'cases', name, 'case.json'), 'utf8')) as { messages: ChatMessage[] };
-  return json.messages.map((m) =>
-    typeof m.content === 'string'
-      ? m
-      : { ...m, content: m.content.map((p) => (typeof p.path === 'string' ? { ...p, path: join(PROCESSORS, p.path) } : p)) },
-  );
-}
+import { caseMessages, PROCESSORS } from './test-utils/fixtures.js';
 
 async function collect(stream: AsyncIterable<string>): Promise<string[]> {
   const pieces: string[] = [];

@@ -3,10 +3,9 @@
 // requests with different prompts and images started while others decode give the same greedy ids, and logits
 // within 1e-4 at every step. Then the engine's lifecycle: a cancelled request frees its row, a bad request
 // fails alone, the KV memory limit holds, chat text equals model.chat's, close().
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChatMessage } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BatchScheduler } from './batch-scheduler.js';
@@ -17,7 +16,7 @@ import { FIXTURE_DIR } from './fixture-dir.js';
 import type { LoadOptions } from './model-load.js';
 import { PROFILES } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
-import { fixtureCases, readTensors } from './test-utils/fixtures.js';
+import { caseMessages, fixtureCases, PROCESSORS, readTensors } from './test-utils/fixtures.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'vlmkit-engine-test-'));
 const models = new Map<string, Promise<PretrainedModel>>();
@@ -65,24 +64,12 @@ function load(family: Family, v: Variant): Promise<PretrainedModel> {
   return m;
 }
 
-const PROCESSORS = join(FIXTURE_DIR, 'processors');
-
 /** The model's decoder as the engine drives it (every loaded model is a DecoderModel). */
 const decoderOf = (model: PretrainedModel) => (model as unknown as DecoderModel<never, never, never>).batchDecoder();
 const CHAT_CASES: Record<Family, string[]> = {
   ernie: ['image-photo', 'two-images', 'text-only', 'image-wide'],
   granite: ['image-photo', 'two-images', 'text-only', 'image-tiny'],
 };
-
-/** A processor fixture case's messages, its image paths made absolute. */
-function caseMessages(family: Family, name: string): ChatMessage[] {
-  const json = JSON.parse(readFileSync(join(PROCESSORS, family, 'cases', name, 'case.json'), 'utf8')) as { messages: ChatMessage[] };
-  return json.messages.map((m) =>
-    typeof m.content === 'string'
-      ? m
-      : { ...m, content: m.content.map((p) => (typeof p.path === 'string' ? { ...p, path: join(PROCESSORS, p.path) } : p)) },
-  );
-}
 
 /** The requests: the model fixture cases of one sequence (its checkpoint), then chat prompts with images made by the processor. */
 async function requests(family: Family, model: PretrainedModel): Promise<{ name: string; inputs: Record<string, HostTensor> }[]> {

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ChatMessage } from '@vlmkit/processors';
 
 import { FIXTURE_DIR as FIXTURES } from '../fixture-dir.js';
 
@@ -28,6 +29,19 @@ export function fixtureCases(model: string): FixtureCase[] {
 }
 
 export { readNamedTensors as readTensors } from '../inputs-file.js';
+
+/** The processor fixtures (test-fixtures/processors): images and per-family chat cases. */
+export const PROCESSORS = join(FIXTURES, 'processors');
+
+/** A processor fixture case's messages (test-fixtures/processors/<family>/cases/<name>), its image paths made absolute. */
+export function caseMessages(family: string, name: string): ChatMessage[] {
+  const json = JSON.parse(readFileSync(join(PROCESSORS, family, 'cases', name, 'case.json'), 'utf8')) as { messages: ChatMessage[] };
+  return json.messages.map((m) =>
+    typeof m.content === 'string'
+      ? m
+      : { ...m, content: m.content.map((p) => (typeof p.path === 'string' ? { ...p, path: join(PROCESSORS, p.path) } : p)) },
+  );
+}
 
 /** max |a - b| / max |b| over the entries `keep` selects. */
 export function relError(a: ArrayLike<number>, b: ArrayLike<number>, keep: (i: number) => boolean = () => true): number {
