@@ -121,8 +121,8 @@ for (const name of TINY_MODELS) {
           if (i % 4 === 3) expect(answers[i]).toBe('cancelled');
           else expect(answers[i], `${r.image} / ${r.prompt}`).toBe(solo.get(`${r.image}|${r.prompt}`));
         }
-        // Every request has left the engine: no running request, none queued (cancelled ones included).
-        await expect.poll(() => s.engine.stats(), { timeout: 20_000 }).toMatchObject({ running: 0, queued: 0 });
+        // Every request has left the engine (cancelled ones included): none running or queued, no KV cache held.
+        await expect.poll(() => s.engine.stats(), { timeout: 20_000 }).toMatchObject({ running: 0, queued: 0, kvBytes: 0 });
         // The cancelled streams stopped early: together they made far fewer tokens than they asked for.
         const cancelled = CONCURRENT / 4;
         expect(s.engine.stats().tokensGenerated - tokensBefore).toBeLessThan(
