@@ -62,14 +62,17 @@ const COMMANDS: Record<string, string> = {
             runnable by onnxruntime in any language (tools/export/run-exported.mjs is a plain Node example).
             OUT is a directory of its own: not inside the model or adapter directory, nor holding them`,
   serve: `serve     --model DIR [--host 127.0.0.1] [--port 8000] [--max-batch N] [--max-queue N] [--api-key KEY]
-            [--media-dir DIR] [--allow-remote-media] [--grace-seconds S]
+            [--media-dir DIR] [--allow-remote-media] [--served-model-name NAME ...] [--deadline-seconds S]
+            [--grace-seconds S]
             an OpenAI-compatible server (@vlmkit/server) on the model, loaded once: POST /v1/chat/completions
             (text, image_url and, for ERNIE, video_url parts; streaming), GET /v1/models, /health (503 until
             loaded), /metrics. Concurrent requests decode together in batches of up to --max-batch; up to
             --max-queue more wait (default 64), past that 429. --api-key (or VLMKIT_API_KEY): every route
             but /health needs Authorization: Bearer KEY. Images and videos come as data URLs, as paths
             under --media-dir, or as http(s) URLs with --allow-remote-media (never a private address).
-            SIGTERM or Ctrl-C: no new requests, the running ones get --grace-seconds (default 30), exit 0`,
+            Requests name the model by --served-model-name (repeatable; default the model directory's name)
+            and are cancelled after --deadline-seconds (default 600). SIGTERM or Ctrl-C: no new requests,
+            the running ones get --grace-seconds (default 30), exit 0`,
   inspect: `inspect   --model DIR [--adapter DIR] [--json]
             checks a checkpoint directory without building graphs: config.json, the weight files' headers
             (model.safetensors, else the index's shards), the weight mapping (names, shapes, dtypes), the adapter;
@@ -182,6 +185,8 @@ const OPTIONS = {
   'media-dir': { type: 'string' },
   'allow-remote-media': { type: 'boolean', default: false },
   'grace-seconds': { type: 'string' },
+  'deadline-seconds': { type: 'string' },
+  'served-model-name': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
@@ -439,7 +444,11 @@ export async function main(
         return 0;
       }
       case 'serve': {
-        const count = (flag: 'port' | 'max-batch' | 'max-queue' | 'grace-seconds', min: number, max = Number.MAX_SAFE_INTEGER) => {
+        const count = (
+          flag: 'port' | 'max-batch' | 'max-queue' | 'grace-seconds' | 'deadline-seconds',
+          min: number,
+          max = Number.MAX_SAFE_INTEGER,
+        ) => {
           const n = int(v[flag], flag);
           if (n !== undefined && !(n >= min && n <= max))
             throw new UsageError(`--${flag} must be an integer in [${min}, ${max}], got '${v[flag]}'`);
@@ -463,6 +472,8 @@ export async function main(
               mediaDir: v['media-dir'],
               allowRemoteMedia: v['allow-remote-media'],
               graceSeconds: count('grace-seconds', 0),
+              deadlineSeconds: count('deadline-seconds', 1),
+              names: v['served-model-name'],
               stop: shutdown.signal,
             },
             out,

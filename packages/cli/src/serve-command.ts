@@ -16,6 +16,10 @@ export interface ServeCommandOptions extends CommonOptions {
   apiKey?: string | undefined;
   mediaDir?: string | undefined;
   allowRemoteMedia?: boolean | undefined;
+  /** The names requests give as `model` (the first is the answers'); default the model directory's name. */
+  names?: readonly string[] | undefined;
+  /** Seconds a request may run before it is cancelled (default 600). */
+  deadlineSeconds?: number | undefined;
   /** Seconds the running requests get to finish once told to stop (default 30). */
   graceSeconds?: number | undefined;
   /** Ends the server (the command sets SIGTERM and SIGINT on it). */
@@ -35,18 +39,20 @@ export async function serveCommand(o: ServeCommandOptions, out: Out): Promise<vo
     model = m;
     return createEngine(m, { maxBatch: o.maxBatch });
   });
-  // The model's directory name is the name clients ask for (as vLLM's --served-model-name defaults to the path).
-  const name = basename(resolve(o.model));
+  // By default the model's directory name is the name clients ask for (vLLM's --served-model-name defaults to the path).
+  const names = o.names !== undefined && o.names.length > 0 ? o.names : [basename(resolve(o.model))];
   const server = createServer({
     engine,
-    model: name,
+    model: names,
     apiKey,
+    deadlineMs: o.deadlineSeconds === undefined ? undefined : o.deadlineSeconds * 1000,
     mediaDir: o.mediaDir,
     allowRemoteMedia: o.allowRemoteMedia,
     maxQueue: o.maxQueue,
   });
   const address = await server.listen({ host: o.host, port: o.port });
-  out(`vlmkit serve: listening on ${address} (model '${name}'${apiKey === undefined ? '' : ', API key required'}); loading the model\n`);
+  const named = names.map((n) => `'${n}'`).join(', ');
+  out(`vlmkit serve: listening on ${address} (model ${named}${apiKey === undefined ? '' : ', API key required'}); loading the model\n`);
   const stopped = new Promise<void>((resolve) => {
     if (o.stop.aborted) resolve();
     else o.stop.addEventListener('abort', () => resolve(), { once: true });

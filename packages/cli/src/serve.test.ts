@@ -146,6 +146,34 @@ for (const name of ['ernie-tiny', 'granite-tiny']) {
   });
 }
 
+describe('vlmkit serve --served-model-name and --deadline-seconds', () => {
+  it('answers to each name given, names the first in its answers, and cancels a request past the deadline (504)', async () => {
+    const s = await startServe([
+      '--model',
+      join(FIXTURE_DIR, 'ernie-tiny'),
+      '--api-key',
+      KEY,
+      '--served-model-name',
+      'tiny',
+      '--served-model-name',
+      'ernie',
+      '--deadline-seconds',
+      '1',
+    ]);
+    try {
+      expect(s.stdout()).toMatch(/\(model 'tiny', 'ernie', API key required\)/);
+      const short = (await (await chat(s.url, { model: 'ernie', max_tokens: 4 })).json()) as { model: string };
+      expect(short.model).toBe('tiny');
+      expect((await chat(s.url, { model: 'ernie-tiny', max_tokens: 4 })).status).toBe(404);
+      const long = await chat(s.url, { model: 'tiny', max_tokens: 3000 });
+      expect(long.status).toBe(504);
+    } finally {
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toEqual({ code: 0, signal: null });
+    }
+  });
+});
+
 describe('vlmkit serve SIGTERM past the grace period', () => {
   it('cancels a long stream after --grace-seconds, ends it with an error event and [DONE], exits 0', async () => {
     const s = await startServe(['--model', join(FIXTURE_DIR, 'ernie-tiny'), '--api-key', KEY, '--grace-seconds', '1']);
