@@ -238,6 +238,7 @@ export class BatchScheduler {
   }
 
   private finish(job: Job): void {
+    job.request.ended?.(job.tokens.length);
     job.resolve({ tokens: [job.tokens], timings: { prefillMs: job.prefillMs, stepMs: job.stepMs }, visionMs: job.visionMs });
   }
 

@@ -126,19 +126,23 @@ export abstract class FamilyModel<Config extends FamilyModelConfig, Inputs exten
     checkPromptLength(promptLength(inputs), max);
     const r = await super.generate(inputs, options);
     const steps = Math.max(0, ...r.tokens.map((t) => t.length));
-    const warning = pastMaxPositions(promptLength(inputs) + steps - 1, max);
-    if (warning) process.emitWarning(warning, { type: 'VlmkitWarning', code: 'PAST_MAX_POSITION_EMBEDDINGS' });
+    warnPastMaxPositions(promptLength(inputs) + steps - 1, max);
     return r;
   }
 
-  /** As DecoderModel's, each request's prompt refused when longer than max_position_embeddings (PROMPT_TOO_LONG). */
+  /**
+   * As DecoderModel's, with generate's checks of max_position_embeddings per request: a longer prompt is refused
+   * (PROMPT_TOO_LONG), generating past it warns (PAST_MAX_POSITION_EMBEDDINGS).
+   */
   override batchDecoder(): BatchDecoder {
     const d = super.batchDecoder();
+    const max = this.origin.maxPositions;
     return {
       ...d,
       request: (inputs) => {
-        checkPromptLength(promptLength(inputs), this.origin.maxPositions);
-        return d.request(inputs);
+        checkPromptLength(promptLength(inputs), max);
+        const r = d.request(inputs);
+        return { ...r, ended: (newTokens) => warnPastMaxPositions(r.seq + newTokens - 1, max) };
       },
     };
   }
@@ -157,6 +161,12 @@ export abstract class FamilyModel<Config extends FamilyModelConfig, Inputs exten
 function chatWith(model: PretrainedModel, messages: readonly ChatMessage[], { processor, ...options }: ModelChatOptions): ChatStream {
   const chatModel = { device: model.device, generate: model.generate.bind(model), eos: async () => model.eos };
   return chat(chatModel, processor ?? model.processor(), messages, options);
+}
+
+/** A process warning (VlmkitWarning, PAST_MAX_POSITION_EMBEDDINGS) when a token was predicted from more positions than `max`. */
+function warnPastMaxPositions(context: number, max: number | undefined): void {
+  const warning = pastMaxPositions(context, max);
+  if (warning) process.emitWarning(warning, { type: 'VlmkitWarning', code: 'PAST_MAX_POSITION_EMBEDDINGS' });
 }
 
 /** input_ids' length (padding included, as generation counts it); 0 when missing (refused when read). */
