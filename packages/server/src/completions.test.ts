@@ -2,23 +2,11 @@ import { join } from 'node:path';
 import type { PretrainedModel } from '@vlmkit/models';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataUrl, IMAGES, loadTiny, type Served, serve, TINY_MODELS } from './test-utils/serve.js';
+import { dataUrl, IMAGES, loadTiny, type Served, serve, soloAnswer, TINY_MODELS } from './test-utils/serve.js';
 
 /** `vlmkit run`'s answer: its library path (one user message, the image by path, then the prompt; greedy). */
-async function runAnswer(model: PretrainedModel, image: string, prompt: string, maxNewTokens: number) {
-  const stream = model.chat(
-    [
-      {
-        role: 'user',
-        content: [
-          { type: 'image', path: image },
-          { type: 'text', text: prompt },
-        ],
-      },
-    ],
-    { maxNewTokens },
-  );
-  return stream.summary();
+function runAnswer(model: PretrainedModel, image: string, prompt: string, maxNewTokens: number) {
+  return soloAnswer(model, { image }, prompt, { maxNewTokens });
 }
 
 for (const name of TINY_MODELS) {
@@ -105,25 +93,7 @@ for (const name of TINY_MODELS) {
     });
 
     it('samples with temperature, top_p and seed as chat() does with the same options', async () => {
-      const expected = await model
-        .chat(
-          [
-            {
-              role: 'user',
-              content: [
-                { type: 'image', path: image },
-                { type: 'text', text: prompt },
-              ],
-            },
-          ],
-          {
-            maxNewTokens: 12,
-            temperature: 0.8,
-            topP: 0.9,
-            seed: 7,
-          },
-        )
-        .summary();
+      const expected = await soloAnswer(model, { image }, prompt, { maxNewTokens: 12, temperature: 0.8, topP: 0.9, seed: 7 });
       const body = { model: name, messages: await messages(), max_tokens: 12, temperature: 0.8, top_p: 0.9, seed: 7 };
       const r = await s.client.chat.completions.create(body);
       expect(r.choices[0]!.message.content).toBe(expected.text);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { type ChatEngine, createEngine, FIXTURE_DIR, type PretrainedModel } from '@vlmkit/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from './server.js';
-import { dataUrl, IMAGES, loadTiny, type Served, serve } from './test-utils/serve.js';
+import { dataUrl, IMAGES, loadTiny, type Served, serve, soloAnswer } from './test-utils/serve.js';
 
 const NAME = 'ernie-tiny';
 const CLIP = join(FIXTURE_DIR, 'processors', 'video', 'clip.mp4');
@@ -104,20 +104,7 @@ describe('server faults and lifecycle on ernie-tiny', () => {
 
     it('takes video_url as a data URL and as a --media-dir path, answering as chat() does on the file', async () => {
       const prompt = 'Describe what happens in this video.';
-      const expected = await model
-        .chat(
-          [
-            {
-              role: 'user',
-              content: [
-                { type: 'video', path: CLIP },
-                { type: 'text', text: prompt },
-              ],
-            },
-          ],
-          { maxNewTokens: 8 },
-        )
-        .summary();
+      const expected = await soloAnswer(model, { video: CLIP }, prompt, { maxNewTokens: 8 });
       const video = `data:video/mp4;base64,${(await readFile(CLIP)).toString('base64')}`;
       for (const url of [video, 'clip.mp4']) {
         const r = await s.client.chat.completions.create({

@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm';
 import type { PretrainedModel } from '@vlmkit/models';
 import { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataUrl, IMAGES, loadTiny, type Served, serve, TINY_MODELS } from './test-utils/serve.js';
+import { dataUrl, IMAGES, loadTiny, type Served, serve, soloAnswer, TINY_MODELS } from './test-utils/serve.js';
 
 const FILES = [
   'photo.jpg',
@@ -54,21 +54,7 @@ for (const name of TINY_MODELS) {
       // Each request alone, as `vlmkit run` answers it (the image by path, greedy).
       for (const f of FILES)
         for (const p of PROMPTS) {
-          const stream = model.chat(
-            [
-              {
-                role: 'user',
-                content: [
-                  { type: 'image', path: join(IMAGES, f) },
-                  { type: 'text', text: p },
-                ],
-              },
-            ],
-            {
-              maxNewTokens: MAX_TOKENS,
-            },
-          );
-          solo.set(`${f}|${p}`, (await stream.summary()).text);
+          solo.set(`${f}|${p}`, (await soloAnswer(model, { image: join(IMAGES, f) }, p, { maxNewTokens: MAX_TOKENS })).text);
         }
     });
     afterAll(async () => {

@@ -1,7 +1,16 @@
 // A real server on 127.0.0.1 (port 0) over a tiny fixture model, and what the tests send it.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ChatEngine, createEngine, type EngineOptions, FIXTURE_DIR, loadPretrained, type PretrainedModel } from '@vlmkit/models';
+import {
+  type ChatEngine,
+  type ChatOptions,
+  type ChatSummary,
+  createEngine,
+  type EngineOptions,
+  FIXTURE_DIR,
+  loadPretrained,
+  type PretrainedModel,
+} from '@vlmkit/models';
 import OpenAI from 'openai';
 import { createServer, type ServerOptions, type VlmServer } from '../server.js';
 
@@ -38,4 +47,18 @@ export async function loadTiny(name: string): Promise<PretrainedModel> {
 export async function dataUrl(path: string): Promise<string> {
   const type = path.endsWith('.png') ? 'image/png' : 'image/jpeg';
   return `data:${type};base64,${(await readFile(path)).toString('base64')}`;
+}
+
+/**
+ * A request alone, as `vlmkit run` answers it: one user message holding the media file (by path), then the prompt,
+ * through the model's own chat() (greedy unless `options` sample).
+ */
+export function soloAnswer(
+  model: PretrainedModel,
+  media: { image: string } | { video: string },
+  prompt: string,
+  options: Omit<ChatOptions, 'signal'>,
+): Promise<ChatSummary> {
+  const part = 'image' in media ? { type: 'image', path: media.image } : { type: 'video', path: media.video };
+  return model.chat([{ role: 'user', content: [part, { type: 'text', text: prompt }] }], options).summary();
 }
