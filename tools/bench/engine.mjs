@@ -93,12 +93,13 @@ async function measure(n) {
   const to = Math.min(...times.map((t) => t.at(-1)));
   const inWindow = times.reduce((k, t) => k + t.filter((x) => x > from && x <= to).length, 0);
   const seconds = (to - from) / 1000;
+  const ttft = times.map((t) => t[0] - start);
   return {
     concurrency: n,
     decodeTokensPerSecond: inWindow / seconds,
     msPerStep: (to - from) / (inWindow / n),
     stepsInWindow: inWindow / n,
-    timeToFirstTokenMs: { p50: quantile(times.map((t) => t[0] - start), 0.5), p99: quantile(times.map((t) => t[0] - start), 0.99) },
+    timeToFirstTokenMs: { p50: quantile(ttft, 0.5), p99: quantile(ttft, 0.99) },
     visionPlusPrefillMs: quantile(
       results.map((r) => r.visionMs + r.timings.prefillMs),
       0.5,
