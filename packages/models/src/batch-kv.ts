@@ -43,26 +43,38 @@ export class KvSlots {
     return this.#rows * this.#capacity * this.bytesPerSlot;
   }
 
-  /** New buffers of `rows` x `capacity` slots, row r keeping its first `lengths[r]` slots (0 x 0 frees them). */
+  /**
+   * New buffers of `rows` x `capacity` slots, row r keeping its first `lengths[r]` slots (0 x 0 frees them). One
+   * layer and kind at a time, each old buffer dropped once copied: the peak is the new cache and one old buffer,
+   * not both caches. Should an allocation fail, the cache is left empty (every row's slots lost) and the error
+   * thrown.
+   */
   resize(rows: number, capacity: number, lengths: readonly number[]): void {
     const [H, hd] = [this.dims.numKeyValueHeads, this.dims.headDim];
+    lengths.forEach((n, r) => {
+      if (n > capacity) throw new ModelError('BAD_INPUT', `KvSlots: row ${r} holds ${n} slots, more than the ${capacity} asked for`);
+    });
     const old = this.#capacity;
-    this.#buffers = Array.from({ length: 2 * this.dims.numHiddenLayers }, (_, i) => {
+    const buffers = this.#buffers;
+    this.#buffers = [];
+    [this.#rows, this.#capacity] = [0, 0];
+    const next: KvArray[] = [];
+    for (let i = 0; i < 2 * this.dims.numHiddenLayers; i++) {
       const to = this.array(rows * H * capacity * hd);
-      const from = this.#buffers[i];
+      const from = buffers[i];
       if (from !== undefined) {
         lengths.forEach((n, r) => {
-          if (n > capacity) throw new ModelError('BAD_INPUT', `KvSlots: row ${r} holds ${n} slots, more than the ${capacity} asked for`);
           for (let h = 0; h < H; h++) {
             const src = (r * H + h) * old * hd;
             to.set(from.subarray(src, src + n * hd), (r * H + h) * capacity * hd);
           }
         });
       }
-      return to;
-    });
-    this.#rows = rows;
-    this.#capacity = capacity;
+      buffers[i] = to;
+      next.push(to);
+    }
+    this.#buffers = next;
+    [this.#rows, this.#capacity] = [rows, capacity];
   }
 
   /**

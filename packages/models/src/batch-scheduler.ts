@@ -114,12 +114,16 @@ export class BatchScheduler {
         }
         await this.step();
       } catch (e) {
-        // A failed step (the run, or the cache's memory) leaves no row's cache trustworthy: every running request fails with it.
-        for (const r of this.rows.splice(0)) r.reject(e);
+        this.failRows(e);
       }
     }
     // Nothing runs: the cache's memory goes back until the next request.
     this.kv.resize(0, 0, []);
+  }
+
+  /** A failed step or cache resize leaves no row's cache trustworthy: every running request fails with it. */
+  private failRows(e: unknown): void {
+    for (const r of this.rows.splice(0)) r.reject(e);
   }
 
   private stopped(job: Job): boolean {
@@ -156,7 +160,13 @@ export class BatchScheduler {
     job.visionMs = pre.visionMs;
     job.prefillMs = performance.now() - t0 - pre.visionMs;
     const row = this.rows.length;
-    this.fit(row + 1, job.request.seq, job.reserve);
+    try {
+      this.fit(row + 1, job.request.seq, job.reserve);
+    } catch (e) {
+      // The cache was left empty (KvSlots.resize): the running rows lost theirs too.
+      this.failRows(e);
+      throw e;
+    }
     this.kv.write(pre.outputs, 0, row, 0, job.request.seq);
     job.length = job.request.seq;
     if (this.emit(job, pre.logits, 0)) this.rows.push(job);
