@@ -1,10 +1,12 @@
 // How the graph cache touches files: stamps that identify a file's bytes without reading them, reads that open
 // regular files only (a FIFO or a device put in a cache file's place is refused, never waited on), writes under
-// temporary names renamed into place, and removals that never follow a link.
+// temporary names renamed into place, removals that never follow a link, and where a cached graph's external
+// data is named relative to.
 import { createHash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, sep } from 'node:path';
+import { onnx } from '@vlmkit/onnx-graph';
 import { describeFileKind } from '@vlmkit/safetensors';
 import { ModelError } from './errors.js';
 
@@ -185,4 +187,31 @@ export async function makeDirectory(dir: string, refuse: (why: string) => ModelE
       throw refuse(`${p} cannot be created (${code ?? (e as Error).message})`);
     }
   }
+}
+
+/** The external-data locations a model names. */
+export function externalLocations(model: Uint8Array): Set<string> {
+  const out = new Set<string>();
+  for (const t of onnx.ModelProto.decode(model).graph?.initializer ?? []) {
+    const location = t.externalData?.find((x) => x.key === 'location')?.value;
+    if (location) out.add(location);
+  }
+  return out;
+}
+
+/** The folder an entry's locations are relative to: the deepest above the cache and the checkpoint files it reads. */
+export function entryFolder(root: string, references: Record<string, string>): string {
+  return commonFolder([root, ...Object.values(references)]);
+}
+
+/** The deepest folder holding every one of `paths` (absolute): ORT resolves all external data against one. */
+function commonFolder(paths: readonly string[]): string {
+  let parts = paths[0]!.split(sep);
+  for (const p of paths.slice(1)) {
+    const q = p.split(sep);
+    let i = 0;
+    while (i < parts.length && i < q.length && parts[i] === q[i]) i++;
+    parts = parts.slice(0, i);
+  }
+  return parts.join(sep) || sep;
 }

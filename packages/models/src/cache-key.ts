@@ -66,6 +66,20 @@ export function referencedBytes(g: Graph): number {
   return n;
 }
 
+/**
+ * The bytes of every tensor a session on `g` holds as weights, before the graph is written: quantized blocks
+ * and scales, what a fold makes, and checkpoint tensors, 16-bit ones twice over in a float32 graph (a fold
+ * casts them). A lower bound, like the rest of the memory check.
+ */
+export function heldBytes(g: Graph): number {
+  let n = 0;
+  for (const { ref } of g.snapshot().initializers) {
+    const widened = ref.kind === 'file' && g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
+    n += (widened ? 2 : 1) * tensorByteLength(ref);
+  }
+  return n;
+}
+
 let code: string | undefined;
 /**
  * A digest of @vlmkit/onnx-graph's code: the passes a key names run there, so another version of them (which

@@ -28,6 +28,7 @@ import { ernie45VLConfig } from './ernie/config.js';
 import { Ernie45VL } from './ernie/model.js';
 import { buildErnieVisionEncoder } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
+import { ModelError } from './errors.js';
 import { defaultCacheDir, GraphCache } from './graph-cache.js';
 import { resolveLoad } from './model-load.js';
 import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
@@ -268,6 +269,36 @@ describe('graph cache', () => {
     } finally {
       await ckpt.close();
     }
+  });
+
+  it('a first load is told what its session will hold before anything is quantized or written; a refusal writes nothing', async () => {
+    const dir = await checkpointCopy('before-build');
+    const cacheDir = join(work, 'cache-before-build');
+    const cache = await GraphCache.open(cacheDir, { logger: () => {} });
+    const told: number[] = [];
+    const refuse = (bytes: number) => {
+      told.push(bytes);
+      throw new ModelError('INSUFFICIENT_MEMORY', 'refused by the test');
+    };
+    for (const quantize of [undefined, 'int8'] as const) {
+      const { graph, close } = await visionGraph(dir, quantize);
+      await expect(cache.get(graph, 'ernie-vision', dir, [], refuse)).rejects.toMatchObject({ code: 'INSUFFICIENT_MEMORY' });
+      await close();
+    }
+    expect((await readdir(cacheDir)).filter((f) => f.startsWith('vlmkit-'))).toEqual([]);
+    // The bytes of the rewritten graph: int8 blocks and scales are about a quarter of the float32 weights.
+    const [float, int8] = told as [number, number];
+    expect(float).toBeGreaterThan(0);
+    expect(int8 / float).toBeGreaterThan(0.2);
+    expect(int8 / float).toBeLessThan(0.5);
+    // Built once; found afterwards without being asked again.
+    const { graph, close } = await visionGraph(dir);
+    const allow = (bytes: number) => void told.push(bytes);
+    expect((await cache.get(graph, 'ernie-vision', dir, [], allow)).cached).toBe(false);
+    const again = await visionGraph(dir);
+    expect((await cache.get(again.graph, 'ernie-vision', dir, [], allow)).cached).toBe(true);
+    await Promise.all([close(), again.close()]);
+    expect(told).toHaveLength(3);
   });
 
   it('a cache folder moved elsewhere is served from where it is now, its locations rebased, with the same logits', async () => {

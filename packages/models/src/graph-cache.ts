@@ -22,10 +22,12 @@ import { createHash } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { type ComputeDType, everyNode, type Graph, onnx, relocateExternalData, runDeferredPasses, saveModel } from '@vlmkit/onnx-graph';
+import { type ComputeDType, everyNode, type Graph, relocateExternalData, runDeferredPasses, saveModel } from '@vlmkit/onnx-graph';
 import { checkpointFiles, describeFileKind } from '@vlmkit/safetensors';
 import {
   cacheFileStamp,
+  entryFolder,
+  externalLocations,
   makeDirectory,
   readJson,
   readRegular,
@@ -37,7 +39,7 @@ import {
   stampOf,
   writeAtomic,
 } from './cache-files.js';
-import { describe, FORMAT, type GraphDescription, referencedBytes, rewritten } from './cache-key.js';
+import { describe, FORMAT, type GraphDescription, heldBytes, referencedBytes, rewritten } from './cache-key.js';
 import { ModelError } from './errors.js';
 
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
@@ -181,8 +183,18 @@ export class GraphCache {
     return { key: h.digest('hex').slice(0, 24), inputs, graph };
   }
 
-  /** The graph in the cache: verified when found, built (and the entry written) when missing or damaged. */
-  async get(g: Graph, name: string, checkpointDir: string, extraFiles: readonly string[] = []): Promise<CacheHit> {
+  /**
+   * The graph in the cache: verified when found, built (and the entry written) when missing or damaged.
+   * `beforeBuild` is told the bytes a session on the rewritten graph will hold (`heldBytes`) before anything is
+   * quantized, folded or written; what it throws ends the load with nothing written.
+   */
+  async get(
+    g: Graph,
+    name: string,
+    checkpointDir: string,
+    extraFiles: readonly string[] = [],
+    beforeBuild?: (bytes: number, modelPath: string) => void | Promise<void>,
+  ): Promise<CacheHit> {
     const checkpoint = await realpath(checkpointDir);
     await this.clean();
     const { key, inputs, graph } = await this.key(g, checkpoint, extraFiles);
@@ -198,6 +210,7 @@ export class GraphCache {
     runDeferredPasses(g);
     // Looked up again (a retry), the rewritten graph keeps the key it was built under.
     rewritten.set(g, graph);
+    await beforeBuild?.(heldBytes(g), join(this.root, `${base}.onnx`));
     const built = await this.build(g, { name, key, checkpoint, inputs }, base);
     await this.prune(name, checkpoint);
     return this.hit(built.entry, base, built.model, false);
@@ -459,33 +472,6 @@ function entryShape(json: unknown): Entry | undefined {
     record(e.onnx) &&
     (e.data === undefined || (record(e.data) && typeof e.data.stamp === 'object' && e.data.stamp !== null));
   return ok ? (e as Entry) : undefined;
-}
-
-/** The external-data locations a model names. */
-function externalLocations(model: Uint8Array): Set<string> {
-  const out = new Set<string>();
-  for (const t of onnx.ModelProto.decode(model).graph?.initializer ?? []) {
-    const location = t.externalData?.find((x) => x.key === 'location')?.value;
-    if (location) out.add(location);
-  }
-  return out;
-}
-
-/** The folder an entry's locations are relative to: the deepest above the cache and the checkpoint files it reads. */
-function entryFolder(root: string, references: Record<string, string>): string {
-  return commonFolder([root, ...Object.values(references)]);
-}
-
-/** The deepest folder holding every one of `paths` (absolute): ORT resolves all external data against one. */
-function commonFolder(paths: readonly string[]): string {
-  let parts = paths[0]!.split(sep);
-  for (const p of paths.slice(1)) {
-    const q = p.split(sep);
-    let i = 0;
-    while (i < parts.length && i < q.length && parts[i] === q[i]) i++;
-    parts = parts.slice(0, i);
-  }
-  return parts.join(sep) || sep;
 }
 
 function alive(pid: number): boolean {

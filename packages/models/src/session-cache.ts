@@ -80,12 +80,16 @@ export async function cachedSession(
 ): Promise<BuiltSession> {
   const t0 = performance.now();
   const cache = await GraphCache.open(o.cacheDir, { logger: o.logger, verify: o.verifyCache });
-  let hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
-  const t1 = performance.now();
-  if (o.memoryCheck !== false && o.device !== 'cuda') {
+  const checking = o.memoryCheck !== false && o.device !== 'cuda';
+  const check = async (bytes: number, modelPath: string) => {
     const available = await memAvailable();
-    if (available !== undefined) ensureMemory(name, hit.bytes, available, hit.modelPath);
-  }
+    if (available !== undefined) ensureMemory(name, bytes, available, modelPath);
+  };
+  // A first load is checked before it quantizes or writes anything; a cached one before ORT loads it.
+  const lookUp = () => cache.get(g, name, checkpointDir, extras.extraFiles, checking ? check : undefined);
+  let hit = await lookUp();
+  const t1 = performance.now();
+  if (checking) await check(hit.bytes, hit.modelPath);
   extras.onSession?.();
   const emulate = (from: CacheHit) => o.emulateBfloat16 === true && from.computeDtype === 'bfloat16';
   const open = async (from: CacheHit) =>
@@ -110,11 +114,11 @@ export async function cachedSession(
         await session.release();
         session = undefined;
         if (attempt === OPEN_ATTEMPTS) throw changedError(name, checkpointDir);
-        hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
+        hit = await lookUp();
       }
     } catch (e) {
       if (attempt === OPEN_ATTEMPTS || ((await hit.unchanged()) && (await stillThere(hit.modelPath)))) throw e;
-      hit = await cache.get(g, name, checkpointDir, extras.extraFiles);
+      hit = await lookUp();
     }
   }
   const opened = hit;
