@@ -2,9 +2,10 @@
 // would hold the bf16 checkpoint in memory: 56 GB for the published 28 layers). Per text-layer count asked for: the
 // disk checked first (checkpoint + graph cache + a spare), the random bf16 checkpoint made (streamed), then each in
 // its own process: a first load (empty graph cache), a cached load with generate (page cache of the graph cache and
-// the checkpoint dropped first), a cached load alone (page cache as the previous process left it), and a float32
-// decoder load that must be refused (INSUFFICIENT_MEMORY) before ORT allocates its weights. Two or more counts give
-// per-layer figures (difference / layers) and their extrapolation to the published 28 layers.
+// the checkpoint dropped first), a cached load alone (page cache as the previous process left it), a float32 decoder
+// load (twice the checkpoint in memory: it cannot fit) and the cached load with less memory available, both of which
+// must stop with INSUFFICIENT_MEMORY before ORT allocates the weights. Two or more counts give per-layer figures
+// (difference / layers) and their extrapolation to the published 28 layers.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -42,12 +42,15 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
-function vmHwmMb() {
+function statusMb(field) {
   const line = readFileSync('/proc/self/status', 'utf8')
     .split('\n')
-    .find((l) => l.startsWith('VmHWM:'));
+    .find((l) => l.startsWith(`${field}:`));
   return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
 }
+const vmHwmMb = () => statusMb('VmHWM');
+/** The resident set now, split: anonymous memory (ORT's arena, packed weights) and mapped file pages (page cache). */
+const rssNow = () => ({ rss_anon_mb: statusMb('RssAnon'), rss_file_mb: statusMb('RssFile') });
 
 async function load() {
   const t0 = performance.now();
@@ -146,6 +149,7 @@ async function run() {
     ids = gen.tokens[0];
   }
   const peak = vmHwmMb();
+  const after = rssNow();
   await model.release();
   return {
     system: 'vlmkit',
@@ -167,6 +171,7 @@ async function run() {
     prefill_runs_ms: prefill,
     decode_runs_ms: decode,
     peak_rss_mb: peak,
+    ...after,
     ids,
   };
 }
@@ -239,8 +244,9 @@ async function curves() {
 async function loadOnly() {
   try {
     const { model, ms } = await load();
+    const after = rssNow();
     await model.release();
-    return { system: 'vlmkit', mode: 'load', load_ms: ms, timings: model.timings, peak_rss_mb: vmHwmMb() };
+    return { system: 'vlmkit', mode: 'load', load_ms: ms, timings: model.timings, peak_rss_mb: vmHwmMb(), ...after };
   } catch (e) {
     return { system: 'vlmkit', mode: 'load', error_code: e.code ?? null, error_message: String(e.message ?? e), peak_rss_mb: vmHwmMb() };
   }
