@@ -40,8 +40,8 @@ export interface ErnieVisionConfigOptions {
   layerNormEps?: number;
 }
 
-/** Head size Dv / heads. */
-export function ernieVisionHeadDim(config: ErnieVisionConfig): number {
+/** Head size Dv / heads (of ERNIE's tower, or any tower with a width and heads: Qwen3-VL's). */
+export function ernieVisionHeadDim(config: Pick<ErnieVisionConfig, 'hiddenSize' | 'numHeads'>): number {
   return config.hiddenSize / config.numHeads;
 }
 

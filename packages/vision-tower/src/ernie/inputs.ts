@@ -24,9 +24,13 @@ export interface ErnieVisionInputs {
  * The per-patch rotary tables and frame ids for `grids` ([t, h, w] per image
  * or video, in pixel_values order). Rotary ids are the 2D (h, w) coordinates
  * permuted into spatial-merge windows (vLLM: Ernie4_5_VisionTransformer.rot_pos_emb),
- * tables from @vlmkit/mrope (theta 10000, float32 angles, neox halves).
+ * tables from @vlmkit/mrope (theta 10000, float32 angles, neox halves). Qwen3-VL's tower takes the same
+ * (HF vision_utils.get_vision_position_ids, get_vision_cu_seqlens).
  */
-export function ernieVisionInputs(grids: readonly GridThw[], config: ErnieVisionConfig): ErnieVisionInputs {
+export function ernieVisionInputs(
+  grids: readonly GridThw[],
+  config: Pick<ErnieVisionConfig, 'spatialMergeSize' | 'hiddenSize' | 'numHeads' | 'ropeTheta'>,
+): ErnieVisionInputs {
   const m = config.spatialMergeSize;
   const cuSeqlens = [0];
   for (const [i, thw] of grids.entries()) {
