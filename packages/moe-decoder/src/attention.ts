@@ -26,6 +26,8 @@ export interface SelfAttentionConfig {
    * rotated in it (HF Granite's `cos.to(x.dtype)`). The same in float32 compute.
    */
   rotaryInFloat32: boolean;
+  /** Per-head RMSNorm of q and k before the rotary (`q_norm`, `k_norm` [headDim]; Qwen3) with this eps; none when absent. */
+  qkNormEps?: number;
 }
 
 /** One decoder step's inputs to a self-attention module. */
@@ -70,13 +72,16 @@ export function selfAttention(g: Graph, w: Weights, config: SelfAttentionConfig,
   const { cos, sin, past } = inputs;
   const qkv = nn.linear(g, inputs.hidden, w, 'qkv_proj', { bias: config.qkvBias, in: D, out: (hq + 2 * hkv) * hd });
   const [q0, k0, v] = g.split(qkv, [hq * hd, hkv * hd, hkv * hd], -1);
+  const eps = config.qkNormEps;
+  const headNorm = (x: Value, name: string, heads: number) =>
+    eps === undefined ? x : g.reshape(nn.rmsNorm(g, g.reshape(x, [0, 0, heads, hd]), w, name, eps), [0, 0, heads * hd]);
   // ONNX RotaryEmbedding's `interleaved` is vLLM's not-neox (GPT-J) layout.
   const rotary = (x: Value, numHeads: number) =>
     g.scope('rotary_emb', () => {
       const rotate = () => g.rotaryEmbedding(x, cos, sin, { interleaved: !isNeoxStyle, numHeads });
       return config.rotaryInFloat32 ? g.inFloat32(rotate) : rotate();
     });
-  const [q, k] = [rotary(q0!, hq), rotary(k0!, hkv)];
+  const [q, k] = [rotary(headNorm(q0!, 'q_norm', hq), hq), rotary(headNorm(k0!, 'k_norm', hkv), hkv)];
   const r = g.scope('attn', () =>
     g.attention(q, k, v!, {
       qNumHeads: hq,

@@ -25,6 +25,7 @@ export {
   mapCheckpoint,
   type ParamSpec,
 } from './mapping.js';
+export * from './qwen3-vl.js';
 export { formatReport, type MappingReport, type Mismatch, type MissingParameter, type ParameterRecord } from './report.js';
 export { applyRename, canonicalName, matches, type NameMatcher, prefix, type RenameRule, regex, substring } from './rules.js';
 export { concat, firstOf, pack, range, row, type Source, slice, sourceNames, stack, stackExperts, tensor, transpose } from './source.js';

@@ -10,7 +10,7 @@ import { lazyTensor, nearestNames, type TensorRef, tensorFromSafetensors, Weight
 import type { Checkpoint, DType, Tensor } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import { loadTyped } from './load.js';
-import { describe, firstTensor, type Plan, resolve } from './plan.js';
+import { describe, firstTensor, type Plan, resolve, storedRange } from './plan.js';
 import type { MappingReport, Mismatch, MissingParameter, ParameterRecord } from './report.js';
 import { canonicalNames, matches, type NameMatcher, type RenameRule } from './rules.js';
 import type { Source } from './source.js';
@@ -268,7 +268,8 @@ export function mapCheckpoint<C extends string>(ckpt: Checkpoint, table: Compone
 }
 
 function toRef(plan: Plan, read: (name: string) => ReturnType<Checkpoint['read']>, overlay: TensorOverlay | undefined): TensorRef {
-  if (plan.kind === 'tensor' && !overlay?.has(plan.info.name)) return tensorFromSafetensors(plan.info);
+  const inPlace = overlay?.has(firstTensor(plan).name) ? undefined : storedRange(plan);
+  if (inPlace !== undefined) return tensorFromSafetensors(inPlace);
   return lazyTensor(plan.dtype, plan.shape, () => loadTyped(plan, read));
 }
 

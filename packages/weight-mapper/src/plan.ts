@@ -5,7 +5,7 @@
  * that `load.ts` executes at save time.
  */
 import { basename } from 'node:path';
-import type { DType, TensorInfo } from '@vlmkit/safetensors';
+import { DTYPE_SIZE, type DType, type TensorInfo } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import type { Source } from './source.js';
 
@@ -151,6 +151,20 @@ function normDim(dim: number, rank: number, param: string): number {
   if (!Number.isInteger(d) || d < 0 || d >= rank)
     throw new MappingError('BAD_TABLE', `parameter '${param}': dim ${dim} is out of range for rank ${rank}.`);
   return d;
+}
+
+/**
+ * Where a plan lies in its file when it is one contiguous byte range of a stored tensor (the tensor, or slices
+ * of it with nothing but size-1 dims before the sliced one: an expert of a fused [E, 2I, H] tensor, its gate
+ * rows): then it is referenced in place, never copied. Undefined otherwise.
+ */
+export function storedRange(plan: Plan): TensorInfo | undefined {
+  if (plan.kind === 'tensor') return plan.info;
+  const of = plan.kind === 'slice' ? storedRange(plan.of) : undefined;
+  if (of === undefined || plan.kind !== 'slice' || plan.of.shape.slice(0, plan.dim).some((d) => d !== 1)) return undefined;
+  const rowBytes = plan.of.shape.slice(plan.dim + 1).reduce((a, b) => a * b, DTYPE_SIZE[plan.dtype]);
+  const byteOffset = of.byteOffset + plan.start * rowBytes;
+  return { ...of, shape: [...plan.shape], byteOffset, byteLength: (plan.end - plan.start) * rowBytes };
 }
 
 /** The first checkpoint tensor a plan reads. */
