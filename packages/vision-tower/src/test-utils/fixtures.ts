@@ -6,8 +6,8 @@ import { Checkpoint } from '@vlmkit/safetensors';
 
 export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
 
-/** The hub layout's vision tower prefix (the weight mapper's job; stripped by hand in tests). */
-const PREFIXES = ['model.vision_model.', 'vision_model.'];
+/** The hub layout's vision tower prefix (ERNIE, Granite's SigLIP, Qwen3-VL; the weight mapper's job, stripped by hand in tests). */
+const PREFIXES = ['model.vision_model.', 'vision_model.', 'model.visual.'];
 
 export interface FixtureTower {
   config: unknown;
