@@ -1,5 +1,11 @@
 export { ProcessorError, type ProcessorErrorCode } from './errors.js';
-export { ERNIE_PROCESSOR, GRANITE_PROCESSOR, PROCESSOR_FAMILIES } from './families/index.js';
+export {
+  ERNIE_PROCESSOR,
+  GRANITE_PROCESSOR,
+  PROCESSOR_FAMILIES,
+  QWEN3_VL_MOE_PROCESSOR,
+  QWEN3_VL_PROCESSOR,
+} from './families/index.js';
 export {
   type AnyresImageInputs,
   type AnyresImageProcessorConfig,
@@ -20,6 +26,7 @@ export {
   processErnieImages,
 } from './image/ernie.js';
 export { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization } from './image/pixels.js';
+export { processQwen2VLImages, type Qwen2VLImageProcessorConfig, qwen2vlImageProcessorConfig } from './image/qwen2vl.js';
 export { PIL_RESAMPLE_CODES, type ResampleFilter, resize, type Uint8Image } from './image/resize.js';
 export { type ImageInput, type ProcessChatOptions, Processor, type ProcessorCallInputs } from './processor.js';
 export {
@@ -77,4 +84,14 @@ export {
   type VideoFrames,
   type VideoSampling,
 } from './video/ernie.js';
+export {
+  processQwen3VLVideos,
+  pythonFixed1,
+  type Qwen3VLVideoInputs,
+  type Qwen3VLVideoProcessorConfig,
+  qwen3vlSampleFrameIndices,
+  qwen3vlTimestamps,
+  qwen3vlVideoProcessorConfig,
+  qwen3vlVideoSmartResize,
+} from './video/qwen3vl.js';
 export { torchResizeBicubicUint8 } from './video/torch-resize.js';

@@ -21,17 +21,17 @@ export interface ProcessorOutputs {
   input_ids: Int64Tensor;
   /** [1, S], all ones (one unpadded sequence). */
   attention_mask: Int64Tensor;
-  /** ERNIE: [patches, 3 * 14 * 14]; Granite: [images, tiles, 3, H, W]. */
+  /** ERNIE: [patches, 3 * 14 * 14]; Qwen3-VL: [patches, 3 * 2 * 16 * 16]; Granite: [images, tiles, 3, H, W]. */
   pixel_values?: Float32Tensor;
-  /** ERNIE: [images, 3] (t, h, w) in patches. */
+  /** ERNIE, Qwen3-VL: [images, 3] (t, h, w) in patches. */
   image_grid_thw?: Int64Tensor;
   /** Granite: [images, 2] original (height, width). */
   image_sizes?: Int64Tensor;
-  /** ERNIE: [patches, 3 * 2 * 14 * 14]. */
+  /** ERNIE: [patches, 3 * 2 * 14 * 14]; Qwen3-VL: [patches, 3 * 2 * 16 * 16]. */
   pixel_values_videos?: Float32Tensor;
-  /** ERNIE: [videos, 3]. */
+  /** ERNIE: [videos, 3] (frames, h, w); Qwen3-VL: [videos, 3] (temporal patches, h, w). */
   video_grid_thw?: Int64Tensor;
-  /** ERNIE: [1, S] 0 text, 1 image placeholder, 2 video placeholder. */
+  /** ERNIE, Qwen3-VL: [1, S] 0 text, 1 image placeholder, 2 video placeholder. */
   mm_token_type_ids?: Int64Tensor;
   /** ERNIE: [1, S] as mm_token_type_ids, vision start/end tokens included. */
   moe_mm_token_type_ids?: Int64Tensor;
@@ -103,7 +103,9 @@ export function chooseProcessorFamily(
 ): ProcessorFamily {
   const cls = processorConfig.processor_class ?? preprocessor.processor_class;
   const imageType = imageSettings.image_processor_type;
+  // Processors shared by model types (Qwen3-VL's by qwen3_vl and qwen3_vl_moe): the folder's model type decides which.
   const family =
+    families.find((f) => f.processorClass === cls && f.modelType === modelConfig.model_type) ??
     families.find((f) => f.processorClass === cls) ??
     families.find(
       (f) => f.imageProcessorPrefix !== undefined && typeof imageType === 'string' && imageType.startsWith(f.imageProcessorPrefix),

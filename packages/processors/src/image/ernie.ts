@@ -18,6 +18,8 @@ export interface ErnieImageProcessorConfig {
   readonly doResize: boolean;
   readonly resample: ResampleFilter;
   readonly normalization: PixelNormalization;
+  /** The model errors name (default 'ERNIE'): Qwen2-VL's image processor, which Qwen3-VL uses, works the same way. */
+  readonly model?: string;
 }
 
 const FROM = 'HF Ernie4_5_VLMoeImageProcessor';
@@ -60,8 +62,8 @@ export function ernieImageProcessorConfig(
   };
 }
 
-/** Python's round(): halves go to the even neighbour. */
-function roundHalfEven(x: number): number {
+/** Python's round() (and NumPy's): halves go to the even neighbour. */
+export function roundHalfEven(x: number): number {
   const r = Math.round(x);
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
@@ -70,7 +72,7 @@ function roundHalfEven(x: number): number {
  * HF smart_resize (ernie4_5_vl_moe, as Qwen2-VL's): the [height, width] nearest
  * the image's that are multiples of `factor` with a pixel count in
  * [minPixels, maxPixels], keeping the aspect ratio as closely as possible.
- * `what` names the image (or video frames) in the error for an aspect ratio over 200.
+ * `what` names the image (or video frames) and `model` the processor in the error for an aspect ratio over 200.
  */
 export function ernieSmartResize(
   height: number,
@@ -79,11 +81,12 @@ export function ernieSmartResize(
   minPixels: number,
   maxPixels: number,
   what = 'image',
+  model = 'ERNIE',
 ): [number, number] {
   if (Math.max(height, width) / Math.min(height, width) > 200) {
     throw new ProcessorError(
       'INVALID_SIZE',
-      `ERNIE processor: ${what}: ${width}x${height}, an aspect ratio over 200 (HF smart_resize refuses it); crop or pad it first.`,
+      `${model} processor: ${what}: ${width}x${height}, an aspect ratio over 200 (HF smart_resize refuses it); crop or pad it first.`,
     );
   }
   let hBar = roundHalfEven(height / factor) * factor;
@@ -124,14 +127,14 @@ export function processErnieImages(images: readonly RgbImage[], config: ErnieIma
   const resized = images.map((image, i) => {
     const im = { ...image, channels: 3 };
     if (!config.doResize) return im;
-    const [h, w] = ernieSmartResize(im.height, im.width, p * m, config.minPixels, config.maxPixels, names[i]);
+    const [h, w] = ernieSmartResize(im.height, im.width, p * m, config.minPixels, config.maxPixels, names[i], config.model);
     return resize(im, w, h, config.resample);
   });
   const grids = resized.map((im, i) => {
     if (im.height % (p * m) !== 0 || im.width % (p * m) !== 0) {
       throw new ProcessorError(
         'INVALID_SIZE',
-        `ERNIE image processor: ${names[i]}: ${im.width}x${im.height} is not a multiple of patch_size * merge_size = ${p * m}; enable do_resize.`,
+        `${config.model ?? 'ERNIE'} image processor: ${names[i]}: ${im.width}x${im.height} is not a multiple of patch_size * merge_size = ${p * m}; enable do_resize.`,
       );
     }
     return [1, im.height / p, im.width / p] as const;

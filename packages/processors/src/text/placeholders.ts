@@ -9,6 +9,11 @@ export interface PlaceholderExpansion {
   token: string;
   /** Tokens per item: the i-th occurrence of `token` becomes `token` repeated `counts[i]` times. */
   counts: readonly number[];
+  /**
+   * Per item, the whole text that replaces its placeholder when it is more than the repeated token
+   * (Qwen3-VL's videos: a timestamp and vision start/end around each temporal patch's tokens).
+   */
+  replacements?: readonly string[];
 }
 
 /**
@@ -45,7 +50,7 @@ export function expandPlaceholders(text: string, expansions: readonly Placeholde
         `the prompt has more ${e.modality} placeholders (${e.token}) than ${e.modality}s given (${e.counts.length})`,
       );
     }
-    out += text.slice(last, at) + e.token.repeat(e.counts[n]!);
+    out += text.slice(last, at) + (e.replacements?.[n] ?? e.token.repeat(e.counts[n]!));
     next[which] = n + 1;
     last = at + e.token.length;
   }

@@ -236,7 +236,7 @@ export function processErnieVideos(
  * computes it: with rescale and normalize both on, mean and std are divided by the rescale factor
  * (float32 tensors times 1 / rescale_factor) and `(x - mean) / std` runs in float32.
  */
-function normalizeLut(n: PixelNormalization): Float32Array[] {
+export function normalizeLut(n: PixelNormalization): Float32Array[] {
   const f = Math.fround;
   return [0, 1, 2].map((c) => {
     const lut = new Float32Array(256);
