@@ -1,10 +1,14 @@
-import { readdirSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { qwen2vlImageProcessorConfig } from '../image/qwen2vl.js';
 import { Processor, type ProcessorOutputs } from '../processor.js';
 import { fixturePath, maxAbsDiff, readJson } from '../test-utils/fixtures.js';
 import { readSafetensors } from '../test-utils/safetensors.js';
 import type { ChatMessage } from '../text/chat-template.js';
 import type { VideoFrames } from '../video/ernie.js';
+import { qwen3vlVideoProcessorConfig } from '../video/qwen3vl.js';
 import { QWEN3_VL_MOE_PROCESSOR, QWEN3_VL_PROCESSOR } from './qwen3vl.js';
 
 /** What tools/processors/make_qwen3vl_cases.py recorded from HF transformers 5.17 for one case. */
@@ -76,5 +80,46 @@ describe('Qwen3-VL processor on the tiny checkpoints', () => {
     expect(dense.kind).toBe('qwen3_vl');
     expect(moe.kind).toBe('qwen3_vl_moe');
     expect(moe.family).toBe(QWEN3_VL_MOE_PROCESSOR);
+  });
+});
+
+describe('Qwen3-VL processor files as the hub has them', () => {
+  it('reads preprocessor_config.json and video_preprocessor_config.json as the nested settings', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vlmkit-qwen3vl-hub-'));
+    try {
+      const saved = readJson<{ image_processor: object; video_processor: object }>('qwen3vl', 'processor_config.json');
+      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja']) cpSync(fixturePath('qwen3vl', f), join(dir, f));
+      const common = { processor_class: 'Qwen3VLProcessor' };
+      writeFileSync(
+        join(dir, 'preprocessor_config.json'),
+        JSON.stringify({ ...saved.image_processor, ...common, image_processor_type: 'Qwen2VLImageProcessorFast' }),
+      );
+      writeFileSync(
+        join(dir, 'video_preprocessor_config.json'),
+        JSON.stringify({ ...saved.video_processor, ...common, video_processor_type: 'Qwen3VLVideoProcessor' }),
+      );
+      const hub = await Processor.fromPretrained(dir);
+      const nested = await Processor.fromPretrained(fixturePath('qwen3vl'));
+      expect(hub.family).toBe(QWEN3_VL_PROCESSOR);
+      for (const name of ['image-and-video', 'video-fps2.5-odd']) {
+        const c = readJson<Case>('qwen3vl', 'cases', name, 'case.json');
+        const options = { addGenerationPrompt: true, ...c.processor_kwargs };
+        const [a, b] = await Promise.all([hub.processChat(resolveMedia(c), options), nested.processChat(resolveMedia(c), options)]);
+        expect(a).toEqual(b);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("takes the published checkpoints' budgets (video size bounds all frames together)", () => {
+    const half = { image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], patch_size: 16, temporal_patch_size: 2, merge_size: 2 };
+    expect(qwen2vlImageProcessorConfig({ ...half, size: { longest_edge: 16777216, shortest_edge: 65536 } }).maxPixels).toBe(16777216);
+    const video = qwen3vlVideoProcessorConfig({ ...half, size: { longest_edge: 25165824, shortest_edge: 4096 } });
+    expect([video.maxPixels, video.fps, video.minFrames, video.maxFrames]).toEqual([25165824, 2, 4, 768]);
+    expect(qwen2vlImageProcessorConfig({ ...half, min_pixels: 1024, max_pixels: 4096 })).toMatchObject({
+      minPixels: 1024,
+      maxPixels: 4096,
+    });
   });
 });

@@ -70,6 +70,15 @@ describe('processQwen3VLVideos', () => {
     expect(out.pixelValuesVideos[256]).toBeCloseTo(100 / 127.5 - 1, 6);
   });
 
+  it('refuses a frame size past 4096 x 4096 that a large budget would pick, before resizing', () => {
+    const big = qwen3vlVideoProcessorConfig({ ...settings, size: { shortest_edge: 2 ** 27, longest_edge: 2 ** 28 } });
+    const frame = { width: 64, height: 48, data: new Uint8Array(64 * 48 * 3) };
+    expect(() => processQwen3VLVideos([{ frames: [frame, frame], fps: 1 }], { ...big, doSampleFrames: false })).toThrow(
+      /the most vlmkit processes per frame/,
+    );
+    expect(() => qwen3vlVideoProcessorConfig({ ...settings, size: { shortest_edge: 1, longest_edge: 2 ** 29 } })).toThrow(ConfigError);
+  });
+
   it('refuses a non-bicubic resample and null sizes by field', () => {
     expect(() => qwen3vlVideoProcessorConfig({ ...settings, resample: 2 })).toThrow(ConfigError);
     expect(() => qwen3vlVideoProcessorConfig({ ...settings, size: null })).toThrow(/size/);

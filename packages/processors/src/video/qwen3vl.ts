@@ -36,8 +36,9 @@ const STANDARD = { imageMean: [0.5, 0.5, 0.5], imageStd: [0.5, 0.5, 0.5] };
 
 /**
  * Reads Qwen3-VL video processor settings (video_preprocessor_config.json, the `video_processor` object of
- * processor_config.json, or preprocessor_config.json; `source` names which) with HF's class defaults. Sizes past
- * MAX_PROCESSED_PIXELS per frame, or MAX_VIDEO_PIXELS per video, are refused before any frame is touched.
+ * processor_config.json, or preprocessor_config.json; `source` names which) with HF's class defaults. A pixel
+ * budget (`size`) past MAX_VIDEO_PIXELS per video is refused here, a frame size past MAX_PROCESSED_PIXELS
+ * when smart_resize picks it, before any frame is resized.
  */
 export function qwen3vlVideoProcessorConfig(
   json: unknown,
@@ -64,15 +65,12 @@ export function qwen3vlVideoProcessorConfig(
   if (size !== undefined && (!size.has('shortest_edge') || !size.has('longest_edge'))) {
     c.fail('INVALID_CONFIG', 'size', `must have shortest_edge and longest_edge (HF), found ${JSON.stringify(Object.keys(size.json))}.`);
   }
-  const pixels = { max: MAX_PROCESSED_PIXELS };
-  const minPixels = size ? size.int('shortest_edge', pixels) : 128 * 32 * 32;
-  const maxPixels = size ? size.int('longest_edge', pixels) : 32 * 32 * 768;
+  // Unlike the image processors' size, these bound all sampled frames together (frames x height x width).
+  const budget = { max: MAX_VIDEO_PIXELS };
+  const minPixels = size ? size.int('shortest_edge', budget) : 128 * 32 * 32;
+  const maxPixels = size ? size.int('longest_edge', budget) : 32 * 32 * 768;
   const maxFrames = c.int('max_frames', { default: 768, from: FROM });
   const numFrames = c.optionalInt('num_frames');
-  // smart_resize bounds frames x pixels by max_pixels (longest_edge): one frame holds at most all of it.
-  if (maxPixels > MAX_VIDEO_PIXELS) {
-    c.fail('INVALID_CONFIG', 'size', `longest_edge ${maxPixels} is over ${MAX_VIDEO_PIXELS} pixels per video, the most vlmkit processes.`);
-  }
   return {
     patchSize: c.int('patch_size', { default: 16, from: FROM, max: 256 }),
     mergeSize: c.int('merge_size', { default: 2, from: FROM, max: 8 }),
@@ -267,6 +265,13 @@ function processSampled(videos: readonly SampledVideo[], config: Qwen3VLVideoPro
     }
     if (h % (p * m) !== 0 || w % (p * m) !== 0) {
       throw new ProcessorError('INVALID_SIZE', `${v.name}: ${width}x${height} frames are not a multiple of ${p * m}; enable do_resize`);
+    }
+    if (h * w > MAX_PROCESSED_PIXELS) {
+      throw new ProcessorError(
+        'INVALID_SIZE',
+        `${v.name}: frames of ${w}x${h} pixels (from the size budget over ${v.frames.length} frames) are over ${MAX_PROCESSED_PIXELS}, ` +
+          'the most vlmkit processes per frame; lower size.longest_edge / shortest_edge or sample more frames.',
+      );
     }
     const frames = v.frames.map((f) => torchResizeBicubicUint8({ ...f, channels: 3 }, w, h));
     while (frames.length % tps !== 0) frames.push(frames.at(-1)!);
