@@ -73,6 +73,32 @@ describe('Qwen3-VL processor on the qwen3vl fixture vs HF transformers 5.17', as
   });
 });
 
+describe('Qwen3-VL processor with the video file (node-av) vs HF', async () => {
+  const processor = await Processor.fromPretrained(fixturePath('qwen3vl'));
+
+  // The cases over the whole 6 fps clip, the video given as clip.mp4: sampled indices chosen from the container's
+  // frame count and rate, only those frames decoded, and the timestamps from those indices.
+  it.each(['video', 'image-and-video'])('%s: ids identical, pixel values within 1e-5', async (name) => {
+    const c = readJson<Case>('qwen3vl', 'cases', name, 'case.json');
+    const messages = c.messages.map((m) => ({
+      ...m,
+      content:
+        typeof m.content === 'string'
+          ? m.content
+          : m.content.map((p) => (typeof p.path === 'string' ? { ...p, path: fixturePath(p.path) } : p)),
+    }));
+    const out = await processor.processChat(messages, { addGenerationPrompt: true });
+    const expected = readSafetensors(fixturePath('qwen3vl', 'cases', name, 'expected.safetensors'));
+    expect(Object.keys(out).sort()).toEqual(Object.keys(expected).sort());
+    for (const [key, want] of Object.entries(expected)) {
+      const got = out[key as keyof ProcessorOutputs]!;
+      expect(got.dims, key).toEqual(want.shape);
+      if (want.dtype === 'int64') expect(Array.from(got.data as BigInt64Array), key).toEqual(Array.from(want.data as BigInt64Array));
+      else expect(maxAbsDiff(got.data as Float32Array, want.data as Float32Array), key).toBeLessThanOrEqual(1e-5);
+    }
+  });
+});
+
 describe('Qwen3-VL processor on the tiny checkpoints', () => {
   it("picks the MoE family by config.json's model_type, the dense one otherwise", async () => {
     const dense = await Processor.fromPretrained(fixturePath('../qwen3-vl-tiny'));
