@@ -144,6 +144,23 @@ def main() -> None:
          {"role": "assistant", "content": "The robot paints the sea."},
          {"role": "user", "content": [text("Thanks! What colour is the sea?")]}],
         decode=True)
+    # the template's tool branches: tools in the system turn, an assistant tool call (arguments as a dict, so
+    # tojson), two tool responses in one user turn, one with an image
+    # (keys in sorted order, as case.json stores them, so that tojson renders the same text from either)
+    weather = {"function": {"description": "Weather at a place.", "name": "get_weather",
+                            "parameters": {"properties": {"city": {"type": "string"}}, "required": ["city"],
+                                           "type": "object"}},
+               "type": "function"}
+    run("tools",
+        [{"role": "system", "content": "You are a helpful assistant."},
+         {"role": "user", "content": "What is the weather in Paris and Rome?"},
+         {"role": "assistant", "content": "",
+          "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+                         {"type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]},
+         {"role": "tool", "content": "Sunny, 21 C."},
+         {"role": "tool", "content": [text("Rain, 14 C. "), image_item("tiny.png")]},
+         {"role": "user", "content": "Thanks!"}],
+        ["tiny.png"], template_kwargs=dict(tools=[weather]))
     describe = text("Describe what happens in this video.")
     # default sampling: fps 2 of a 6 fps clip -> 4 frames [0, 4, 7, 11]; timestamps 0.3 and 1.5
     run("video", user(VIDEO, describe), video_frames=12)

@@ -14,7 +14,7 @@ import { QWEN3_VL_MOE_PROCESSOR, QWEN3_VL_PROCESSOR } from './qwen3vl.js';
 /** What tools/processors/make_qwen3vl_cases.py recorded from HF transformers 5.17 for one case. */
 interface Case {
   messages: ChatMessage[];
-  apply_chat_template: { add_generation_prompt: boolean; add_vision_id?: boolean };
+  apply_chat_template: { add_generation_prompt: boolean; add_vision_id?: boolean; tools?: Record<string, unknown>[] };
   prompt: string;
   expanded_prompt: string;
   video_frames_used?: number;
@@ -50,15 +50,19 @@ describe('Qwen3-VL processor on the qwen3vl fixture vs HF transformers 5.17', as
 
   it('is chosen by processor_class for the folder', () => {
     expect(processor.family).toBe(QWEN3_VL_PROCESSOR);
-    expect(cases.length).toBeGreaterThanOrEqual(12);
+    expect(cases.length).toBeGreaterThanOrEqual(14);
   });
 
   it.each(cases)('%s: every output HF returns, ids/grids identical, pixel values within 1e-5', async (name) => {
     const c = readJson<Case>('qwen3vl', 'cases', name, 'case.json');
     const expected = readSafetensors(fixturePath('qwen3vl', 'cases', name, 'expected.safetensors'));
-    const { add_generation_prompt, add_vision_id } = c.apply_chat_template;
+    const { add_generation_prompt, add_vision_id, tools } = c.apply_chat_template;
     const messages = resolveMedia(c);
-    const options = { addGenerationPrompt: add_generation_prompt, variables: add_vision_id === undefined ? {} : { add_vision_id } };
+    const options = {
+      addGenerationPrompt: add_generation_prompt,
+      variables: add_vision_id === undefined ? {} : { add_vision_id },
+      ...(tools === undefined ? {} : { tools }),
+    };
     expect(processor.applyChatTemplate(messages, options)).toBe(c.prompt);
     const out = await processor.processChat(messages, { ...options, ...c.processor_kwargs });
     expect(await processor.decode(out.input_ids.data)).toBe(c.expanded_prompt);
