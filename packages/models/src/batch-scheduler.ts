@@ -18,6 +18,8 @@ export type BatchResult = GenerateResult & { visionMs: number };
 interface Job {
   request: BatchRequest;
   o: GenerateOptions;
+  /** New tokens it makes at most: maxNewTokens, or fewer where the model's context ends (`BatchRequest.maxNewTokens`). */
+  limit: number;
   /** Slots its row can use: the prompt and every token fed back (all but the last sampled). */
   reserve: number;
   eos: Set<number>;
@@ -75,19 +77,21 @@ export class BatchScheduler {
       const o = { eos: t.eos, padTokenId: t.pad, ...options };
       validateGenerateOptions(o, this.decoder.dims.vocabSize);
       const request = this.decoder.request(inputs);
-      const reserve = request.seq + Math.max(o.maxNewTokens - 1, 0);
+      // The model's context caps the request's tokens, so its row never holds more than max_position_embeddings.
+      const limit = Math.min(o.maxNewTokens, request.maxNewTokens ?? o.maxNewTokens);
+      const reserve = request.seq + Math.max(limit - 1, 0);
       const bytes = reserve * this.kv.bytesPerSlot;
       if (bytes > this.limits.kvLimitBytes)
         throw new ModelError(
           'INSUFFICIENT_MEMORY',
-          `the request needs ${mib(bytes)} MiB of KV cache (${request.seq} prompt positions + ${o.maxNewTokens} new tokens), more than the engine's limit of ${mib(this.limits.kvLimitBytes)} MiB: lower maxNewTokens, or raise kvMemoryBytes`,
+          `the request needs ${mib(bytes)} MiB of KV cache (${request.seq} prompt positions + ${limit} new tokens), more than the engine's limit of ${mib(this.limits.kvLimitBytes)} MiB: lower maxNewTokens, or raise kvMemoryBytes`,
         );
       const eos = new Set(o.eos === undefined ? [] : typeof o.eos === 'number' ? [o.eos] : o.eos);
       const job: Job = {
-        ...{ request, o, reserve, eos, random: seededRandom(o.seed ?? 0), tokens: [], stepMs: [], prefillMs: 0, visionMs: 0 },
+        ...{ request, o, limit, reserve, eos, random: seededRandom(o.seed ?? 0), tokens: [], stepMs: [], prefillMs: 0, visionMs: 0 },
         ...{ length: 0, position: request.position, resolve, reject },
       };
-      if (o.maxNewTokens === 0 || o.signal?.aborted) return this.finish(job);
+      if (limit === 0 || o.signal?.aborted) return this.finish(job);
       this.queue.push(job);
       this.pump();
     });
@@ -226,7 +230,7 @@ export class BatchScheduler {
 
   /**
    * Samples the request's token `n` from its logits [V] and hands it on; false when the request ends here (eos,
-   * maxNewTokens, its signal, or a throwing onToken).
+   * its limit, its signal, or a throwing onToken).
    */
   private emit(job: Job, logits: Float32Array, n: number): boolean {
     if (this.stopped(job)) return false;
@@ -239,7 +243,7 @@ export class BatchScheduler {
       // The consumer's backpressure is not waited for: one slow reader must not hold the batch back.
       const ack = o.onToken?.([t], n);
       if (ack instanceof Promise) ack.catch(() => undefined);
-      return !(job.eos.has(t) || job.tokens.length >= o.maxNewTokens || this.stopped(job));
+      return !(job.eos.has(t) || job.tokens.length >= job.limit || this.stopped(job));
     } catch (e) {
       job.reject(e);
       job.reject = () => undefined;
@@ -248,8 +252,8 @@ export class BatchScheduler {
   }
 
   private finish(job: Job): void {
-    job.request.ended?.(job.tokens.length);
-    job.resolve({ tokens: [job.tokens], timings: { prefillMs: job.prefillMs, stepMs: job.stepMs }, visionMs: job.visionMs });
+    const capped = job.limit < job.o.maxNewTokens ? { maxNewTokens: job.limit } : {};
+    job.resolve({ tokens: [job.tokens], timings: { prefillMs: job.prefillMs, stepMs: job.stepMs }, visionMs: job.visionMs, ...capped });
   }
 
   /**

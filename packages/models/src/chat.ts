@@ -30,7 +30,7 @@ export interface ChatSummary {
   tokens: number[];
   promptTokens: number;
   newTokens: number;
-  /** 'stop': an eos token; 'length': maxNewTokens reached; 'aborted': the signal fired. */
+  /** 'stop': an eos token; 'length': maxNewTokens (or, in an engine, the model's context) reached; 'aborted': the signal fired. */
   finishReason: 'stop' | 'length' | 'aborted';
   /** From the call to the first new token: preprocessing, vision encoder and prefill. */
   timeToFirstTokenMs: number;
@@ -178,7 +178,7 @@ export function chat(
           tokens,
           promptTokens: inputs.input_ids.dims[1]!,
           newTokens: tokens.length,
-          finishReason: finishReason(tokens, eos, options.maxNewTokens, completed && !options.signal?.aborted),
+          finishReason: finishReason(tokens, eos, generated.maxNewTokens ?? options.maxNewTokens, completed && !options.signal?.aborted),
           timeToFirstTokenMs: (firstAt ?? lastAt) - t0,
           tokensPerSecond: tokens.length > 1 && firstToLast > 0 ? ((tokens.length - 1) * 1000) / firstToLast : 0,
           processMs,

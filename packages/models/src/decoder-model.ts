@@ -75,8 +75,11 @@ export interface BatchRequest {
   readonly position: number;
   /** The vision encoder then the prompt on an empty cache: the last position's logits [V] and `present.*` [1, Hkv, seq, hd]. */
   prefill(): Promise<{ logits: Float32Array; outputs: Record<string, HostTensor>; visionMs: number }>;
-  /** Told the new tokens when the request ends (a family model warns past max_position_embeddings, as generate does). */
-  ended?(newTokens: number): void;
+  /**
+   * The most new tokens the model's context leaves this prompt (a family model: max_position_embeddings - seq + 1,
+   * the last one predicted from max_position_embeddings positions); undefined: no limit.
+   */
+  readonly maxNewTokens?: number | undefined;
 }
 
 /** A decoder's I/O that the loop needs: its KV cache names, its logits output and its `logits_to_keep` input. */

@@ -36,11 +36,13 @@ export interface ChatEngine {
    * Same contract as chat(model, processor, messages, options): a ChatStream; concurrent calls decode together.
    * Every error of the request (bad input, a prompt past max_position_embeddings, a KV cache larger than the
    * engine's limit, ENGINE_CLOSED) rejects its stream only; `options.signal` ends it with finishReason 'aborted'.
+   * Generation stops at max_position_embeddings (prompt + new tokens fed back) with finishReason 'length'.
    */
   chat(messages: readonly ChatMessage[], options: ChatOptions): ChatStream;
   /**
    * model.generate's contract for HF-named inputs of one sequence (made by your own processor), decoded with the
-   * other requests; the same errors (ENGINE_CLOSED after close) as a rejection.
+   * other requests; the same errors (ENGINE_CLOSED after close) as a rejection. Where max_position_embeddings
+   * stops it before maxNewTokens, the result's `maxNewTokens` says how many it could make.
    */
   generate(inputs: NamedTensors, options: GenerateOptions): Promise<GenerateResult & { visionMs: number }>;
   stats(): EngineStats;

@@ -32,6 +32,8 @@ export interface GenerateResult {
   tokens: number[][];
   /** Milliseconds for the prompt and for each decode step. */
   timings: { prefillMs: number; stepMs: number[] };
+  /** Set when the model's context allowed fewer new tokens than asked (a batching engine): that many. */
+  maxNewTokens?: number;
 }
 
 /**

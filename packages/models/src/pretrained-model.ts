@@ -131,8 +131,9 @@ export abstract class FamilyModel<Config extends FamilyModelConfig, Inputs exten
   }
 
   /**
-   * As DecoderModel's, with generate's checks of max_position_embeddings per request: a longer prompt is refused
-   * (PROMPT_TOO_LONG), generating past it warns (PAST_MAX_POSITION_EMBEDDINGS).
+   * As DecoderModel's, with max_position_embeddings held per request: a longer prompt is refused (PROMPT_TOO_LONG);
+   * generation stops where the next token would be predicted from more positions than that (a server's
+   * request must not grow the shared KV cache without bound; generate instead warns and goes on, as HF does).
    */
   override batchDecoder(): BatchDecoder {
     const d = super.batchDecoder();
@@ -142,7 +143,7 @@ export abstract class FamilyModel<Config extends FamilyModelConfig, Inputs exten
       request: (inputs) => {
         checkPromptLength(promptLength(inputs), max);
         const r = d.request(inputs);
-        return { ...r, ended: (newTokens) => warnPastMaxPositions(r.seq + newTokens - 1, max) };
+        return max === undefined ? r : { ...r, maxNewTokens: max - r.seq + 1 };
       },
     };
   }
