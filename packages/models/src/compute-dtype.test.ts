@@ -60,9 +60,11 @@ async function run(checkpoint: string, dtype: ComputeDType, inputs: Record<strin
 const BOUND: Record<string, Record<'float16' | 'bfloat16', { mean: number; max: number }>> = {
   'ernie-tiny': { float16: { mean: 0.1, max: 0.9 }, bfloat16: { mean: 0.15, max: 0.45 } },
   'granite-tiny': { float16: { mean: 0.008, max: 0.02 }, bfloat16: { mean: 0.08, max: 0.17 } },
+  'qwen3-vl-tiny': { float16: { mean: 0.015, max: 0.025 }, bfloat16: { mean: 0.045, max: 0.07 } },
+  'qwen3-vl-moe-tiny': { float16: { mean: 0.05, max: 0.8 }, bfloat16: { mean: 0.065, max: 0.9 } },
 };
 
-describe.each(['ernie-tiny', 'granite-tiny'])('%s', (name) => {
+describe.each(Object.keys(BOUND))('%s', (name) => {
   const cases = fixtureCases(name).filter((c) => c.name !== 'lora');
   it.each(cases.map((c) => [c.name, c] as const))('%s: float16 and bfloat16 against float32 and HF', async (_, c) => {
     const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));

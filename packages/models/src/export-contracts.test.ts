@@ -4,12 +4,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ERNIE_DECODER_INPUTS, GRANITE_DECODER_INPUTS } from '@vlmkit/moe-decoder';
+import { ERNIE_DECODER_INPUTS, GRANITE_DECODER_INPUTS, QWEN3VL_DECODER_INPUTS } from '@vlmkit/moe-decoder';
 import { type Contract, contractProblems, loadModelProto, onnx, type Schema } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ERNIE_VISION_ENCODER_INPUTS } from './ernie/vision-encoder.js';
 import { exportModel } from './export.js';
 import { GRANITE_VISION_ENCODER_INPUTS } from './granite/vision-encoder.js';
+import { QWEN3VL_VISION_ENCODER_INPUTS } from './qwen3vl/vision-encoder.js';
 import { FIXTURES } from './test-utils/fixtures.js';
 
 const work = mkdtempSync(join(tmpdir(), 'vlmkit-export-contracts-'));
@@ -30,6 +31,9 @@ async function fileInputs(path: string): Promise<{ name: string; dtype: string; 
 const CASES: [string, Contract<Schema>, Contract<Schema>][] = [
   ['ernie-tiny', ERNIE_VISION_ENCODER_INPUTS as Contract<Schema>, ERNIE_DECODER_INPUTS as Contract<Schema>],
   ['granite-tiny', GRANITE_VISION_ENCODER_INPUTS as Contract<Schema>, GRANITE_DECODER_INPUTS as Contract<Schema>],
+  ...['qwen3-vl-tiny', 'qwen3-vl-moe-tiny'].map(
+    (m) => [m, QWEN3VL_VISION_ENCODER_INPUTS, QWEN3VL_DECODER_INPUTS] as [string, Contract<Schema>, Contract<Schema>],
+  ),
 ];
 
 describe.each(CASES)('%s export', (model, vision, decoder) => {

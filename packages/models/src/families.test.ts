@@ -30,7 +30,7 @@ async function sharedSources(dir: string): Promise<string[]> {
     const path = join(e.parentPath, e.name);
     const rel = relative(ROOT, path);
     if (!e.isFile() || !e.name.endsWith('.ts') || e.name.endsWith('.test.ts') || rel.includes('test-utils')) continue;
-    if (/^packages\/models\/src\/(ernie|granite)\//.test(rel) || rel === 'packages/models/src/families.ts') continue;
+    if (/^packages\/models\/src\/(ernie|granite|qwen3vl)\//.test(rel) || rel === 'packages/models/src/families.ts') continue;
     if (/^packages\/processors\/src\/families\//.test(rel)) continue;
     out.push(path);
   }

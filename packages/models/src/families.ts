@@ -5,8 +5,9 @@ import { ernie45VL } from './ernie/family.js';
 import { ModelError } from './errors.js';
 import type { ModelFamily } from './family.js';
 import { granite4Vision } from './granite/family.js';
+import { qwen3VL, qwen3VLMoe } from './qwen3vl/family.js';
 
-export const FAMILIES: readonly ModelFamily[] = [ernie45VL, granite4Vision];
+export const FAMILIES: readonly ModelFamily[] = [ernie45VL, granite4Vision, qwen3VL, qwen3VLMoe];
 
 /** The family that answers config.json's model_type; UNSUPPORTED_MODEL_TYPE naming the supported ones otherwise. */
 export function familyOf({ path, json }: ConfigFile): ModelFamily {

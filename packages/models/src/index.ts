@@ -111,6 +111,7 @@ export {
   resolveProfile,
 } from './profiles.js';
 export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress, type StepDetail } from './progress.js';
+export * from './qwen3vl/index.js';
 export { loadPretrained } from './registry.js';
 export { argmax, MAX_SEED, type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
 export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';

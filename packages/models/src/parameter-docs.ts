@@ -86,10 +86,13 @@ function source(s: Source, seen: Map<string, Set<number>>): string {
     }
     case 'transpose':
       return `transpose(${source(s.of, seen)})`;
-    case 'slice':
+    case 'slice': {
+      // A row that is the parameter's own expert index (one expert of a fused tensor) is written as that index.
+      const at = seen.get('j')?.size === 1 && seen.get('j')!.has(s.start) ? '{j}' : s.start;
       return s.squeeze && s.end === s.start + 1
-        ? `${source(s.of, seen)}[${s.start}]`
+        ? `${source(s.of, seen)}[${at}]`
         : `${source(s.of, seen)}[${s.start}:${s.end}, dim ${s.dim}]`;
+    }
   }
 }
 

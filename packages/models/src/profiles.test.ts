@@ -6,7 +6,7 @@
 // and checkpoint, reused across its cases.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { COMPUTE_DTYPES, type ComputeDType } from '@vlmkit/onnx-graph';
 import type { HostTensor } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -35,6 +35,8 @@ const COMBOS: Combo[] = COMPUTE_DTYPES.flatMap((dtype) =>
 const DTYPE_BOUND: Record<string, Record<'float16' | 'bfloat16', { mean: number; max: number }>> = {
   'ernie-tiny': { float16: { mean: 0.1, max: 0.9 }, bfloat16: { mean: 0.15, max: 0.45 } },
   'granite-tiny': { float16: { mean: 0.008, max: 0.02 }, bfloat16: { mean: 0.08, max: 0.17 } },
+  'qwen3-vl-tiny': { float16: { mean: 0.015, max: 0.025 }, bfloat16: { mean: 0.045, max: 0.07 } },
+  'qwen3-vl-moe-tiny': { float16: { mean: 0.05, max: 0.8 }, bfloat16: { mean: 0.065, max: 0.9 } },
 };
 /**
  * Against float32: the lowest last-token cosine of a row, the share of real positions whose argmax agrees. On the
@@ -43,6 +45,8 @@ const DTYPE_BOUND: Record<string, Record<'float16' | 'bfloat16', { mean: number;
  * random tiny weights that amplify any weight error (models README, "Quantized weights").
  */
 const QUANT_BOUND = { int8: { cosine: 0.98, top1: 0.7 }, int4: { cosine: 0.4, top1: 0.1 } };
+/** Per model where it differs: qwen3-vl-moe-tiny two-images flips one row's last-token routing in int8 (cosine 0.853). */
+const QUANT_BOUND_OF: Record<string, Partial<typeof QUANT_BOUND>> = { 'qwen3-vl-moe-tiny': { int8: { cosine: 0.8, top1: 0.7 } } };
 /** src/ops.test.ts: float32 logits against HF's, relative to max |logits|. */
 const F32_TOL = 1e-5;
 
@@ -78,8 +82,9 @@ function model(combo: Combo, c: FixtureCase): Promise<PretrainedModel> {
   return m;
 }
 
-const CASES = [...fixtureCases('ernie-tiny'), ...fixtureCases('granite-tiny')];
-const family = (c: FixtureCase) => (c.dir.includes(`${join('granite-tiny', 'cases')}`) ? 'granite-tiny' : 'ernie-tiny');
+const CASES = Object.keys(DTYPE_BOUND).flatMap((model) => fixtureCases(model));
+/** The fixture folder of a case (test-fixtures/<model>/cases/<name>). */
+const family = (c: FixtureCase) => basename(dirname(dirname(c.dir)));
 /** Each profile's float32 logits per case: what its quantized combinations are compared with. */
 const float32Logits = new Map<string, Float32Array>();
 
@@ -121,7 +126,7 @@ describe.each(COMBOS.filter(allowed).map((c) => [label(c), c] as const))('%s', (
         if (combo.dtype === 'float16' && !hfInBf16) expect(ids.flat(), 'float16 greedy ids = HF').toEqual(hfIds);
         if (combo.dtype === 'bfloat16' && hfInBf16) expect(ids.flat(), 'bfloat16 greedy ids = HF').toEqual(hfIds);
       } else {
-        const bound = QUANT_BOUND[(quantize ?? 'int8') as 'int8' | 'int4'];
+        const bound = { ...QUANT_BOUND, ...QUANT_BOUND_OF[family(c)] }[(quantize ?? 'int8') as 'int8' | 'int4'];
         const a = agreement(logits, float32Logits.get(key)!, dims, (p) => real(p * V));
         expect(a.cosine, 'last-token cosine vs float32').toBeGreaterThan(bound.cosine);
         expect(a.top1, 'argmax agreement vs float32').toBeGreaterThan(bound.top1);

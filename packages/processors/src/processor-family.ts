@@ -103,7 +103,7 @@ export function chooseProcessorFamily(
 ): ProcessorFamily {
   const cls = processorConfig.processor_class ?? preprocessor.processor_class;
   const imageType = imageSettings.image_processor_type;
-  // Processors shared by model types (Qwen3-VL's by qwen3_vl and qwen3_vl_moe): the folder's model type decides which.
+  // Processors shared by model types (Qwen3-VL's, dense and MoE): the folder's model type decides which.
   const family =
     families.find((f) => f.processorClass === cls && f.modelType === modelConfig.model_type) ??
     families.find((f) => f.processorClass === cls) ??

@@ -114,7 +114,7 @@ export function analyzeErniePrompt(p: ErniePromptInputs, config: Ernie45VLConfig
   };
 }
 
-function checkCount(kind: string, tokenId: number, found: number, grids: readonly Grid[]): void {
+export function checkCount(kind: string, tokenId: number, found: number, grids: readonly Grid[]): void {
   const expected = grids.reduce((n, g) => n + g.tokens, 0);
   if (found === expected) return;
   const g = grids.map((x) => `[${x.thw.join(', ')}]`).join(', ') || 'none';
@@ -128,7 +128,7 @@ function checkCount(kind: string, tokenId: number, found: number, grids: readonl
  * `mm_token_type_ids` is what HF's get_rope_index groups positions by; ours come from the ids. A value that
  * disagrees with the ids would give HF's model other positions than ours, so it is refused where it differs.
  */
-function checkTokenTypes(types: BigInt64Array, images: readonly number[], videos: readonly number[], S: number): void {
+export function checkTokenTypes(types: BigInt64Array, images: readonly number[], videos: readonly number[], S: number): void {
   const expected = new BigInt64Array(types.length);
   for (const i of images) expected[i] = 1n;
   for (const i of videos) expected[i] = 2n;
@@ -146,7 +146,7 @@ function checkTokenTypes(types: BigInt64Array, images: readonly number[], videos
  * masked image would take the next image's grid (and the error, if any, would name a later image in another
  * row); the features are still scattered into the masked places. Refused here, naming the image and its row.
  */
-function checkUnmasked(kind: string, positions: readonly number[], mask: BigInt64Array, S: number, grids: readonly Grid[]): void {
+export function checkUnmasked(kind: string, positions: readonly number[], mask: BigInt64Array, S: number, grids: readonly Grid[]): void {
   const k = positions.findIndex((i) => mask[i] !== 1n);
   if (k < 0) return;
   // Placeholders are in grid order (row-major over the batch, as masked_scatter fills them).

@@ -15,11 +15,12 @@ export function qwen3VlMoe(g: Graph, w: Weights, config: Qwen3VlTextConfig, x: V
   const { numExperts: E, topK, intermediateSize } = config.moe!;
   const tokens = g.reshape(x, [-1, D]); // [N, D]
   const gate = g.param(w, 'gate.weight', [E, D]);
-  // HF: F.linear in the compute dtype, softmax and top-k in float32.
-  const logits = g.scope('gate', () => g.matmul(tokens, g.transpose(gate, [1, 0]))); // [N, E]
+  const f32 = (v: Value) => (v.dtype === 'float32' ? v : g.cast(v, 'float32'));
+  // In float32 whatever the compute dtype (HF: F.linear in the compute dtype, softmax in float32): a 16-bit
+  // graph rounds the router logits less than HF does, and the MoE pass reads them as float32.
   const { topkIds, topkWeights, routerLogits } = g.scope('router', () =>
     g.inFloat32(() => {
-      const routerLogits = logits.dtype === 'float32' ? logits : g.cast(logits, 'float32');
+      const routerLogits = g.matmul(f32(tokens), g.transpose(f32(gate), [1, 0])); // [N, E]
       const probs = g.softmax(routerLogits, -1);
       const [picked, topkIds] = g.topk(probs, topK, -1); // [N, k]
       return { topkIds, topkWeights: g.div(picked, g.reduceSum(picked, [1])), routerLogits };
