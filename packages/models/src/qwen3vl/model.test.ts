@@ -1,6 +1,7 @@
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelError } from '../errors.js';
-import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
+import { FIXTURES, fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
 import { Qwen3VL } from './model.js';
 
 // Every case of both HF 5.17 fixtures (tools/fixtures: qwen3-vl-tiny dense, qwen3-vl-moe-tiny MoE).
@@ -75,5 +76,31 @@ describe('Qwen3VL input checks', () => {
     const err = await m.forward({ ...inputs, input_ids: { ...inputs.input_ids!, data: ids } } as never).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelError);
     expect((err as ModelError).code).toBe('PLACEHOLDER_MISMATCH');
+  });
+});
+
+// An image and a video in one prompt (tools/fixtures/qwen3vl_image_and_video.py on the processor case
+// image-and-video): the rows are scattered per modality, the deepstack features joined in prompt order.
+// The video-first variant has the image block after the video's, so prompt order is not concatenation order.
+describe.each(
+  ['qwen3-vl-tiny', 'qwen3-vl-moe-tiny'].flatMap((m) => [
+    [m, ''],
+    [m, '-video-first'],
+  ]),
+)('Qwen3VL against HF 5.17, an image and a video: %s%s', (name, variant) => {
+  it('logits, embeddings, joined deepstack features, positions and greedy ids', async () => {
+    const all = await readTensors(join(FIXTURES, 'qwen3vl-image-and-video', `${name}${variant}.safetensors`));
+    const part = (prefix: string) =>
+      Object.fromEntries(Object.entries(all).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : [])));
+    const [inputs, expected] = [part('inputs.'), part('expected.')];
+    const m = await model(join(FIXTURES, name));
+    const out = await m.forwardNamed(inputs as never);
+    for (const key of ['logits', 'image_embeds', 'video_embeds', 'deepstack_0', 'deepstack_1']) {
+      expect(out[key]!.dims, key).toEqual(expected[key]!.dims);
+      expect(relError(out[key]!.data as Float32Array, expected[key]!.data as Float32Array), key).toBeLessThan(1e-5);
+    }
+    expect(Array.from(out.position_ids!.data as BigInt64Array)).toEqual(Array.from(expected.position_ids!.data as BigInt64Array));
+    const gen = await m.generate(inputs as never, { maxNewTokens: 8, eos: [] });
+    expect(gen.tokens.flat()).toEqual(Array.from(expected.generated_ids!.data as BigInt64Array, Number));
   });
 });
