@@ -12,6 +12,12 @@ import { LOAD_OPTIONS } from '../../packages/models/dist/index.js';
 import { ernie28bFull } from './ernie28b-full.mjs';
 import { dropPageCache, filesUnder } from './page-cache.mjs';
 
+// `pnpm bench --serve`: `vlmkit serve` under concurrent streams (serve-bench.mjs, its own options).
+if (process.argv.includes('--serve')) {
+  const { serveBench } = await import('./serve-bench.mjs');
+  process.exit(await serveBench(process.argv.slice(2).filter((x) => x !== '--serve')));
+}
+
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const here = join(root, 'tools/bench');
 const python = join(root, '.venv-ref/bin/python');

@@ -8,7 +8,8 @@
 // text prompt and test-fixtures' photo. All N start at once (their vision + prefill run one after another, then
 // they decode together); eos is off so every request makes --new-tokens. Aggregate decode tokens/s is measured
 // over the window where all N decode: from the last request's first token to the first request's last token,
-// the tokens every request made in it over its length. ms/step is that window over its decode steps.
+// the tokens every request made in it over its length. ms/step is that window over its decode steps; decoderRunMs
+// the median decoder run of a step (the engine's own work per step is the difference).
 import { execSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -98,6 +99,11 @@ async function measure(n) {
     concurrency: n,
     decodeTokensPerSecond: inWindow / seconds,
     msPerStep: (to - from) / (inWindow / n),
+    // The decoder run alone (timings.stepMs: every step of every request, all at batch n here).
+    decoderRunMs: quantile(
+      results.flatMap((r) => r.timings.stepMs),
+      0.5,
+    ),
     stepsInWindow: inWindow / n,
     timeToFirstTokenMs: { p50: quantile(ttft, 0.5), p99: quantile(ttft, 0.99) },
     visionPlusPrefillMs: quantile(
