@@ -1,7 +1,8 @@
 import { bf16ToF32, f16ToF32 } from '@vlmkit/safetensors';
 import { GraphError } from './errors.js';
 import { tensorBytes } from './model.js';
-import { type QuantizedBlocks, type QuantizeOptions, quantizeBlockwise, quantizedShapes } from './quant.js';
+import { type QuantizedBlocks, type QuantizeOptions, quantizedShapes } from './quant.js';
+import { quantizeRows } from './quant-kernel.js';
 import { lazyTensor, type TensorRef } from './tensor-ref.js';
 
 /** A float tensor's values as float32 (f16/bf16/f64 converted), read from wherever it lives. */
@@ -45,7 +46,7 @@ export function quantizedRefs(ref: TensorRef, o: QuantizeOptions): QuantizedRefs
   let pending: Promise<QuantizedBlocks> | undefined;
   let taken = 0;
   const take = async <T>(pick: (q: QuantizedBlocks) => T): Promise<T> => {
-    pending ??= floatValues(ref).then((w) => quantizeBlockwise(w, n, k, o));
+    pending ??= quantizeTensor(ref, n, k, o);
     const p = pending;
     if (++taken === parts) {
       pending = undefined; // every part handed out: let the blocks go
@@ -58,4 +59,12 @@ export function quantizedRefs(ref: TensorRef, o: QuantizeOptions): QuantizedRefs
     scales: lazyTensor('float32', shapes.scales, () => take((q) => q.scales)),
     zeroPoints: o.symmetric ? undefined : lazyTensor('uint8', shapes.zeroPoints, () => take((q) => q.zeroPoints!)),
   };
+}
+
+/** `ref` quantized from its stored bytes: 16-bit floats are widened a row at a time, never as a whole float32 copy. */
+async function quantizeTensor(ref: TensorRef, n: number, k: number, o: QuantizeOptions): Promise<QuantizedBlocks> {
+  if (ref.dtype !== 'bfloat16' && ref.dtype !== 'float16') return quantizeRows({ dtype: 'float32', data: await floatValues(ref) }, n, k, o);
+  const bytes = await tensorBytes(ref);
+  const aligned = (bytes.byteOffset % 2 === 0 ? bytes : bytes.slice()) as Uint8Array;
+  return quantizeRows({ dtype: ref.dtype, data: new Uint16Array(aligned.buffer, aligned.byteOffset, n * k) }, n, k, o);
 }

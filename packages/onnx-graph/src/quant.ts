@@ -1,4 +1,5 @@
 import { GraphError } from './errors.js';
+import { quantizeRows } from './quant-kernel.js';
 
 /**
  * Block-wise weight quantization for com.microsoft MatMulNBits (onnxruntime
@@ -100,55 +101,5 @@ export function quantizeBlockwise(
   o: Pick<QuantizeOptions, 'bits' | 'blockSize' | 'symmetric'>,
 ): QuantizedBlocks {
   if (w.length !== n * k) throw new GraphError('PARAMETER_SHAPE', `quantize: ${w.length} weights for [${n}, ${k}]`);
-  const { bits, blockSize, symmetric } = o;
-  const { kBlocks, blobSize, zeroPoints: zpShape } = quantizedShapes(n, k, o);
-  const qmax = (1 << bits) - 1;
-  const mid = 1 << (bits - 1);
-  const packed = new Uint8Array(n * kBlocks * blobSize);
-  const scales = new Float32Array(n * kBlocks);
-  const zpRow = zpShape[0]! / n;
-  const zeroPoints = symmetric ? undefined : new Uint8Array(n * zpRow);
-  const codes = new Uint8Array(blockSize);
-  for (let r = 0; r < n; r++) {
-    const row = r * k;
-    for (let b = 0; b < kBlocks; b++) {
-      const start = b * blockSize;
-      const end = Math.min(start + blockSize, k);
-      let lo = 0;
-      let hi = 0;
-      let amax = 0;
-      let vmax = 0;
-      for (let i = start; i < end; i++) {
-        const v = w[row + i]!;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-        if (Math.abs(v) > amax) {
-          amax = Math.abs(v);
-          vmax = v;
-        }
-      }
-      let scale: number;
-      let zp: number;
-      if (symmetric) {
-        scale = Math.fround(-vmax / mid);
-        zp = mid;
-      } else {
-        scale = Math.fround((hi - lo) / qmax);
-        zp = scale === 0 ? 0 : Math.min(qmax, Math.max(0, Math.round(-lo / scale)));
-      }
-      const inv = scale === 0 ? 0 : 1 / scale;
-      codes.fill(zp); // padding past K: the code of 0
-      for (let i = start; i < end; i++) codes[i - start] = Math.min(qmax, Math.max(0, Math.round(w[row + i]! * inv) + zp));
-      const blk = r * kBlocks + b;
-      scales[blk] = scale;
-      const out = blk * blobSize;
-      if (bits === 8) packed.set(codes, out);
-      else for (let j = 0; j < blobSize; j++) packed[out + j] = codes[2 * j]! | (codes[2 * j + 1]! << 4);
-      if (zeroPoints !== undefined) {
-        if (bits === 8) zeroPoints[r * zpRow + b] = zp;
-        else zeroPoints[r * zpRow + (b >> 1)]! |= zp << ((b & 1) * 4);
-      }
-    }
-  }
-  return { packed, scales, zeroPoints };
+  return quantizeRows({ dtype: 'float32', data: w }, n, k, o);
 }
