@@ -8,11 +8,12 @@ import { Qwen3VL } from './model.js';
 const cases = [...fixtureCases('qwen3-vl-tiny'), ...fixtureCases('qwen3-vl-moe-tiny')];
 const models = new Map<string, Promise<Qwen3VL>>();
 
-function model(checkpoint: string): Promise<Qwen3VL> {
-  let m = models.get(checkpoint);
+/** The checkpoint's model, with the host decode loop (default) or the in-graph one (buildQwen3VlDecodeLoopModel). */
+function model(checkpoint: string, loop: 'host' | 'graph' = 'host'): Promise<Qwen3VL> {
+  let m = models.get(`${checkpoint}|${loop}`);
   if (!m) {
-    m = Qwen3VL.fromPretrained(checkpoint, { device: 'cpu' });
-    models.set(checkpoint, m);
+    m = Qwen3VL.fromPretrained(checkpoint, { device: 'cpu', ...(loop === 'graph' ? { profile: { loop } } : {}) });
+    models.set(`${checkpoint}|${loop}`, m);
   }
   return m;
 }
@@ -57,12 +58,18 @@ describe.each(cases.map((c) => [`${c.json.checkpoint} ${c.name}`, c] as const))(
     );
   });
 
-  it('generate: greedy ids identical to HF generate()', async () => {
-    const m = await model(c.checkpoint);
+  it.each(['host', 'graph'] as const)('generate, %s loop: greedy ids identical to HF generate()', async (loop) => {
+    const m = await model(c.checkpoint, loop);
     const ref = expected.generated_ids!;
     const n = ref.dims[1]!;
     const out = await m.generate(inputs as never, { maxNewTokens: n, eos: [] });
     expect(out.tokens.flat()).toEqual(Array.from(ref.data as BigInt64Array, Number));
+  });
+
+  it("seeded sampling: the in-graph loop gives the host loop's ids", async () => {
+    const sampling = { maxNewTokens: 6, eos: [], temperature: 0.9, topK: 5, topP: 0.8, seed: 11 };
+    const [host, graph] = [await model(c.checkpoint), await model(c.checkpoint, 'graph')];
+    expect((await graph.generate(inputs as never, sampling)).tokens).toEqual((await host.generate(inputs as never, sampling)).tokens);
   });
 });
 
