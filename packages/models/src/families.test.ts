@@ -1,5 +1,6 @@
 // The family specs: every shared place loops over FAMILIES (none names a model type), a spec's flags decide
 // what it supports, and each family's model class is the public model itself.
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -30,7 +31,9 @@ async function sharedSources(dir: string): Promise<string[]> {
     const path = join(e.parentPath, e.name);
     const rel = relative(ROOT, path);
     if (!e.isFile() || !e.name.endsWith('.ts') || e.name.endsWith('.test.ts') || rel.includes('test-utils')) continue;
-    if (/^packages\/models\/src\/(ernie|granite|qwen3vl)\//.test(rel) || rel === 'packages/models/src/families.ts') continue;
+    // A family's folder (the one with its family.ts) and the registration list may name its model types.
+    if (/^packages\/models\/src\/[^/]+\//.test(rel) && existsSync(join(e.parentPath, 'family.ts'))) continue;
+    if (rel === 'packages/models/src/families.ts') continue;
     if (/^packages\/processors\/src\/families\//.test(rel)) continue;
     out.push(path);
   }
