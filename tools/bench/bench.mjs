@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { LOAD_OPTIONS } from '../../packages/models/dist/index.js';
 import { ernie28bFull } from './ernie28b-full.mjs';
 import { dropPageCache, filesUnder } from './page-cache.mjs';
+import { QWEN3VL_CONFIGS, qwen3vlConfigDir, qwen3vlGoals, qwen3vlSummary } from './qwen3vl.mjs';
 
 // `pnpm bench --serve`: `vlmkit serve` under concurrent streams (serve-bench.mjs, its own options).
 if (process.argv.includes('--serve')) {
@@ -26,6 +27,9 @@ const { values: o } = parseArgs({
   options: {
     only: { type: 'string', default: 'medium' },
     real: { type: 'boolean', default: false },
+    qwen3vl: { type: 'boolean', default: false },
+    'qwen3vl-layers': { type: 'string' },
+    'qwen3vl-vision-layers': { type: 'string' },
     curves: { type: 'boolean', default: false },
     'curves-only': { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
@@ -68,14 +72,17 @@ const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 // ---------------------------------------------------------------------------------------------------------------
 // what is measured
 
-const configs = new Set(o.only.split(',').filter(Boolean));
+// 'qwen3vl' in --only, or --qwen3vl: both Qwen3-VL configs (qwen3vl.mjs).
+const configs = new Set(o.only.split(',').flatMap((c) => (c === 'qwen3vl' ? QWEN3VL_CONFIGS : c ? [c] : [])));
+if (o.qwen3vl) for (const c of QWEN3VL_CONFIGS) configs.add(c);
 if (o.real) {
   configs.add('granite');
   configs.add('ernie28b');
 }
 if (o['curves-only']) configs.clear();
 for (const c of configs) {
-  if (!['medium', 'granite', 'ernie28b'].includes(c)) throw new Error(`--only: unknown config '${c}' (medium, granite, ernie28b)`);
+  if (!['medium', 'granite', 'ernie28b', ...QWEN3VL_CONFIGS].includes(c))
+    throw new Error(`--only: unknown config '${c}' (medium, granite, ernie28b, ${QWEN3VL_CONFIGS.join(', ')}, qwen3vl)`);
 }
 
 /** Quantized modes the models package offers: `quantize` in its load options (`LOAD_OPTIONS`). */
@@ -87,6 +94,7 @@ function quantModes() {
 const modes = quantModes();
 
 function configDir(name) {
+  if (QWEN3VL_CONFIGS.includes(name)) return qwen3vlConfigDir(name, cache, o);
   if (name === 'medium') return { dir: join(cache, 'ernie-medium'), make: ['--config', 'medium'] };
   if (name === 'ernie28b') {
     const l = o['ernie28b-layers'] ?? '2';
@@ -438,7 +446,7 @@ if (o['ernie28b-full']) {
 const bw = bandwidth();
 log(`read bandwidth ${bw.gbps.toFixed(1)} GB/s (${bw.method})`);
 const results = [];
-for (const name of ['medium', 'granite', 'ernie28b']) if (configs.has(name)) results.push(await benchConfig(name));
+for (const name of ['medium', 'granite', 'ernie28b', ...QWEN3VL_CONFIGS]) if (configs.has(name)) results.push(await benchConfig(name));
 if (o['granite-full']) results.push(await benchConfig('granite-full'));
 const curveResult = o.curves || o['curves-only'] ? await curves() : undefined;
 
@@ -476,6 +484,7 @@ const summary = {
   bandwidth_fraction: m('float32', 'decode_ms') ? activeBytes / (m('float32', 'decode_ms') / 1e3) / 1e9 / bw.gbps : null,
   pytorch_bandwidth_fraction: p('decode_ms') ? activeBytes / (p('decode_ms') / 1e3) / 1e9 / bw.gbps : null,
   granite_full_rss_ratio: fullRss,
+  qwen3vl: qwen3vlSummary(results),
   bandwidth_gbps: bw.gbps,
   quantize_vision: quantizeVision ?? null,
   ids_identical: medium ? sameIds(m('float32', 'ids'), p('ids')) : null,
@@ -540,6 +549,7 @@ if (medium) {
     ].join('\n'),
   );
 }
+md.push(...qwen3vlGoals(summary.qwen3vl));
 const resultFile = join(cache, 'results', `${stamp}.json`);
 writeFileSync(resultFile, JSON.stringify({ machine: mach, bandwidth: bw, results, curves: curveResult, plots, summary }, null, 1));
 const mdText = md.join('\n\n').replace(/\n{3,}/g, '\n\n');

@@ -2,7 +2,7 @@
 
 Subcommands (each prints one JSON line last; bench.mjs reads it):
 
-  make   --config medium|granite|ernie28b --dir D [--layers N] [--vision-layers N]
+  make   --config medium|granite|ernie28b|qwen3vl-2b|qwen3vl-moe --dir D [--layers N] [--vision-layers N]
          Builds a random-weight checkpoint of that config into D (once: skipped when D/bench.json exists),
          D/inputs.safetensors (the benchmark prompt) and D/bench.json (what was built, parameter counts).
   size   --config ernie28b --dir D --layers N --vision-layers N
@@ -30,6 +30,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+
+import qwen3vl_side
 
 HERE = Path(__file__).resolve().parent
 SHARD_BYTES = 2 * 1024**3
@@ -251,6 +253,11 @@ def make(args) -> dict:
     torch.set_num_threads(os.cpu_count() or 1)
     g = torch.Generator().manual_seed(1)
     info: dict = {"config": args.config}
+    if args.config in qwen3vl_side.CONFIGS:  # `pnpm bench --qwen3vl` (issue 20): qwen3vl_side.py
+        info, inputs = qwen3vl_side.make_qwen3vl(args, dir_, init_weights_nondegenerate)
+        save_file({k: v.contiguous() for k, v in inputs.items()}, str(dir_ / "inputs.safetensors"))
+        done.write_text(json.dumps({"config": args.config, **info}, indent=1))
+        return {"config": args.config, **info}
     if args.config in ("medium", "ernie28b"):
         from transformers import Ernie4_5_VLMoeForConditionalGeneration
 
@@ -405,17 +412,19 @@ def sync(device: str) -> None:
 def load_model(dir_: Path, info: dict, device: str = "cpu", dtype: str = "float32"):
     if info["model"] == "ernie":
         from transformers import Ernie4_5_VLMoeForConditionalGeneration as Cls
+    elif info["model"] == "qwen3vl":
+        Cls = qwen3vl_side.model_class(dir_)
     else:
         from transformers import Granite4VisionForConditionalGeneration as Cls
     # HF 5.17 defaults, spelled out: sdpa attention, grouped_mm experts (ERNIE).
     kw = {"attn_implementation": "sdpa"}
-    if info["model"] == "ernie":
+    if info["model"] == "ernie" or info.get("config") == "qwen3vl-moe":
         kw["experts_implementation"] = "grouped_mm"
     return Cls.from_pretrained(str(dir_), dtype=DTYPES[dtype], **kw).to(device).eval()
 
 
 def vision_features(model, info: dict, inputs: dict):
-    if info["model"] == "ernie":
+    if info["model"] in ("ernie", "qwen3vl"):
         return model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"])
     return model.model.get_image_features(inputs["pixel_values"], inputs["image_sizes"])
 
@@ -549,7 +558,7 @@ def curves(args) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["make", "size", "run", "curves"])
-    ap.add_argument("--config", choices=["medium", "granite", "ernie28b"])
+    ap.add_argument("--config", choices=["medium", "granite", "ernie28b", *qwen3vl_side.CONFIGS])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--layers", type=int)
     ap.add_argument("--vision-layers", type=int)

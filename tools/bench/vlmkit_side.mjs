@@ -18,14 +18,14 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ernie45VL, Granite4Vision, PROFILES, readNamedTensors } from '../../packages/models/dist/index.js';
+import { Ernie45VL, Granite4Vision, PROFILES, Qwen3VL, readNamedTensors } from '../../packages/models/dist/index.js';
 
 const [mode, dirArg, cacheArg, optsArg] = process.argv.slice(2);
 const dir = resolve(dirArg);
 const cacheDir = resolve(cacheArg);
 const opts = JSON.parse(optsArg ?? '{}');
 const info = JSON.parse(readFileSync(join(dir, 'bench.json'), 'utf8'));
-const Model = info.model === 'ernie' ? Ernie45VL : Granite4Vision;
+const Model = { ernie: Ernie45VL, granite: Granite4Vision, qwen3vl: Qwen3VL }[info.model];
 const { profile, ...extraLoad } = opts.load ?? {};
 const loadOptions = {
   device: opts.device ?? 'cpu',
