@@ -2,9 +2,9 @@
 // The checkpoints and PyTorch's side: qwen3vl_side.py (through torch_side.py); the measurement is bench.mjs's.
 import { join } from 'node:path';
 
-/** qwen3vl-2b: Qwen3-VL-2B's widths, 4 of 28 text layers, 8 of 24 vision blocks; qwen3vl-moe: 30B-A3B's, 2 of 48, 9 of 27. */
+/** qwen3vl-2b: Qwen3-VL-2B's widths, 4 of 28 text layers, 8 of 24 vision blocks; qwen3vl-moe: 30B-A3B's, 3 of 48, 9 of 27. */
 export const QWEN3VL_CONFIGS = ['qwen3vl-2b', 'qwen3vl-moe'];
-const DEFAULT_LAYERS = { 'qwen3vl-2b': ['4', '8'], 'qwen3vl-moe': ['2', '9'] };
+const DEFAULT_LAYERS = { 'qwen3vl-2b': ['4', '8'], 'qwen3vl-moe': ['3', '9'] };
 
 /** The checkpoint folder and `torch_side.py make` arguments; --qwen3vl-layers / --qwen3vl-vision-layers override both configs'. */
 export function qwen3vlConfigDir(name, cache, o) {

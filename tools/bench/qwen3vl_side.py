@@ -5,8 +5,10 @@
                4096, patch 16. Fewer layers: text --layers (default 4 of 28), vision --vision-layers (default 8 of
                24). float32 on disk.
   qwen3vl-moe  Qwen/Qwen3-VL-30B-A3B-Instruct's: text 2048 wide, 32/4 heads of 128, 128 experts of 768 top-8
-               (norm_topk_prob), vocab 151936, untied; vision 1152 wide, MLP 4304. Text --layers (default 2 of 48),
-               vision --vision-layers (default 9 of 27). bf16 on disk (PyTorch and vlmkit compute in float32).
+               (norm_topk_prob), vocab 151936, untied; vision 1152 wide, MLP 4304. Text --layers (default 3 of 48:
+               each of the 3 deepstack levels is added after its own decoder layer, and vlmkit refuses a config
+               with fewer layers than levels where HF drops the extra levels), vision --vision-layers (default 9
+               of 27). bf16 on disk (PyTorch and vlmkit compute in float32).
 
 With fewer vision blocks the deepstack taps keep their relative depth: published index i of D blocks becomes
 round((i + 1) * d / D) - 1 of d (2B, 8 blocks: [1, 3, 5]; MoE, 9 blocks: [2, 5, 7]). The prompt: one 512x512
@@ -35,7 +37,7 @@ PUBLISHED = {
                   num_key_value_heads=4, head_dim=128, num_experts=128, num_experts_per_tok=8,
                   moe_intermediate_size=768, decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True),
         vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, deepstack=[8, 16, 24]),
-        tied=False, layers=2, vision_layers=9, dtype=torch.bfloat16),
+        tied=False, layers=3, vision_layers=9, dtype=torch.bfloat16),
 }
 CONFIGS = tuple(PUBLISHED)
 
@@ -50,7 +52,8 @@ def qwen3vl_config(kind: str, layers: int | None, vision_layers: int | None):
     depth = vision_layers or pub["vision_layers"]
     deepstack = [round((i + 1) * depth / full) - 1 for i in v.pop("deepstack")]
     if len(set(deepstack)) != len(deepstack) or min(deepstack) < 0 or n_text < len(deepstack):
-        raise SystemExit(f"{kind}: {depth} vision blocks / {n_text} text layers are too few for 3 deepstack levels")
+        raise SystemExit(f"{kind}: {depth} vision blocks / {n_text} text layers are too few for 3 deepstack levels "
+                         "(each on its own block, added after its own text layer: vlmkit refuses fewer layers)")
     vision = dict(v, depth=depth, deepstack_visual_indexes=deepstack, hidden_act="gelu_pytorch_tanh", in_channels=3,
                   patch_size=16, spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=2048,
                   num_position_embeddings=2304)
