@@ -2,6 +2,7 @@
 // the model's contract (its HF inputs as a schema), values by one rule per kind of input; one error code
 // (BAD_INPUT), and the message names the input, what it must be and what came.
 import { fields } from '@vlmkit/config';
+import type { GridThw } from '@vlmkit/mrope';
 import { type Contract, type ContractEntry, contract, contractProblems, type Schema, type TensorLike } from '@vlmkit/onnx-graph';
 import type { HostTensor } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
@@ -10,6 +11,16 @@ import { ModelError } from './errors.js';
 export const INPUT_IDS = ['int64', ['B', 'S'], { doc: 'the token ids of the prompt' }] as const satisfies ContractEntry;
 /** An optional int64 input with one value per prompt token, [B, S] like `input_ids`. */
 export const PER_TOKEN = ['int64', ['B', 'S'], { optional: true }] as const satisfies ContractEntry;
+/**
+ * The grid-based vision inputs (Qwen2-VL's layout, which ERNIE-4.5-VL and Qwen3-VL share): flattened patches
+ * [N, patch_dim] with one (t, h, w) row per image or video, checked by `pixelsFor` and `intRows`.
+ */
+export const GRID_VISION_INPUTS = {
+  pixel_values: ['float32', ['patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
+  image_grid_thw: ['int64', ['images', 3], { optional: true, checkedBy: 'intRows' }],
+  pixel_values_videos: ['float32', ['video_patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
+  video_grid_thw: ['int64', ['videos', 3], { optional: true, checkedBy: 'intRows' }],
+} as const satisfies Schema;
 
 const TOKEN_IDS = contract({ input_ids: INPUT_IDS });
 
@@ -140,6 +151,34 @@ export function pixelsFor(t: HostTensor | undefined, name: string, by: string, s
       throw new ModelError('BAD_INPUT', `${name} must be float32 ${shape.layout}, got float32 ${dims(t)}`);
   }
   return t as HostTensor<'float32'>;
+}
+
+/** `image_grid_thw` / `video_grid_thw`: int64 [N, 3] rows (t, h, w), each at least 1. */
+export function gridRows(t: HostTensor | undefined, name: string): GridThw[] {
+  return intRows(t, name, ['t', 'h', 'w']).map(([t, h, w]) => [t!, h!, w!] as const);
+}
+
+/**
+ * Flattened patches [N, patchDim] for `grids` (read from `gridName`): float32, and exactly the rows the grids'
+ * t x h x w patches need, checked before anything is allocated for them.
+ */
+export function gridPixels(
+  t: HostTensor | undefined,
+  name: string,
+  gridName: string,
+  grids: readonly GridThw[],
+  patchDim: number,
+): HostTensor<'float32'> {
+  const pixels = pixelsFor(t, name, gridName, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
+  const patches = grids.reduce((n, [gt, h, w]) => n + gt * h * w, 0);
+  if (pixels.data.length !== patches * patchDim) {
+    const given = grids.map((g) => `[${g.join(', ')}]`).join(', ');
+    throw new ModelError(
+      'BAD_INPUT',
+      `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${gridName} (${given}) needs ${patches}`,
+    );
+  }
+  return pixels;
 }
 
 /**

@@ -5,19 +5,18 @@ import {
   ernieDecodePositions,
   ernieRotaryTables,
 } from '@vlmkit/moe-decoder';
-import type { GridThw } from '@vlmkit/mrope';
 import { contract, type FeedValues } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import type { DecodeStep } from '../decoder-model.js';
-import { ModelError } from '../errors.js';
 import { loadFamily } from '../family.js';
 import {
   attentionMask,
   checkNamedInputs,
+  GRID_VISION_INPUTS,
+  gridPixels,
+  gridRows,
   INPUT_IDS,
-  intRows,
   PER_TOKEN,
-  pixelsFor,
   pixelsNeed,
   tokenIds,
   tokenTypes,
@@ -36,10 +35,7 @@ import { ERNIE_VISION_ENCODER_OUTPUTS, ernieVisionEncoderFeeds } from './vision-
 export const ERNIE_INPUTS = contract({
   input_ids: INPUT_IDS,
   attention_mask: PER_TOKEN,
-  pixel_values: ['float32', ['patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
-  image_grid_thw: ['int64', ['images', 3], { optional: true, checkedBy: 'intRows' }],
-  pixel_values_videos: ['float32', ['video_patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
-  video_grid_thw: ['int64', ['videos', 3], { optional: true, checkedBy: 'intRows' }],
+  ...GRID_VISION_INPUTS,
   /** 0 text, 1 image placeholder, 2 video placeholder (the processor's). */
   mm_token_type_ids: PER_TOKEN,
   moe_mm_token_type_ids: PER_TOKEN,
@@ -111,7 +107,7 @@ export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePr
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
     checkNamedInputs(ERNIE_INPUTS, inputs, 'ERNIE-4.5-VL');
     const [B, S] = [ids.batch, ids.seq];
-    const [imageGrids, videoGrids] = [grids(inputs.image_grid_thw, 'image_grid_thw'), grids(inputs.video_grid_thw, 'video_grid_thw')];
+    const [imageGrids, videoGrids] = [gridRows(inputs.image_grid_thw, 'image_grid_thw'), gridRows(inputs.video_grid_thw, 'video_grid_thw')];
     pixelsNeed(inputs.pixel_values, 'pixel_values', 'image_grid_thw', imageGrids.length > 0);
     pixelsNeed(inputs.pixel_values_videos, 'pixel_values_videos', 'video_grid_thw', videoGrids.length > 0);
     return analyzeErniePrompt(
@@ -130,19 +126,10 @@ export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePr
 
   protected async encodeVision(inputs: ErnieInputs): Promise<ErnieVision> {
     const run = async (pixelValues: HostTensor | undefined, g: HostTensor | undefined, name: string, gridName: string) => {
-      const gs = grids(g, gridName);
+      const gs = gridRows(g, gridName);
       pixelsNeed(pixelValues, name, gridName, gs.length > 0);
       if (gs.length === 0) return undefined;
-      // Checked before anything is allocated for the grids: their patch count must be the rows given.
-      const patchDim = this.config.vision.inChannels * this.config.vision.patchSize ** 2;
-      const pixels = pixelsFor(pixelValues, name, gridName, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
-      const patches = gs.reduce((n, [t, h, w]) => n + t * h * w, 0);
-      if (pixels.data.length !== patches * patchDim) {
-        throw new ModelError(
-          'BAD_INPUT',
-          `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${gridName} (${gs.map((g) => `[${g.join(', ')}]`).join(', ')}) needs ${patches}`,
-        );
-      }
+      const pixels = gridPixels(pixelValues, name, gridName, gs, this.config.vision.inChannels * this.config.vision.patchSize ** 2);
       const embeds = ERNIE_VISION_ENCODER_OUTPUTS.names.embeds;
       const out = await this.vision.run(ernieVisionEncoderFeeds(pixels.data, gs, this.config), { outputs: [embeds] });
       return out[embeds] as HostTensor<'float32'>;
@@ -200,9 +187,4 @@ export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePr
       past_key_values: past,
     });
   }
-}
-
-/** `image_grid_thw` / `video_grid_thw`: int64 [N, 3] rows (t, h, w). */
-function grids(t: HostTensor | undefined, name: string): GridThw[] {
-  return intRows(t, name, ['t', 'h', 'w']).map(([t, h, w]) => [t!, h!, w!] as const);
 }

@@ -1,20 +1,20 @@
 import { resolve } from 'node:path';
 import { DECODER_OUTPUTS, QWEN3VL_DECODER_INPUTS, type Qwen3VlDecoderFeeds } from '@vlmkit/moe-decoder';
-import { decodePositionIds, type GridThw } from '@vlmkit/mrope';
+import { decodePositionIds } from '@vlmkit/mrope';
 import { contract, type FeedValues } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import { qwen3VlPatchDim } from '@vlmkit/vision-tower';
 import { readConfigFile } from '../config-file.js';
 import type { DecodeStep } from '../decoder-model.js';
-import { ModelError } from '../errors.js';
 import { loadFamily } from '../family.js';
 import {
   attentionMask,
   checkNamedInputs,
+  GRID_VISION_INPUTS,
+  gridPixels,
+  gridRows,
   INPUT_IDS,
-  intRows,
   PER_TOKEN,
-  pixelsFor,
   pixelsNeed,
   tokenIds,
   tokenTypes,
@@ -30,10 +30,7 @@ import { QWEN3VL_VISION_ENCODER_OUTPUTS, qwen3VlVisionEncoderFeeds } from './vis
 export const QWEN3VL_INPUTS = contract({
   input_ids: INPUT_IDS,
   attention_mask: PER_TOKEN,
-  pixel_values: ['float32', ['patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
-  image_grid_thw: ['int64', ['images', 3], { optional: true, checkedBy: 'intRows' }],
-  pixel_values_videos: ['float32', ['video_patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
-  video_grid_thw: ['int64', ['videos', 3], { optional: true, checkedBy: 'intRows' }],
+  ...GRID_VISION_INPUTS,
   /** 0 text, 1 image pad, 2 video pad (the processor's; HF 5.17 requires it with grids). */
   mm_token_type_ids: PER_TOKEN,
 });
@@ -119,7 +116,7 @@ export class Qwen3VL extends FamilyModel<Qwen3VLConfig, Qwen3VlInputs, Qwen3VlPr
     const ids = tokenIds(inputs.input_ids, this.dims.vocabSize);
     checkNamedInputs(QWEN3VL_INPUTS, inputs, 'Qwen3-VL');
     const [B, S] = [ids.batch, ids.seq];
-    const [imageGrids, videoGrids] = [grids(inputs.image_grid_thw, 'image_grid_thw'), grids(inputs.video_grid_thw, 'video_grid_thw')];
+    const [imageGrids, videoGrids] = [gridRows(inputs.image_grid_thw, 'image_grid_thw'), gridRows(inputs.video_grid_thw, 'video_grid_thw')];
     pixelsNeed(inputs.pixel_values, 'pixel_values', 'image_grid_thw', imageGrids.length > 0);
     pixelsNeed(inputs.pixel_values_videos, 'pixel_values_videos', 'video_grid_thw', videoGrids.length > 0);
     return analyzeQwen3VlPrompt(
@@ -137,17 +134,9 @@ export class Qwen3VL extends FamilyModel<Qwen3VLConfig, Qwen3VlInputs, Qwen3VlPr
 
   protected async encodeVision(inputs: Qwen3VlInputs): Promise<Qwen3VlVision> {
     const run = async (pixelValues: HostTensor | undefined, g: HostTensor | undefined, name: string, gridName: string) => {
-      const gs = grids(g, gridName);
+      const gs = gridRows(g, gridName);
       if (gs.length === 0) return undefined;
-      const patchDim = qwen3VlPatchDim(this.config.vision);
-      const pixels = pixelsFor(pixelValues, name, gridName, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
-      const patches = gs.reduce((n, [t, h, w]) => n + t * h * w, 0);
-      if (pixels.data.length !== patches * patchDim) {
-        throw new ModelError(
-          'BAD_INPUT',
-          `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${gridName} (${gs.map((x) => `[${x.join(', ')}]`).join(', ')}) needs ${patches}`,
-        );
-      }
+      const pixels = gridPixels(pixelValues, name, gridName, gs, qwen3VlPatchDim(this.config.vision));
       const O = QWEN3VL_VISION_ENCODER_OUTPUTS.names;
       const out = await this.vision.run(qwen3VlVisionEncoderFeeds(pixels.data as Float32Array, gs, this.config));
       const levels = this.config.vision.deepstackVisualIndexes.map((_, k) => out[O.deepstack(k)] as HostTensor<'float32'>);
@@ -222,9 +211,4 @@ export class Qwen3VL extends FamilyModel<Qwen3VLConfig, Qwen3VlInputs, Qwen3VlPr
       return float32(out, [positions.length, D]);
     });
   }
-}
-
-/** `image_grid_thw` / `video_grid_thw`: int64 [N, 3] rows (t, h, w). */
-function grids(t: HostTensor | undefined, name: string): GridThw[] {
-  return intRows(t, name, ['t', 'h', 'w']).map(([t, h, w]) => [t!, h!, w!] as const);
 }
