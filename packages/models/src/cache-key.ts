@@ -18,7 +18,7 @@ import { deferredPassKey, type Graph, tensorByteLength } from '@vlmkit/onnx-grap
  * locations written relative to the entry's `folder` at build, so that a load serves the bytes as stored. 7: the
  * key on the graph before its passes (`deferPasses`), which a cached load then skips.
  */
-export const FORMAT = 7;
+export const FORMAT = 8;
 
 /** A graph as its key sees it: a digest of its description, and the files its initializers read (realpath). */
 export interface GraphDescription {
@@ -50,20 +50,6 @@ export async function describe(g: Graph): Promise<GraphDescription> {
   }
   const files = [...new Set(await Promise.all(real.values()))].sort();
   return { digest: h.digest('hex'), files };
-}
-
-/**
- * The bytes of checkpoint tensors `g` uses as ORT will hold them: 16-bit floats twice over in a float32 graph
- * (cast by ORT at session creation). A lower bound, like the rest of the memory check.
- */
-export function referencedBytes(g: Graph): number {
-  let n = 0;
-  for (const { ref } of g.snapshot().initializers) {
-    if (ref.kind !== 'file') continue;
-    const widened = g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
-    n += (widened ? 2 : 1) * tensorByteLength(ref);
-  }
-  return n;
 }
 
 /**

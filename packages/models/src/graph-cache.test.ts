@@ -301,6 +301,23 @@ describe('graph cache', () => {
     expect(told).toHaveLength(3);
   });
 
+  it('a bf16 checkpoint in a float32 graph: what the check counts before the build is what the built entry counts', async () => {
+    // The build folds the casts of bf16 weights into float32 data: the entry must not count them again as read
+    // from the checkpoint, or a cached load that fits would be refused at twice its size.
+    const cache = await GraphCache.open(join(work, 'cache-bf16'), { logger: () => {} });
+    const { graph, close } = await visionGraph(join(FIXTURES, 'ernie-tiny-bf16'));
+    let before = 0;
+    const hit = await cache.get(graph, 'ernie-vision', join(FIXTURES, 'ernie-tiny-bf16'), [], (bytes) => {
+      before = bytes;
+    });
+    await close();
+    expect(hit.cached).toBe(false);
+    expect(before).toBeGreaterThan(0);
+    // The entry adds the .onnx itself (small) to the weights' bytes.
+    expect(hit.bytes / before).toBeGreaterThan(0.95);
+    expect(hit.bytes / before).toBeLessThan(1.2);
+  });
+
   it('a cache folder moved elsewhere is served from where it is now, its locations rebased, with the same logits', async () => {
     const dir = await checkpointCopy('moved-cache');
     const [from, to] = [join(work, 'cache-moved-from'), join(work, 'elsewhere', 'cache-moved-to')];

@@ -39,7 +39,7 @@ import {
   stampOf,
   writeAtomic,
 } from './cache-files.js';
-import { describe, FORMAT, type GraphDescription, heldBytes, referencedBytes, rewritten } from './cache-key.js';
+import { describe, FORMAT, type GraphDescription, heldBytes, rewritten } from './cache-key.js';
 import { ModelError } from './errors.js';
 
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
@@ -79,7 +79,7 @@ interface Entry {
   computeDtype: ComputeDType;
   /** The written graph has block-quantized weights (MatMulNBits): its session prepacks them. */
   quantized: boolean;
-  /** Bytes of checkpoint tensors the written graph uses as ORT holds them (`referencedBytes`). */
+  /** Bytes of checkpoint tensors the written graph uses as ORT holds them (16-bit ones twice in a float32 graph). */
   referenced: number;
   createdAt: number;
 }
@@ -339,7 +339,8 @@ export class GraphCache {
         ...(data ? { data } : {}),
         computeDtype: g.computeDtype,
         quantized: [...everyNode(g.snapshot().nodes)].some((n) => n.opType === 'MatMulNBits'),
-        referenced: referencedBytes(g),
+        // What the written graph still reads from the checkpoint: a Cast folded at save is in `data` instead.
+        referenced: saved.referencedBytes + (g.computeDtype === 'float32' ? saved.referenced16BitBytes : 0),
         createdAt: Date.now(),
       };
       await writeAtomic(join(this.root, `${base}.json`), JSON.stringify(entry, null, 1));

@@ -68,6 +68,8 @@ export interface SavedModel {
   copiedBytes: number;
   /** Bytes referenced in place in `references` files. */
   referencedBytes: number;
+  /** Of `referencedBytes`, the float16 / bfloat16 tensors' (a float32 session casts them: it holds twice these). */
+  referenced16BitBytes: number;
   /** sha256 of the external data file as written (`hashData`), when there is one. */
   dataSha256?: string;
   /** Nodes folded into initializers (`fold`). */
@@ -123,6 +125,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
   const tensors: OnnxTypes.ITensorProto[] = [];
   let offset = 0;
   let referencedBytes = 0;
+  let referenced16BitBytes = 0;
   const hash = opts.hashData ? createHash('sha256') : undefined;
   const realOf = new Map<string, string>();
   const locationOf = async (ref: TensorRef): Promise<string | undefined> => {
@@ -147,6 +150,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
       if (location !== undefined && ref.kind === 'file') {
         tensors.push(externalTensor(entry, location, ref.byteOffset, ref.byteLength));
         referencedBytes += length;
+        if (ref.dtype === 'float16' || ref.dtype === 'bfloat16') referenced16BitBytes += length;
         continue;
       }
       const align = length >= PAGE_ALIGN_FROM ? PAGE : ALIGN;
@@ -171,6 +175,7 @@ export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}):
     copiedBytes: offset,
     ...(hash && offset > 0 ? { dataSha256: hash.digest('hex') } : {}),
     referencedBytes,
+    referenced16BitBytes,
     foldedNodes: folded?.folded ?? 0,
   };
 }
