@@ -154,6 +154,14 @@ export function int64(values: readonly number[], dims: number[]): Int64Tensor {
   return { dtype: 'int64', dims, data: BigInt64Array.from(values, (v) => BigInt(v)) };
 }
 
+/** `image_grid_thw` / `video_grid_thw`: one (t, h, w) row per image or video, int64 [N, 3]. */
+export function gridThw(grids: readonly (readonly number[])[]): Int64Tensor {
+  return int64(
+    grids.flatMap((g) => [...g]),
+    [grids.length, 3],
+  );
+}
+
 /** A special token of tokenizer_config.json and its text and id; HF's processor reads tokenizer.<name>. */
 export function requiredToken(tokenizer: Tokenizer, name: string, model: string): { text: string; id: number } {
   const text = tokenizer.specialTokens[name];

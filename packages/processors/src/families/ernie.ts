@@ -5,7 +5,7 @@ import type { RgbImage } from '../image/decode.js';
 import { ernieImageProcessorConfig, processErnieImages } from '../image/ernie.js';
 import {
   conflicts,
-  int64,
+  gridThw,
   type MediaInputs,
   objectField,
   type ProcessorFamily,
@@ -93,10 +93,7 @@ function ernieRules({ dir, tokenizer, image: imageSettings, modelConfig }: Proce
         refuseConflicts(imageConflicts, 'images');
         const px = processErnieImages(images, config);
         tensors.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
-        tensors.image_grid_thw = int64(
-          px.imageGridThw.flatMap((g) => [...g]),
-          [images.length, 3],
-        );
+        tensors.image_grid_thw = gridThw(px.imageGridThw);
         expansions.push({
           modality: 'image',
           token: image.text,
@@ -111,10 +108,7 @@ function ernieRules({ dir, tokenizer, image: imageSettings, modelConfig }: Proce
         const cfg = readSettings(dir, () => ernieVideoProcessorConfig(video.json, video.source));
         const vx = await processErnieVideoInputs(videos, cfg, sampling);
         tensors.pixel_values_videos = { dtype: 'float32', dims: [...vx.pixelValuesVideosShape], data: vx.pixelValuesVideos };
-        tensors.video_grid_thw = int64(
-          vx.videoGridThw.flatMap((g) => [...g]),
-          [videos.length, 3],
-        );
+        tensors.video_grid_thw = gridThw(vx.videoGridThw);
         const counts = vx.videoGridThw.map((g) => ernieVideoTokenCount(g, cfg.mergeSize, cfg.temporalPatchSize));
         expansions.push({ modality: 'video', token: videoToken, counts });
       }

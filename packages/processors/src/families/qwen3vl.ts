@@ -6,7 +6,7 @@ import type { RgbImage } from '../image/decode.js';
 import { processQwen2VLImages, qwen2vlImageProcessorConfig } from '../image/qwen2vl.js';
 import {
   conflicts,
-  int64,
+  gridThw,
   type MediaInputs,
   objectField,
   type ProcessorFamily,
@@ -102,10 +102,7 @@ function qwen3vlRules({ dir, tokenizer, image: imageSettings, modelConfig }: Pro
         refuseConflicts(imageConflicts, 'images');
         const px = processQwen2VLImages(images, config);
         tensors.pixel_values = { dtype: 'float32', dims: [...px.pixelValuesShape], data: px.pixelValues };
-        tensors.image_grid_thw = int64(
-          px.imageGridThw.flatMap((g) => [...g]),
-          [images.length, 3],
-        );
+        tensors.image_grid_thw = gridThw(px.imageGridThw);
         // Qwen3VLProcessor.replace_image_token: prod(grid) / merge^2 pads.
         expansions.push({
           modality: 'image',
@@ -117,10 +114,7 @@ function qwen3vlRules({ dir, tokenizer, image: imageSettings, modelConfig }: Pro
         refuseConflicts(videoConflicts, 'videos');
         const vx = await processQwen3VLVideoInputs(videos, videoConfig, sampling);
         tensors.pixel_values_videos = { dtype: 'float32', dims: [...vx.pixelValuesVideosShape], data: vx.pixelValuesVideos };
-        tensors.video_grid_thw = int64(
-          vx.videoGridThw.flatMap((g) => [...g]),
-          [videos.length, 3],
-        );
+        tensors.video_grid_thw = gridThw(vx.videoGridThw);
         // Qwen3VLProcessor.replace_video_token: per temporal patch "<t seconds>" (Python :.1f) and its frame's pads
         // between vision start and end; the template's own start/end around the placeholder stay.
         const perFrame = vx.videoGridThw.map(([, h, w]) => ernieImageTokenCount([1, h, w], videoConfig.mergeSize));
