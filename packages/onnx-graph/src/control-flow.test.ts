@@ -5,8 +5,8 @@ import ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GraphError } from './errors.js';
 import { Graph } from './graph.js';
-import { loadModelProto, saveModel } from './model.js';
 import { everyNode } from './nodes.js';
+import { loadModelProto, saveModel } from './save-model.node.js';
 import { tensorFromArray } from './tensor-ref.js';
 import { randn, runGraph } from './test-utils/ort.js';
 

@@ -7,7 +7,9 @@ export type GraphErrorCode =
   | 'FOREIGN_VALUE'
   | 'MISSING_PARAMETER'
   | 'PARAMETER_SHAPE'
-  | 'SAVE_FAILED';
+  | 'SAVE_FAILED'
+  | 'MODEL_TOO_LARGE'
+  | 'UNSUPPORTED_PLATFORM';
 
 /**
  * Thrown while a graph is being built, before anything runs. `node` is the

@@ -1,6 +1,6 @@
 import { dtypeSize, typedArrayFor } from './dtype.js';
-import { tensorBytes } from './model.js';
 import { floatValues } from './quant-ref.js';
+import { tensorBytes } from './tensor-bytes.js';
 import { lazyTensor, type TensorRef } from './tensor-ref.js';
 
 /**

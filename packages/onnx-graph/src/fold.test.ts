@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
-import { loadModelProto, saveModel } from './model.js';
+import { loadModelProto, saveModel } from './save-model.node.js';
 import { tensorFromArray } from './tensor-ref.js';
 import { randn } from './test-utils/ort.js';
 

@@ -1,3 +1,4 @@
+export { createSha256, loadModelProto, observeFileReads, saveModel } from '#platform';
 export {
   type Binding,
   type Contract,
@@ -48,16 +49,13 @@ export type { Attr, GraphOptions, InitializerEntry, OutputSpec } from './graph-c
 export { MS_DOMAIN } from './graph-core.js';
 export {
   type ExternalBuffer,
-  loadModelProto,
   modelBytes,
   relocateExternalData,
   type SavedModel,
   type SaveOptions,
   type SerializedModel,
   type SerializeOptions,
-  saveModel,
   serializeModel,
-  tensorBytes,
 } from './model.js';
 export * as nn from './nn.js';
 export { everyNode } from './nodes.js';
@@ -104,8 +102,19 @@ export {
   quantizeOptions,
 } from './quant.js';
 export { floatValues, type QuantizedRefs, quantizedRefs } from './quant-ref.js';
-export { type FileRead, observeFileReads } from './read-observer.js';
+export { type FileRead, reportFileRead } from './read-observer.js';
+export type { Sha256 } from './sha256.js';
 export { broadcastShapes, type Dim, dimProduct, formatShape, isStatic, type Shape } from './shape.js';
-export { lazyTensor, type TensorRef, tensorByteLength, tensorFromArray, tensorFromFile, tensorFromSafetensors } from './tensor-ref.js';
+export { tensorBytes } from './tensor-bytes.js';
+export {
+  lazyTensor,
+  type RangeSource,
+  type TensorRef,
+  tensorByteLength,
+  tensorFromArray,
+  tensorFromFile,
+  tensorFromSafetensors,
+  tensorFromSource,
+} from './tensor-ref.js';
 export { Value } from './value.js';
 export { editDistance, nearestNames, type ParameterSpec, Weights } from './weights.js';

@@ -1,15 +1,11 @@
-import { createHash, type Hash } from 'node:crypto';
-import { mkdir, open, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
-import type { TypedArray } from './dtype.js';
 import { onnxDataType } from './dtype.js';
 import { GraphError } from './errors.js';
 import { foldInitializerTransforms } from './fold.js';
 import type { Graph } from './graph.js';
 import { type InitializerEntry, MS_DOMAIN } from './graph-core.js';
 import { type OnnxTypes, onnx } from './proto.js';
-import { reportFileRead } from './read-observer.js';
-import { type TensorRef, tensorByteLength } from './tensor-ref.js';
+import { tensorBytes } from './tensor-bytes.js';
+import { tensorByteLength } from './tensor-ref.js';
 import { valueInfo } from './value-info.js';
 
 /** An external-data buffer handed to onnxruntime with the model bytes. */
@@ -18,6 +14,7 @@ export interface ExternalBuffer {
   data: Uint8Array;
 }
 
+/** A model in memory, as `createSession` (@vlmkit/runtime) takes it. */
 export interface SerializedModel {
   bytes: Uint8Array;
   externalData: ExternalBuffer[];
@@ -29,6 +26,12 @@ export interface SerializeOptions {
    * inline everything while the model stays under 1.5 GB, else 1 MiB).
    */
   externalThreshold?: number;
+  /**
+   * Fold the Cast (16-bit float -> float32) and Transpose nodes that read an initializer into float32 /
+   * transposed initializers, as `saveModel`'s `fold` does (default false): the session then holds the
+   * weights it computes with once, instead of ORT folding them again at creation beside the stored copy.
+   */
+  fold?: boolean;
 }
 
 export interface SaveOptions {
@@ -76,108 +79,80 @@ export interface SavedModel {
   foldedNodes: number;
 }
 
+/** Below protobuf's 2 GiB message limit, with room for the graph itself. */
 const INLINE_LIMIT = 1.5 * 2 ** 30;
-const ALIGN = 64;
-/**
- * Tensors of at least 1 MiB start on a 4 KiB page in the data file: ORT (CPU) then memory-maps them instead
- * of reading them into its own buffers (the pages are the kernel's page cache, shared and reclaimable).
- */
-const PAGE = 4096;
-const PAGE_ALIGN_FROM = 2 ** 20;
+const PROTOBUF_LIMIT = 2 ** 31;
 
-/** Serialises the graph in memory: the model bytes plus external buffers for large initializers. */
+/**
+ * Serialises the graph in memory: the model bytes plus one external buffer per large initializer. Each
+ * tensor is read (a lazy one run, a file or source range read) once, when its place in the output comes,
+ * and copied straight into the model's one buffer: the model costs its own size plus one tensor, never a
+ * second copy of the weights. The bytes are protobufjs' encoding of the same model, byte for byte.
+ */
 export async function serializeModel(g: Graph, opts: SerializeOptions = {}): Promise<SerializedModel> {
   const snap = g.snapshot();
-  const total = snap.initializers.reduce((a, e) => a + tensorByteLength(e.ref), 0);
+  const folded = opts.fold ? foldInitializerTransforms(snap, tensorBytes) : undefined;
+  const initializers = folded?.initializers ?? snap.initializers;
+  const total = initializers.reduce((a, e) => a + tensorByteLength(e.ref), 0);
   const threshold = opts.externalThreshold ?? (total < INLINE_LIMIT ? Number.POSITIVE_INFINITY : 2 ** 20);
   const externalData: ExternalBuffer[] = [];
-  const tensors: OnnxTypes.ITensorProto[] = [];
-  for (const [i, entry] of snap.initializers.entries()) {
-    const bytes = await tensorBytes(entry.ref);
-    if (bytes.byteLength >= threshold) {
+  // Every initializer's encoding but the inline ones' raw bytes, which are read into place below.
+  const pieces: { head: Uint8Array; inline?: InitializerEntry; length: number }[] = [];
+  for (const [i, entry] of initializers.entries()) {
+    const length = tensorByteLength(entry.ref);
+    if (length >= threshold) {
       const path = `initializer_${i}.bin`;
-      externalData.push({ path, data: bytes });
-      tensors.push(externalTensor(entry, path, 0, bytes.byteLength));
+      externalData.push({ path, data: await exactBytes(entry, length) });
+      pieces.push({ head: encodeTensor(externalTensor(entry, path, 0, length)), length: 0 });
     } else {
-      tensors.push(inlineTensor(entry, bytes));
+      // TensorProto fields are written in field order; raw_data (9) comes after dims (1), data_type (2) and
+      // name (8), the only others an inline tensor has.
+      pieces.push({
+        head: encodeTensor({ name: entry.name, dataType: onnxDataType(entry.ref.dtype), dims: [...entry.ref.shape] }),
+        inline: entry,
+        length,
+      });
     }
   }
-  return { bytes: encode(g, tensors), externalData };
-}
-
-/**
- * Writes `<path>` and, for initializers at or above the threshold, an
- * external data file beside it (tensors streamed one at a time, 64-byte
- * aligned). Deterministic: the same graph gives the same bytes.
- */
-export async function saveModel(g: Graph, path: string, opts: SaveOptions = {}): Promise<SavedModel> {
-  const modelPath = resolve(path);
-  const dir = dirname(modelPath);
-  await mkdir(dir, { recursive: true });
-  const threshold = opts.externalThreshold ?? 1024;
-  const dataName = opts.dataFile ?? `${modelPath.slice(dir.length + 1)}.data`;
-  const dataPath = resolve(dir, dataName);
-  const writePath = opts.writeDataTo !== undefined ? resolve(dir, opts.writeDataTo) : dataPath;
-  const snap = g.snapshot();
-  const folded = opts.fold ? foldInitializerTransforms(snap, tensorBytes) : undefined;
-  const nodes = folded?.nodes ?? snap.nodes;
-  const initializers = folded?.initializers ?? snap.initializers;
-  const tensors: OnnxTypes.ITensorProto[] = [];
-  let offset = 0;
-  let referencedBytes = 0;
-  let referenced16BitBytes = 0;
-  const hash = opts.hashData ? createHash('sha256') : undefined;
-  const realOf = new Map<string, string>();
-  const locationOf = async (ref: TensorRef): Promise<string | undefined> => {
-    if (ref.kind !== 'file' || opts.references === undefined) return undefined;
-    let real = realOf.get(ref.path);
-    if (real === undefined) {
-      real = await realpath(ref.path);
-      realOf.set(ref.path, real);
-    }
-    return opts.references.get(real);
-  };
-  const data = await open(writePath, 'w');
-  try {
-    for (const entry of initializers) {
-      const ref = entry.ref;
-      const length = tensorByteLength(ref);
-      if (length < threshold) {
-        tensors.push(inlineTensor(entry, await tensorBytes(ref)));
-        continue;
-      }
-      const location = await locationOf(ref);
-      if (location !== undefined && ref.kind === 'file') {
-        tensors.push(externalTensor(entry, location, ref.byteOffset, ref.byteLength));
-        referencedBytes += length;
-        if (ref.dtype === 'float16' || ref.dtype === 'bfloat16') referenced16BitBytes += length;
-        continue;
-      }
-      const align = length >= PAGE_ALIGN_FROM ? PAGE : ALIGN;
-      const start = Math.ceil(offset / align) * align;
-      // The gap reads back as zeros (never written).
-      hash?.update(new Uint8Array(start - offset));
-      offset = start;
-      await writeTensor(ref, data, offset, hash);
-      tensors.push(externalTensor(entry, dataName, offset, length));
-      offset += length;
-    }
-  } catch (err) {
-    throw new GraphError('SAVE_FAILED', `saving ${modelPath}: ${(err as Error).message}`);
-  } finally {
-    await data.close();
+  // GraphProto and ModelProto fields are written in field order too, so the graph is the nodes and name (1, 2),
+  // the initializers (5), then inputs and outputs (11, 12); the model its fields 1-3, the graph (7), the opsets (8).
+  const { head: modelHead, graph: graphFields, tail: modelTail } = modelFields(g, folded?.nodes);
+  const graphHead = onnx.GraphProto.encode({ node: graphFields.node, name: graphFields.name }).finish();
+  const graphTail = onnx.GraphProto.encode({ input: graphFields.input, output: graphFields.output }).finish();
+  const tensorLength = (p: (typeof pieces)[number]) => p.head.byteLength + (p.inline ? 1 + varintLength(p.length) + p.length : 0);
+  let graphLength = graphHead.byteLength + graphTail.byteLength;
+  for (const p of pieces) graphLength += 1 + varintLength(tensorLength(p)) + tensorLength(p);
+  const size = modelHead.byteLength + 1 + varintLength(graphLength) + graphLength + modelTail.byteLength;
+  if (size >= PROTOBUF_LIMIT) {
+    throw new GraphError(
+      'MODEL_TOO_LARGE',
+      `graph '${snap.name}': ${size} bytes with ${total - externalData.reduce((a, e) => a + e.data.byteLength, 0)} bytes of weights inline is over protobuf's 2 GiB limit; pass a smaller externalThreshold (or leave it unset) so large initializers go to external data`,
+    );
   }
-  if (offset === 0) await rm(writePath, { force: true });
-  await writeFile(modelPath, encode(g, tensors, nodes));
-  return {
-    modelPath,
-    dataPath: offset > 0 ? dataPath : undefined,
-    copiedBytes: offset,
-    ...(hash && offset > 0 ? { dataSha256: hash.digest('hex') } : {}),
-    referencedBytes,
-    referenced16BitBytes,
-    foldedNodes: folded?.folded ?? 0,
+  const out = new Uint8Array(size);
+  let at = 0;
+  const put = (bytes: Uint8Array) => {
+    out.set(bytes, at);
+    at += bytes.byteLength;
   };
+  const tag = (field: number, length: number) => {
+    out[at++] = (field << 3) | 2;
+    at = writeVarint(out, at, length);
+  };
+  put(modelHead);
+  tag(7, graphLength);
+  put(graphHead);
+  for (const p of pieces) {
+    tag(5, tensorLength(p));
+    put(p.head);
+    if (p.inline) {
+      tag(9, p.length);
+      put(await exactBytes(p.inline, p.length));
+    }
+  }
+  put(graphTail);
+  put(modelTail);
+  return { bytes: out, externalData };
 }
 
 /** Serialises with every initializer inline (small models, tests). */
@@ -186,15 +161,72 @@ export async function modelBytes(g: Graph): Promise<Uint8Array> {
   return s.bytes;
 }
 
-function encode(g: Graph, initializer: OnnxTypes.ITensorProto[], nodes?: readonly OnnxTypes.INodeProto[]): Uint8Array {
+async function exactBytes(entry: InitializerEntry, length: number): Promise<Uint8Array> {
+  const bytes = await tensorBytes(entry.ref);
+  if (bytes.byteLength !== length) {
+    throw new GraphError(
+      'PARAMETER_SHAPE',
+      `initializer '${entry.name}': ${bytes.byteLength} bytes read, its shape and dtype need ${length}`,
+    );
+  }
+  return bytes;
+}
+
+function encodeTensor(t: OnnxTypes.ITensorProto): Uint8Array {
+  return onnx.TensorProto.encode(onnx.TensorProto.create(t)).finish();
+}
+
+function varintLength(n: number): number {
+  let length = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    length++;
+  }
+  return length;
+}
+
+function writeVarint(out: Uint8Array, at: number, n: number): number {
+  while (n >= 0x80) {
+    out[at++] = (n % 0x80) | 0x80;
+    n = Math.floor(n / 0x80);
+  }
+  out[at++] = n;
+  return at;
+}
+
+/** The model's fields before the graph, the graph's own fields, and those after it. */
+function modelFields(
+  g: Graph,
+  nodes: readonly OnnxTypes.INodeProto[] | undefined,
+): { head: Uint8Array; graph: OnnxTypes.IGraphProto; tail: Uint8Array } {
+  const snap = g.snapshot();
+  return {
+    head: onnx.ModelProto.encode(onnx.ModelProto.create(PRODUCER)).finish(),
+    graph: {
+      name: snap.name,
+      node: [...(nodes ?? snap.nodes)],
+      input: snap.inputs.map(valueInfo),
+      output: snap.outputs.map(valueInfo),
+    },
+    tail: onnx.ModelProto.encode(onnx.ModelProto.create({ opsetImport: opsets(g) })).finish(),
+  };
+}
+
+const PRODUCER = { irVersion: 10, producerName: 'vlmkit', producerVersion: '0' };
+
+function opsets(g: Graph): OnnxTypes.IOperatorSetIdProto[] {
   const snap = g.snapshot();
   const opsetImport: OnnxTypes.IOperatorSetIdProto[] = [{ domain: '', version: snap.opset }];
   if (snap.domains.includes(MS_DOMAIN)) opsetImport.push({ domain: MS_DOMAIN, version: 1 });
+  return opsetImport;
+}
+
+/** The whole model with these initializers, encoded by protobufjs in one piece (saveModel). */
+export function encode(g: Graph, initializer: OnnxTypes.ITensorProto[], nodes?: readonly OnnxTypes.INodeProto[]): Uint8Array {
+  const snap = g.snapshot();
   const model: OnnxTypes.IModelProto = {
-    irVersion: 10,
-    producerName: 'vlmkit',
-    producerVersion: '0',
-    opsetImport,
+    ...PRODUCER,
+    opsetImport: opsets(g),
     graph: {
       name: snap.name,
       node: [...(nodes ?? snap.nodes)],
@@ -206,11 +238,11 @@ function encode(g: Graph, initializer: OnnxTypes.ITensorProto[], nodes?: readonl
   return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
 }
 
-function inlineTensor(entry: InitializerEntry, bytes: Uint8Array): OnnxTypes.ITensorProto {
+export function inlineTensor(entry: InitializerEntry, bytes: Uint8Array): OnnxTypes.ITensorProto {
   return { name: entry.name, dataType: onnxDataType(entry.ref.dtype), dims: [...entry.ref.shape], rawData: bytes };
 }
 
-function externalTensor(entry: InitializerEntry, location: string, offset: number, length: number): OnnxTypes.ITensorProto {
+export function externalTensor(entry: InitializerEntry, location: string, offset: number, length: number): OnnxTypes.ITensorProto {
   return {
     name: entry.name,
     dataType: onnxDataType(entry.ref.dtype),
@@ -222,69 +254,6 @@ function externalTensor(entry: InitializerEntry, location: string, offset: numbe
       { key: 'length', value: String(length) },
     ],
   };
-}
-
-function asBytes(a: TypedArray): Uint8Array {
-  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-}
-
-/** The tensor's bytes in memory (reads a `file` tensor's range, runs a `lazy` one). */
-export async function tensorBytes(ref: TensorRef): Promise<Uint8Array> {
-  switch (ref.kind) {
-    case 'data':
-      return asBytes(ref.data);
-    case 'lazy':
-      return asBytes(await ref.load());
-    case 'file': {
-      const fh = await open(ref.path, 'r');
-      try {
-        const buf = new Uint8Array(ref.byteLength);
-        let done = 0;
-        while (done < buf.byteLength) {
-          const { bytesRead } = await fh.read(buf, done, buf.byteLength - done, ref.byteOffset + done);
-          if (bytesRead === 0) throw new Error(`${ref.path}: file ends before byte ${ref.byteOffset + ref.byteLength}`);
-          done += bytesRead;
-        }
-        reportFileRead(ref);
-        return buf;
-      } finally {
-        await fh.close();
-      }
-    }
-  }
-}
-
-const CHUNK = 64 * 2 ** 20;
-
-async function writeTensor(
-  ref: TensorRef,
-  out: import('node:fs/promises').FileHandle,
-  offset: number,
-  hash: Hash | undefined,
-): Promise<void> {
-  if (ref.kind !== 'file') {
-    const bytes = await tensorBytes(ref);
-    hash?.update(bytes);
-    await out.write(bytes, 0, bytes.byteLength, offset);
-    return;
-  }
-  // Stream a file range in bounded chunks: a multi-GB tensor never sits in memory whole.
-  const fh = await open(ref.path, 'r');
-  try {
-    const buf = new Uint8Array(Math.min(CHUNK, ref.byteLength));
-    let done = 0;
-    while (done < ref.byteLength) {
-      const n = Math.min(buf.byteLength, ref.byteLength - done);
-      const { bytesRead } = await fh.read(buf, 0, n, ref.byteOffset + done);
-      if (bytesRead === 0) throw new Error(`${ref.path}: file ends before byte ${ref.byteOffset + ref.byteLength}`);
-      hash?.update(buf.subarray(0, bytesRead));
-      await out.write(buf, 0, bytesRead, offset + done);
-      done += bytesRead;
-    }
-    reportFileRead(ref);
-  } finally {
-    await fh.close();
-  }
 }
 
 /**
@@ -301,9 +270,4 @@ export function relocateExternalData(model: Uint8Array, locate: (location: strin
     if (where && to !== undefined) where.value = to;
   }
   return onnx.ModelProto.encode(proto).finish();
-}
-
-/** Reads a saved model back (for inspection and tests). */
-export async function loadModelProto(path: string): Promise<OnnxTypes.ModelProto> {
-  return onnx.ModelProto.decode(await readFile(path));
 }

@@ -1,8 +1,8 @@
 import { bf16ToF32, f16ToF32 } from '@vlmkit/safetensors';
 import { GraphError } from './errors.js';
-import { tensorBytes } from './model.js';
 import { type QuantizedBlocks, type QuantizeOptions, quantizedShapes } from './quant.js';
 import { quantizeRows } from './quant-kernel.js';
+import { tensorBytes } from './tensor-bytes.js';
 import { lazyTensor, type TensorRef } from './tensor-ref.js';
 
 /** A float tensor's values as float32 (f16/bf16/f64 converted), read from wherever it lives. */

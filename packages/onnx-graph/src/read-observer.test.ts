@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Graph } from './graph.js';
-import { saveModel, tensorBytes } from './model.js';
 import * as nn from './nn.js';
 import { type FileRead, observeFileReads } from './read-observer.js';
+import { saveModel } from './save-model.node.js';
+import { tensorBytes } from './tensor-bytes.js';
 import { lazyTensor, tensorFromFile } from './tensor-ref.js';
 import { Weights } from './weights.js';
 

@@ -7,6 +7,9 @@ import { GraphError } from './errors.js';
  * - `data`: bytes in memory (small constants, tests);
  * - `file`: a byte range of a file on disk (a safetensors tensor used
  *   unchanged: external data can point straight at it, so it is never copied);
+ * - `source`: a byte range of a file read through a `RangeSource` (a picked
+ *   `Blob`, an HTTP URL read with range requests: anything without a path),
+ *   read when the model is serialised;
  * - `lazy`: produced on demand (a transform of checkpoint tensors: fusion,
  *   stacking, transpose, cast), loaded once at save time and written to the
  *   external-data file.
@@ -17,8 +20,20 @@ export type TensorRef = {
 } & (
   | { readonly kind: 'data'; readonly data: TypedArray }
   | { readonly kind: 'file'; readonly path: string; readonly byteOffset: number; readonly byteLength: number }
+  | { readonly kind: 'source'; readonly source: RangeSource; readonly byteOffset: number; readonly byteLength: number }
   | { readonly kind: 'lazy'; readonly load: () => Promise<TypedArray> }
 );
+
+/**
+ * Random access to one file's bytes: the part of `@vlmkit/safetensors`' `ByteSource` a tensor needs (any
+ * `ByteSource` is one). `name` and `stamp` name the file and its version in progress reports and cache keys.
+ */
+export interface RangeSource {
+  readonly name: string;
+  readonly stamp: string;
+  /** Exactly `length` bytes at `offset` (a fresh buffer). */
+  read(offset: number, length: number): Promise<Uint8Array>;
+}
 
 export function tensorByteLength(ref: Pick<TensorRef, 'dtype' | 'shape'>): number {
   return ref.shape.reduce((a, b) => a * b, 1) * dtypeSize(ref.dtype);
@@ -54,9 +69,29 @@ export function tensorFromFile(
   return { kind: 'file', dtype: dt, shape: [...shape], path, byteOffset, byteLength };
 }
 
+/** A tensor stored as a byte range of a `RangeSource` (a Blob, a URL: a file without a path). */
+export function tensorFromSource(
+  dtype: DType | string,
+  shape: readonly number[],
+  source: RangeSource,
+  byteOffset: number,
+  byteLength: number,
+): TensorRef {
+  const dt = normalizeDType(dtype);
+  const expected = tensorByteLength({ dtype: dt, shape });
+  if (expected !== byteLength) {
+    throw new GraphError(
+      'PARAMETER_SHAPE',
+      `${source.name}@${byteOffset}: ${byteLength} bytes but [${shape.join(', ')}] ${dt} needs ${expected}`,
+    );
+  }
+  return { kind: 'source', dtype: dt, shape: [...shape], source, byteOffset, byteLength };
+}
+
 /**
  * A safetensors tensor described by its header entry (the shape of
- * `@vlmkit/safetensors`' `TensorInfo`), referenced in place.
+ * `@vlmkit/safetensors`' `TensorInfo`), referenced in place: through `source`
+ * when the entry has one (a file without a path), else the `file` path.
  */
 export function tensorFromSafetensors(info: {
   dtype: string;
@@ -64,7 +99,9 @@ export function tensorFromSafetensors(info: {
   file: string;
   byteOffset: number;
   byteLength: number;
+  source?: RangeSource | undefined;
 }): TensorRef {
+  if (info.source !== undefined) return tensorFromSource(info.dtype, info.shape, info.source, info.byteOffset, info.byteLength);
   return tensorFromFile(info.dtype, info.shape, info.file, info.byteOffset, info.byteLength);
 }
 

@@ -1,10 +1,10 @@
 import { f32ToBf16 } from '@vlmkit/safetensors';
 import { describe, expect, it } from 'vitest';
 import { Graph } from '../graph.js';
-import { tensorBytes } from '../model.js';
 import * as nn from '../nn.js';
 import { type QuantizeOptions, quantizeOptions } from '../quant.js';
 import { quantizedRefs } from '../quant-ref.js';
+import { tensorBytes } from '../tensor-bytes.js';
 import { tensorFromArray } from '../tensor-ref.js';
 import { type Feed, randn, runGraph } from '../test-utils/ort.js';
 import type { Value } from '../value.js';

@@ -1,0 +1,20 @@
+// Node's side of what differs between Node and the browser (package.json "imports": #platform); the
+// browser's is platform.browser.ts, typed against this file.
+import { createHash } from 'node:crypto';
+import type { Sha256 } from './sha256.js';
+
+export { observeFileReads, reportFileRead } from './read-observer.node.js';
+export { loadModelProto, readFileRange, saveModel } from './save-model.node.js';
+
+/** An incremental SHA-256 (node:crypto's; the browser's is plain JavaScript with the same output). */
+export function createSha256(): Sha256 {
+  const hash = createHash('sha256');
+  const sha: Sha256 = {
+    update(data) {
+      hash.update(data);
+      return sha;
+    },
+    hex: () => hash.digest('hex'),
+  };
+  return sha;
+}
