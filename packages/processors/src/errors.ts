@@ -23,7 +23,9 @@ export type ProcessorErrorCode =
   /** A video file over the size limit, or frames over the pixel limit. */
   | 'VIDEO_TOO_LARGE'
   /** A chat template ran past a render limit (time, output length, loop iterations, range size, nesting). */
-  | 'TEMPLATE_LIMIT';
+  | 'TEMPLATE_LIMIT'
+  /** What this platform cannot do (a file path or a video file in the browser); the message says what to pass instead. */
+  | 'UNSUPPORTED_PLATFORM';
 
 /** Thrown by every @vlmkit/processors function on bad input; `code` is stable, `message` says what to fix. */
 export class ProcessorError extends Error {

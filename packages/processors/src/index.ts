@@ -17,7 +17,16 @@ export {
   type SizeSpec,
   selectBestResolution,
 } from './image/anyres.js';
-export { DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_PIXELS, type DecodeOptions, decodeImage, type RgbImage } from './image/decode.js';
+export {
+  DEFAULT_MAX_IMAGE_BYTES,
+  DEFAULT_MAX_PIXELS,
+  type DecodeOptions,
+  decodeImage,
+  type ImageBitmapLike,
+  type ImageDataLike,
+  type ImageSource,
+  type RgbImage,
+} from './image/decode.js';
 export {
   type ErnieImageInputs,
   type ErnieImageProcessorConfig,
@@ -25,9 +34,11 @@ export {
   ernieSmartResize,
   processErnieImages,
 } from './image/ernie.js';
+export { rgbaToRgb } from './image/image-header.js';
 export { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization } from './image/pixels.js';
 export { processQwen2VLImages, type Qwen2VLImageProcessorConfig, qwen2vlImageProcessorConfig } from './image/qwen2vl.js';
 export { PIL_RESAMPLE_CODES, type ResampleFilter, resize, type Uint8Image } from './image/resize.js';
+export type { ByteSource, ModelFiles } from './model-files.js';
 export { type ImageInput, type ProcessChatOptions, Processor, type ProcessorCallInputs } from './processor.js';
 export {
   checkImageProcessorType,
@@ -66,7 +77,10 @@ export {
   type TokenizerConfig,
   type TokenizerDecodeOptions,
   type TokenizerEncodeOptions,
+  type TokenizerOptions,
 } from './text/tokenizer.js';
+export type { TokenizerBackend, TokenizerBackendFactory, TokenizerJson } from './text/tokenizer-backend.js';
+export { jsTokenizerBackend } from './text/tokenizer-js.js';
 export {
   DEFAULT_MAX_VIDEO_BYTES,
   DEFAULT_MAX_VIDEO_PIXELS,

@@ -3,6 +3,7 @@
 // placeholder counts. The Processor class (processor.ts) is the same for every family.
 import { ProcessorError } from './errors.js';
 import type { RgbImage } from './image/decode.js';
+import type { ModelFiles } from './model-files.js';
 import { type Settings, settingsField } from './processor-files.js';
 import type { PlaceholderExpansion } from './text/placeholders.js';
 import type { Tokenizer } from './text/tokenizer.js';
@@ -63,7 +64,10 @@ export interface ProcessorFamily {
 
 /** What every family's processor reads of a model folder. */
 export interface ProcessorFolder {
+  /** The folder as the user named it (ModelFiles.root), for messages. */
   readonly dir: string;
+  /** Its files. */
+  readonly files: ModelFiles;
   readonly tokenizer: Tokenizer;
   readonly processorConfig: Record<string, unknown>;
   readonly preprocessor: Record<string, unknown> | undefined;

@@ -1,36 +1,34 @@
 // Which processor folder files HF 5.17 reads and which one wins (AutoProcessor, ProcessorMixin): the chat
 // template's source, nested settings against their files, and settings errors named by file.
-import { readdir, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { ConfigError } from '@vlmkit/config';
 import { ProcessorError, type SettingsSource } from './errors.js';
-import { readJsonObject, readProcessorFile } from './text/tokenizer.js';
+import { listFolder, type ModelFiles, readJsonObject, readProcessorFile } from './model-files.js';
 
 /**
  * The processor's chat template as HF ProcessorMixin.get_processor_dict finds it: processor_config.json
  * `chat_template`, else chat_template.json (legacy), else chat_template.jinja; files that are not
  * regular files count as absent. HF's processor never falls back to tokenizer_config.json's template.
  */
-export async function chatTemplateSource(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
+export async function chatTemplateSource(files: ModelFiles, processorConfig: Record<string, unknown>): Promise<string | undefined> {
   // HF reads an empty template as none at all: apply_chat_template then raises that there is no template.
-  const source = await chatTemplateFound(dir, processorConfig);
+  const source = await chatTemplateFound(files, processorConfig);
   return source === '' ? undefined : source;
 }
 
-async function chatTemplateFound(dir: string, processorConfig: Record<string, unknown>): Promise<string | undefined> {
+async function chatTemplateFound(files: ModelFiles, processorConfig: Record<string, unknown>): Promise<string | undefined> {
   const inConfig = processorConfig.chat_template;
   if (inConfig !== undefined && inConfig !== null) return templateText(inConfig, 'processor_config.json chat_template');
-  const json = await readJsonObject(join(dir, 'chat_template.json'), 'TOKENIZER_ERROR');
+  const json = await readJsonObject(files, 'chat_template.json', 'TOKENIZER_ERROR');
   if (json !== undefined) {
-    if (await hasNamedTemplates(dir)) {
+    if (await hasNamedTemplates(files)) {
       throw new ProcessorError(
         'TOKENIZER_ERROR',
-        `${dir}: both chat_template.json and chat_templates/*.jinja exist, which HF refuses; replace chat_template.json with chat_template.jinja.`,
+        `${files.root}: both chat_template.json and chat_templates/*.jinja exist, which HF refuses; replace chat_template.json with chat_template.jinja.`,
       );
     }
     return templateText(json.chat_template, 'chat_template.json chat_template');
   }
-  return readProcessorFile(join(dir, 'chat_template.jinja'), 'TOKENIZER_ERROR');
+  return readProcessorFile(files, 'chat_template.jinja', 'TOKENIZER_ERROR');
 }
 
 /** A template value: a string, or a dict of named templates (its "default"). */
@@ -42,9 +40,14 @@ function templateText(t: unknown, where: string): string | undefined {
   throw new ProcessorError('TOKENIZER_ERROR', `${where} must be a template string (or named templates with a "default")`);
 }
 
-async function hasNamedTemplates(dir: string): Promise<boolean> {
+/**
+ * HF lists chat_templates/ (a local folder with glob, a hub repository with its file-tree API). A source
+ * that cannot list (an HTTP base URL) skips the check: such a folder then loads with chat_template.json's
+ * template where HF refuses it (the one difference; README, "In the browser").
+ */
+async function hasNamedTemplates(files: ModelFiles): Promise<boolean> {
   try {
-    return (await readdir(join(dir, 'chat_templates'))).some((f) => f.endsWith('.jinja'));
+    return ((await listFolder(files, 'chat_templates')) ?? []).some((f) => f.endsWith('.jinja'));
   } catch {
     return false;
   }
@@ -81,20 +84,23 @@ export function nestedOrFile(
  * HF's Ernie4_5_VLMoeVideoProcessor.get_video_processor_dict refuses to load a folder whose video
  * settings say `"draw_on_frames": true` without the `font` file beside them.
  */
-export async function checkDrawOnFramesFont(dir: string, video: Settings): Promise<void> {
+export async function checkDrawOnFramesFont(files: ModelFiles, video: Settings): Promise<void> {
   if (video.json.draw_on_frames !== true) return;
   const font = video.json.font;
-  if (typeof font === 'string' && (await isRegularFile(resolve(dir, font)))) return;
+  if (typeof font === 'string' && (await isRegularFile(files, font))) return;
   throw new ProcessorError(
     'INVALID_PROCESSOR_CONFIG',
-    `${dir}: ${settingsField(video.source, 'draw_on_frames')} is true but its font ${JSON.stringify(font)} is not a file in the ` +
+    `${files.root}: ${settingsField(video.source, 'draw_on_frames')} is true but its font ${JSON.stringify(font)} is not a file in the ` +
       'folder, which HF refuses to load; set "draw_on_frames": false (vlmkit does not draw the timestamps either).',
   );
 }
 
-async function isRegularFile(path: string): Promise<boolean> {
+/** HF's cached_file(dir, font): present as a regular file (a source that refuses the name counts as absent). */
+async function isRegularFile(files: ModelFiles, name: string): Promise<boolean> {
   try {
-    return (await stat(path)).isFile();
+    const source = await files.open(name);
+    await source?.close();
+    return source !== undefined;
   } catch {
     return false;
   }

@@ -1,7 +1,8 @@
-import { join } from 'node:path';
+import { processorDirFiles } from '#platform';
 import { ProcessorError } from './errors.js';
 import { PROCESSOR_FAMILIES } from './families/index.js';
-import { decodeImage, type RgbImage } from './image/decode.js';
+import { decodeImage, type ImageSource, type RgbImage } from './image/decode.js';
+import { type ModelFiles, readJsonObject } from './model-files.js';
 import {
   checkImageProcessorType,
   chooseProcessorFamily,
@@ -14,7 +15,7 @@ import {
 import { chatTemplateSource, nestedOrFile } from './processor-files.js';
 import { type ApplyChatTemplateOptions, type ChatMessage, ChatTemplate } from './text/chat-template.js';
 import { expandPlaceholders } from './text/placeholders.js';
-import { readJsonObject, Tokenizer, type TokenizerDecodeOptions } from './text/tokenizer.js';
+import { Tokenizer, type TokenizerDecodeOptions, type TokenizerOptions } from './text/tokenizer.js';
 import type { VideoFrames, VideoSampling } from './video/ernie.js';
 
 export type { ProcessorOutputs, ProcessorTensor, VideoInput } from './processor-family.js';
@@ -22,8 +23,11 @@ export type { ProcessorOutputs, ProcessorTensor, VideoInput } from './processor-
 /** processChat's options: the chat template's, and HF's video sampling kwargs (`fps` or `numFrames`). */
 export interface ProcessChatOptions extends ApplyChatTemplateOptions, VideoSampling {}
 
-/** An image: a file path, the file's bytes, or an already decoded 8-bit RGB image. */
-export type ImageInput = string | Uint8Array | RgbImage;
+/**
+ * An image: a file path (Node), the file's bytes or a Blob/File, an ImageData or ImageBitmap (browser), or
+ * an already decoded 8-bit RGB image (see decodeImage).
+ */
+export type ImageInput = ImageSource | RgbImage;
 
 export interface ProcessorCallInputs {
   /** The prompt, with one placeholder per image (video) where it goes: usually `applyChatTemplate`'s output. */
@@ -68,16 +72,21 @@ export class Processor {
   }
 
   /**
-   * The folder's processor. `families`: the processors to choose among by the folder's files, as HF's
+   * The folder's processor: a directory path (Node), or ModelFiles (`urlFiles`, `blobFiles` from
+   * @vlmkit/safetensors: a URL or a picked folder, in the browser and Node alike). `families`: the processors to choose among by the folder's files, as HF's
    * AutoProcessor chooses (processor_class, else image_processor_type, else config.json model_type); default
-   * every family this package knows (`PROCESSOR_FAMILIES`). A model passes its own family.
+   * every family this package knows (`PROCESSOR_FAMILIES`). A model passes its own family. `options.backend`:
+   * the tokenizer library (Tokenizer.fromPretrained).
    */
   static async fromPretrained(
-    dir: string,
+    folder: string | ModelFiles,
     families: ProcessorFamily | readonly ProcessorFamily[] = PROCESSOR_FAMILIES,
+    options: TokenizerOptions = {},
   ): Promise<Processor> {
-    const tokenizer = await Tokenizer.fromPretrained(dir);
-    const read = (file: string) => readJsonObject(join(dir, file), 'INVALID_PROCESSOR_CONFIG');
+    const files = typeof folder === 'string' ? processorDirFiles(folder) : folder;
+    const dir = files.root;
+    const tokenizer = await Tokenizer.fromPretrained(files, options);
+    const read = (file: string) => readJsonObject(files, file, 'INVALID_PROCESSOR_CONFIG');
     const processorConfig = (await read('processor_config.json')) ?? {};
     const preprocessor = await read('preprocessor_config.json');
     const modelConfig = await read('config.json');
@@ -93,9 +102,9 @@ export class Processor {
     const candidates = 'open' in families ? [families] : families;
     const family = chooseProcessorFamily(dir, candidates, processorConfig, preprocessor ?? {}, image.json, modelConfig ?? {});
     checkImageProcessorType(dir, family, image, modelConfig);
-    const source = await chatTemplateSource(dir, processorConfig);
+    const source = await chatTemplateSource(files, processorConfig);
     const template = source === undefined ? undefined : new ChatTemplate(source, tokenizer.specialTokens);
-    const rules = await family.open({ dir, tokenizer, processorConfig, preprocessor, modelConfig, image, read });
+    const rules = await family.open({ dir, files, tokenizer, processorConfig, preprocessor, modelConfig, image, read });
     return new Processor(family, tokenizer, template, rules);
   }
 
@@ -191,6 +200,8 @@ export class Processor {
 }
 
 async function toRgb(image: ImageInput): Promise<RgbImage> {
-  if (typeof image === 'string' || image instanceof Uint8Array) return decodeImage(image);
-  return image;
+  // An RgbImage's data is a Uint8Array; an ImageData's a Uint8ClampedArray (RGBA), decoded like the rest.
+  const data = (image as { data?: unknown }).data;
+  if (typeof image === 'object' && !(image instanceof Uint8Array) && data instanceof Uint8Array) return image as RgbImage;
+  return decodeImage(image as ImageSource);
 }

@@ -38,7 +38,7 @@ export const ERNIE_PROCESSOR: ProcessorFamily = {
       ['video_preprocessor_config.json', videoFile],
       ['preprocessor_config.json', folder.preprocessor],
     ]);
-    if (video !== undefined) await checkDrawOnFramesFont(folder.dir, video);
+    if (video !== undefined) await checkDrawOnFramesFont(folder.files, video);
     return ernieRules(folder, video);
   },
 };

@@ -1,5 +1,5 @@
 import { ProcessorError } from '../errors.js';
-import { DEFAULT_MAX_PIXELS } from './decode.js';
+import { DEFAULT_MAX_PIXELS } from './limits.js';
 
 /**
  * Resampling filters, named as Pillow's `Image.Resampling`. HF's image

@@ -1,9 +1,15 @@
-import { constants } from 'node:fs';
-import { type FileHandle, open, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Tokenizer as RustTokenizer } from 'tokenizers';
-import { ProcessorError, type ProcessorErrorCode } from '../errors.js';
+import { defaultTokenizerBackend, processorDirFiles } from '#platform';
+import { ProcessorError } from '../errors.js';
+import {
+  fileName,
+  MAX_TOKENIZER_JSON_BYTES,
+  type ModelFiles,
+  readJsonIfPresent,
+  readJsonObject,
+  readProcessorFile,
+} from '../model-files.js';
 import { IncrementalDetokenizer, type IncrementalDetokenizerOptions } from './detokenizer.js';
+import type { TokenizerBackend, TokenizerBackendFactory } from './tokenizer-backend.js';
 import { applyAddedTokensDecoder, rebuildTokenizerJson, rebuiltAddedTokens, resolveTokenizerClass } from './tokenizer-classes.js';
 
 /** HF's named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES). */
@@ -117,6 +123,14 @@ export interface TokenizerEncodeOptions {
   addSpecialTokens?: boolean;
 }
 
+export interface TokenizerOptions {
+  /**
+   * The library that runs tokenizer.json: default HF's Rust `tokenizers` in Node and `@huggingface/tokenizers`
+   * (jsTokenizerBackend) in the browser, which refuses what it does not reproduce (see the README).
+   */
+  backend?: TokenizerBackendFactory;
+}
+
 export interface TokenizerDecodeOptions {
   /** Drop special tokens (BOS, EOS, image placeholders, ...). Default false, as HF's `decode`. */
   skipSpecialTokens?: boolean;
@@ -135,16 +149,20 @@ export class Tokenizer {
   readonly #cleanUp: boolean;
 
   private constructor(
-    readonly backend: RustTokenizer,
+    readonly backend: TokenizerBackend,
     readonly config: TokenizerConfig,
     modelType: string | undefined,
-    addedTokens: ReadonlySet<string>,
   ) {
-    backend.disablePadding();
-    backend.disableTruncation();
-    // HF TokenizersBackend.__init__: special tokens of the config that are not added tokens yet become
-    // special added tokens (kept whole when encoding, dropped by skipSpecialTokens), also when the
-    // model's vocabulary has them as ordinary tokens (they keep that id).
+    // HF _decode: clean_up_tokenization_spaces is ignored for BPE models (it would corrupt them).
+    this.#cleanUp = config.cleanUpTokenizationSpaces && modelType !== 'BPE';
+  }
+
+  /**
+   * HF TokenizersBackend.__init__: special tokens of the config that are not added tokens yet become
+   * special added tokens (kept whole when encoding, dropped by skipSpecialTokens), also when the
+   * model's vocabulary has them as ordinary tokens (they keep that id).
+   */
+  private static missingSpecialTokens(config: TokenizerConfig, addedTokens: ReadonlySet<string>): string[] {
     const missing = specialTokensInOrder(config).filter((t) => !addedTokens.has(t));
     const options = specialTokenOptions(config.raw);
     for (const t of missing) {
@@ -158,9 +176,7 @@ export class Tokenizer {
         );
       }
     }
-    if (missing.length > 0) backend.addSpecialTokens([...new Set(missing)]);
-    // HF _decode: clean_up_tokenization_spaces is ignored for BPE models (it would corrupt them).
-    this.#cleanUp = config.cleanUpTokenizationSpaces && modelType !== 'BPE';
+    return missing;
   }
 
   /**
@@ -173,6 +189,7 @@ export class Tokenizer {
     tokenizerJson: string,
     tokenizerConfig: Record<string, unknown> = {},
     modelConfig: Record<string, unknown> = {},
+    options: TokenizerOptions = {},
   ): Tokenizer {
     let parsed: Record<string, unknown>;
     try {
@@ -198,13 +215,8 @@ export class Tokenizer {
     }
     const modelType = (json.model as { type?: unknown } | undefined)?.type;
     const addedTokens = new Set<string>();
-    let backend: RustTokenizer;
-    try {
-      for (const t of (json.added_tokens ?? []) as { content?: unknown }[]) if (typeof t.content === 'string') addedTokens.add(t.content);
-      backend = RustTokenizer.fromString(source);
-    } catch (e) {
-      throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
-    }
+    const added = Array.isArray(json.added_tokens) ? (json.added_tokens as { content?: unknown }[]) : [];
+    for (const t of added) if (typeof t?.content === 'string') addedTokens.add(t.content);
     for (const key of ['padding_side', 'truncation_side']) {
       const side = config.raw[key];
       // PreTrainedTokenizerBase.__init__ raises for anything else (null included: it is not the default there).
@@ -226,28 +238,34 @@ export class Tokenizer {
     if (config.raw.split_special_tokens === true) {
       throw new ProcessorError('TOKENIZER_ERROR', 'tokenizer_config.json sets split_special_tokens, which this tokenizer does not support');
     }
-    return new Tokenizer(backend, config, typeof modelType === 'string' ? modelType : undefined, addedTokens);
+    const missing = Tokenizer.missingSpecialTokens(config, addedTokens);
+    const backend = (options.backend ?? defaultTokenizerBackend)({ text: source, json }, missing);
+    return new Tokenizer(backend, config, typeof modelType === 'string' ? modelType : undefined);
   }
 
   /**
-   * Reads `dir/tokenizer.json`, `dir/tokenizer_config.json` and `dir/config.json` (both optional), as
-   * HF's AutoTokenizer.from_pretrained.
+   * Reads `tokenizer.json`, `tokenizer_config.json` and `config.json` (both optional) of a model folder, as
+   * HF's AutoTokenizer.from_pretrained: a directory path (Node), or ModelFiles (a URL or a picked folder,
+   * from @vlmkit/safetensors; any platform).
    */
-  static async fromPretrained(dir: string): Promise<Tokenizer> {
-    const jsonPath = join(dir, 'tokenizer.json');
-    const text = await readProcessorFile(jsonPath, 'TOKENIZER_ERROR', MAX_TOKENIZER_JSON_BYTES);
+  static async fromPretrained(dir: string | ModelFiles, options: TokenizerOptions = {}): Promise<Tokenizer> {
+    const files = typeof dir === 'string' ? processorDirFiles(dir) : dir;
+    const text = await readProcessorFile(files, 'tokenizer.json', 'TOKENIZER_ERROR', MAX_TOKENIZER_JSON_BYTES);
     if (text === undefined) {
-      throw new ProcessorError('TOKENIZER_ERROR', `${jsonPath} is missing or not a regular file: a model directory needs a tokenizer.json`);
+      throw new ProcessorError(
+        'TOKENIZER_ERROR',
+        `${fileName(files, 'tokenizer.json')} is missing or not a regular file: a model directory needs a tokenizer.json`,
+      );
     }
-    let tokenizerConfig = await readJsonIfPresent(join(dir, 'tokenizer_config.json'));
+    let tokenizerConfig = await readJsonIfPresent(files, 'tokenizer_config.json');
     // HF's legacy files count only when tokenizer_config.json has no added_tokens_decoder.
     if (!('added_tokens_decoder' in tokenizerConfig)) {
-      const map = await readJsonObject(join(dir, 'special_tokens_map.json'));
+      const map = await readJsonObject(files, 'special_tokens_map.json');
       if (map !== undefined) tokenizerConfig = withSpecialTokensMap(tokenizerConfig, map);
-      const added = await readJsonObject(join(dir, 'added_tokens.json'));
-      if (added !== undefined) checkAddedTokensJson(added, text, join(dir, 'added_tokens.json'));
+      const added = await readJsonObject(files, 'added_tokens.json');
+      if (added !== undefined) checkAddedTokensJson(added, text, fileName(files, 'added_tokens.json'));
     }
-    return Tokenizer.fromJSON(text, tokenizerConfig, await readJsonIfPresent(join(dir, 'config.json')));
+    return Tokenizer.fromJSON(text, tokenizerConfig, await readJsonIfPresent(files, 'config.json'), options);
   }
 
   /** HF `special_tokens_map`: bos_token, eos_token, ..., image_token, ... -> their text. */
@@ -262,16 +280,16 @@ export class Tokenizer {
   }
 
   tokenToId(token: string): number | undefined {
-    return this.backend.tokenToId(token) ?? undefined;
+    return this.backend.tokenToId(token);
   }
 
   idToToken(id: number): string | undefined {
-    return this.backend.idToToken(id) ?? undefined;
+    return this.backend.idToToken(id);
   }
 
   /** Vocabulary size with the added tokens (HF `len(tokenizer)`). */
   get size(): number {
-    return this.backend.getVocabSize(true);
+    return this.backend.size();
   }
 
   /**
@@ -288,7 +306,7 @@ export class Tokenizer {
           "and HF's tokenizer refuses; fix the text's encoding (a string cut in the middle of an emoji, or bad \\u escapes).",
       );
     }
-    return (await this.backend.encode(text, null, { addSpecialTokens: options.addSpecialTokens ?? true })).getIds();
+    return this.backend.encode(text, options.addSpecialTokens ?? true);
   }
 
   /** Ids to text, as HF's `tokenizer.decode(ids, skip_special_tokens)`. */
@@ -372,74 +390,4 @@ function cleanUpTokenization(text: string): string {
     .replaceAll(" 's", "'s")
     .replaceAll(" 've", "'ve")
     .replaceAll(" 're", "'re");
-}
-
-/** The largest processor file read (tokenizer.json excepted): configs and templates are kilobytes. */
-export const MAX_PROCESSOR_FILE_BYTES = 16 * 1024 * 1024;
-/** The largest tokenizer.json read (the biggest hub vocabularies are tens of MB). */
-export const MAX_TOKENIZER_JSON_BYTES = 512 * 1024 * 1024;
-
-/**
- * A processor file's text, or undefined when it is absent. As HF's cached_file (os.path.isfile), a
- * path that is not a regular file once links are followed (a directory, a FIFO, a device) counts
- * as absent, and is never opened. A file over `maxBytes` throws `code`.
- */
-export async function readProcessorFile(
-  path: string,
-  code: ProcessorErrorCode = 'TOKENIZER_ERROR',
-  maxBytes = MAX_PROCESSOR_FILE_BYTES,
-): Promise<string | undefined> {
-  const fail = (e: unknown) => new ProcessorError(code, `${path} cannot be read: ${(e as Error).message}`, { cause: e });
-  try {
-    const st = await stat(path);
-    if (!st.isFile()) return undefined;
-  } catch (e) {
-    const errno = (e as NodeJS.ErrnoException).code;
-    if (errno === 'ENOENT' || errno === 'ENOTDIR') return undefined;
-    throw fail(e);
-  }
-  let handle: FileHandle;
-  try {
-    // O_NONBLOCK: a FIFO put in its place after the check opens at once instead of waiting for a writer.
-    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (e) {
-    throw fail(e);
-  }
-  try {
-    const st = await handle.stat();
-    if (!st.isFile()) return undefined;
-    if (st.size > maxBytes) {
-      throw new ProcessorError(
-        code,
-        `${path} is ${st.size} bytes, over the ${maxBytes}-byte limit for this file; it cannot be a valid one.`,
-      );
-    }
-    return await handle.readFile('utf8');
-  } catch (e) {
-    if (e instanceof ProcessorError) throw e;
-    throw fail(e);
-  } finally {
-    await handle.close();
-  }
-}
-
-/** A JSON object file, or `{}` when it is absent (readProcessorFile); a file that is not a JSON object throws `code`. */
-export async function readJsonIfPresent(path: string, code: ProcessorErrorCode = 'TOKENIZER_ERROR'): Promise<Record<string, unknown>> {
-  return (await readJsonObject(path, code)) ?? {};
-}
-
-/** A JSON object file, or undefined when it is absent (readProcessorFile); a file that is not a JSON object throws `code`. */
-export async function readJsonObject(
-  path: string,
-  code: ProcessorErrorCode = 'TOKENIZER_ERROR',
-): Promise<Record<string, unknown> | undefined> {
-  const text = await readProcessorFile(path, code);
-  if (text === undefined) return undefined;
-  try {
-    const v = JSON.parse(text) as unknown;
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
-    return v as Record<string, unknown>;
-  } catch (e) {
-    throw new ProcessorError(code, `${path} is not a JSON object: ${(e as Error).message}`, { cause: e });
-  }
 }
