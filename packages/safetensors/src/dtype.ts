@@ -3,7 +3,7 @@
  * F16 and BF16 are kept as raw bits in a Uint16Array (JS has no 16-bit float
  * array in Node 20); U8 and BOOL share Uint8Array.
  */
-import { endianness } from 'node:os';
+import type { ByteSource } from './source.js';
 
 export type DType = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'BOOL';
 
@@ -55,8 +55,10 @@ export interface TensorInfo {
   name: string;
   dtype: DType;
   shape: number[];
-  /** Absolute path of the file that holds the tensor. */
+  /** The file that holds the tensor: its absolute path, or its source's name (a URL, a picked file) when it has none. */
   file: string;
+  /** Where to read the bytes when the file has no path (a Blob, a URL): its ByteSource. Absent for a local file. */
+  source?: ByteSource;
   /** Absolute offset of the data in the file: 8 + headerLength + data_offsets[0]. */
   byteOffset: number;
   byteLength: number;
@@ -128,7 +130,8 @@ export function elementCount(shape: unknown): number | null {
   return Number.isSafeInteger(n) ? n : null;
 }
 
-export const HOST_IS_LITTLE_ENDIAN = endianness() === 'LE';
+/** The host's byte order, from how it stores a 16-bit 1 (no platform module needed). */
+export const HOST_IS_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** Swap the bytes of each element in place (files are little-endian; only big-endian hosts need this). */
 export function swapBytesInPlace(bytes: Uint8Array, elementSize: number): void {

@@ -12,6 +12,13 @@ export const ERROR_CODES = [
   'IO_ERROR',
   'FILE_TOO_SMALL',
   'FILE_TOO_LARGE',
+  'FILE_OUTSIDE_DIR',
+  'DUPLICATE_FILE',
+  'UNSUPPORTED_PLATFORM',
+  // HTTP sources (range requests)
+  'HTTP_ERROR',
+  'RANGE_NOT_SUPPORTED',
+  'SOURCE_CHANGED',
   // the header
   'HEADER_TOO_LARGE',
   'HEADER_PAST_EOF',

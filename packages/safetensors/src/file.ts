@@ -1,58 +1,55 @@
 /**
- * One .safetensors file: the header is read and validated at open; tensor
- * data is read lazily, one tensor at a time, with positional reads from a
- * file handle into a buffer of exactly the tensor's byte length. A fresh
- * buffer is always aligned, so tensors at odd offsets need no special case.
+ * One .safetensors file: the header is read and validated at open; tensor data is read lazily, one tensor at
+ * a time, through a ByteSource (a file handle in Node, a Blob, an HTTP URL) into one fresh buffer of exactly
+ * the tensor's byte length. A fresh buffer is always aligned, so tensors at odd offsets need no special case.
  */
-import type { FileHandle } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { fileSource } from '#platform';
 import { DTYPE_SIZE, HOST_IS_LITTLE_ENDIAN, swapBytesInPlace, type Tensor, type TensorInfo, viewAs } from './dtype.js';
-import { fail } from './errors.js';
+import { fail, SafetensorsError } from './errors.js';
 import { checkHeaderLength, parseHeader } from './header.js';
 import { tensorEntry } from './nearest.js';
-import { openRegularFile } from './regular-file.js';
-
-/** fs reads are capped at 2 GiB - 1 per call; bigger tensors are read in chunks. */
-const MAX_READ = 1 << 30;
+import type { ByteSource } from './source.js';
 
 export class SafetensorsFile {
+  /** Where the bytes come from: the absolute path in Node, else the source's name (a URL, a picked file). */
   readonly path: string;
+  /** The version of the bytes (`ByteSource.stamp`): what a cache key is built from. */
+  readonly stamp: string;
   readonly metadata: Record<string, string>;
   readonly #infos: Map<string, TensorInfo>;
-  #handle: FileHandle | null;
+  #source: ByteSource | null;
 
-  private constructor(path: string, handle: FileHandle, metadata: Record<string, string>, infos: Map<string, TensorInfo>) {
-    this.path = path;
-    this.#handle = handle;
+  private constructor(source: ByteSource, metadata: Record<string, string>, infos: Map<string, TensorInfo>) {
+    this.path = source.name;
+    this.stamp = source.stamp;
+    this.#source = source;
     this.metadata = metadata;
     this.#infos = infos;
   }
 
+  /** The file at `path` (Node only: a file handle). In the browser, `fromSource(blobSource(file))` or `urlSource(url)`. */
   static async open(path: string): Promise<SafetensorsFile> {
-    const file = resolve(path);
-    const handle = await openRegularFile(file);
+    return SafetensorsFile.fromSource(await fileSource(path));
+  }
+
+  /** Reads and checks the header from `source`, which the file then owns: closed by `close()`, or here if the header is refused. */
+  static async fromSource(source: ByteSource): Promise<SafetensorsFile> {
+    const file = source.name;
     try {
-      const stat = await handle.stat();
-      const size = stat.size;
-      const prefix = await readExactly(handle, file, 0, Math.min(8, size));
+      const size = source.size;
+      const prefix = await source.read(0, Math.min(8, size));
       const headerLength = checkHeaderLength(file, prefix, size);
-      const headerBytes = await readExactly(handle, file, 8, headerLength);
+      const headerBytes = await source.read(8, headerLength);
       const dataStart = 8 + headerLength;
       const { metadata, entries } = parseHeader(file, headerBytes, size - dataStart);
       const infos = new Map<string, TensorInfo>();
+      const where = source.path === undefined ? { file, source } : { file };
       for (const [name, e] of entries) {
-        infos.set(name, {
-          name,
-          dtype: e.dtype,
-          shape: e.shape,
-          file,
-          byteOffset: dataStart + e.begin,
-          byteLength: e.end - e.begin,
-        });
+        infos.set(name, { name, dtype: e.dtype, shape: e.shape, ...where, byteOffset: dataStart + e.begin, byteLength: e.end - e.begin });
       }
-      return new SafetensorsFile(file, handle, metadata, infos);
+      return new SafetensorsFile(source, metadata, infos);
     } catch (err) {
-      await handle.close().catch(() => undefined);
+      await source.close().catch(() => undefined);
       throw err;
     }
   }
@@ -73,61 +70,40 @@ export class SafetensorsFile {
 
   async read(name: string): Promise<Tensor> {
     const info = this.info(name);
-    if (this.#handle === null)
+    const source = this.#source;
+    if (source === null)
       fail('FILE_CLOSED', 'expected an open file, found it closed; open it again to read.', { file: this.path, tensor: name });
-    const buffer = allocate(info);
-    const bytes = new Uint8Array(buffer);
-    await readInto(this.#handle, bytes, info);
+    let bytes: Uint8Array;
+    try {
+      bytes = await source.read(info.byteOffset, info.byteLength);
+    } catch (cause) {
+      throw tensorError(cause, info);
+    }
+    // A source's buffer is fresh and whole; a window of a bigger one is copied so `data.buffer` is the tensor's alone.
+    if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) bytes = bytes.slice();
     if (!HOST_IS_LITTLE_ENDIAN) swapBytesInPlace(bytes, DTYPE_SIZE[info.dtype]);
-    return { dtype: info.dtype, shape: info.shape, data: viewAs(info.dtype, buffer) };
+    return { dtype: info.dtype, shape: info.shape, data: viewAs(info.dtype, bytes) };
   }
 
   async close(): Promise<void> {
-    const handle = this.#handle;
-    this.#handle = null;
-    await handle?.close();
+    const source = this.#source;
+    this.#source = null;
+    await source?.close();
   }
 }
 
-function allocate(info: TensorInfo): ArrayBuffer {
-  try {
-    return new ArrayBuffer(info.byteLength);
-  } catch (cause) {
-    return fail(
+/** A source's refusal with the tensor named; a failed allocation of the tensor's buffer as TENSOR_TOO_LARGE. */
+function tensorError(cause: unknown, info: TensorInfo): unknown {
+  const where = { file: info.file, tensor: info.name, cause };
+  if (cause instanceof RangeError) {
+    return new SafetensorsError(
       'TENSOR_TOO_LARGE',
-      `expected to allocate ${info.byteLength} bytes for this tensor in one buffer, found the runtime refuses (${(cause as Error).message}).`,
-      { file: info.file, tensor: info.name, cause },
+      `${info.file}: tensor '${info.name}': expected to allocate ${info.byteLength} bytes for this tensor in one buffer, found the runtime refuses (${cause.message}).`,
+      where,
     );
   }
-}
-
-async function readExactly(handle: FileHandle, file: string, position: number, length: number): Promise<Uint8Array> {
-  const bytes = new Uint8Array(length);
-  await readInto(handle, bytes, { file, byteOffset: position });
-  return bytes;
-}
-
-async function readInto(handle: FileHandle, bytes: Uint8Array, at: { file: string; byteOffset: number; name?: string }): Promise<void> {
-  let done = 0;
-  while (done < bytes.length) {
-    const want = Math.min(bytes.length - done, MAX_READ);
-    let bytesRead: number;
-    try {
-      ({ bytesRead } = await handle.read(bytes, done, want, at.byteOffset + done));
-    } catch (cause) {
-      return fail('IO_ERROR', `read of ${want} bytes at offset ${at.byteOffset + done} failed: ${(cause as Error).message}.`, {
-        file: at.file,
-        tensor: at.name,
-        cause,
-      });
-    }
-    if (bytesRead === 0) {
-      fail(
-        'SHORT_READ',
-        `expected ${bytes.length} bytes at offset ${at.byteOffset}, found end of file after ${done}; the file changed since it was opened.`,
-        { file: at.file, tensor: at.name },
-      );
-    }
-    done += bytesRead;
-  }
+  if (!(cause instanceof SafetensorsError) || cause.tensor !== undefined) return cause;
+  const prefix = `${info.file}: `;
+  const what = cause.message.startsWith(prefix) ? cause.message.slice(prefix.length) : cause.message;
+  return new SafetensorsError(cause.code, `${prefix}tensor '${info.name}': ${what}`, where);
 }

@@ -17,10 +17,17 @@ export interface ByteSource {
    */
   readonly stamp: string;
   /**
+   * The file's absolute path when the bytes are a file on this machine (Node's `fileSource`, `dirFiles`);
+   * absent for a Blob or a URL. A tensor of a file with a path is referenced by path (`TensorInfo.file`),
+   * one of a file without a path through its source (`TensorInfo.source`).
+   */
+  readonly path?: string;
+  /**
    * Exactly `length` bytes at `offset`; refuses (SHORT_READ) when the source ends first or changed since it
    * was opened. The buffer is fresh and owned by the caller.
    */
   read(offset: number, length: number): Promise<Uint8Array>;
+  /** Releases what the source holds open (a file handle); a Blob's or a URL's holds nothing and stays readable. */
   close(): Promise<void>;
 }
 
@@ -30,4 +37,10 @@ export interface ModelFiles {
   readonly root: string;
   /** Opens a file by its relative name ('config.json', 'model-00001-of-00002.safetensors'); undefined when absent. */
   open(name: string): Promise<ByteSource | undefined>;
+  /**
+   * The names of the files at the top of the directory, sorted, where the source can list them (a directory,
+   * a picked folder; a URL cannot): used only for messages (the weight files that were not read, what a
+   * folder holds instead of model.safetensors).
+   */
+  list?(): Promise<readonly string[]>;
 }

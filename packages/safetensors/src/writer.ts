@@ -10,9 +10,6 @@
  * - header JSON padded with spaces to a multiple of 8 bytes.
  */
 
-import { randomBytes } from 'node:crypto';
-import { type FileHandle, open, rename, rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import {
   arrayNameOf,
   DTYPE_SIZE,
@@ -27,13 +24,13 @@ import {
 } from './dtype.js';
 import { fail, show } from './errors.js';
 
-interface Planned {
+export interface Planned {
   name: string;
   bytes: Uint8Array;
 }
 
 /** Validates the tensors and lays out the header; throws SafetensorsError on bad input. */
-function plan(
+export function plan(
   tensors: Record<string, Tensor>,
   metadata: Record<string, string> | undefined,
   file?: string,
@@ -110,37 +107,4 @@ export function serializeSafetensors(tensors: Record<string, Tensor>, metadata?:
     at += p.bytes.length;
   }
   return out;
-}
-
-/**
- * Writes tensor by tensor (no second copy of the weights in memory) to a
- * temporary file beside `path`, then renames it into place, so readers never
- * see a half-written file.
- */
-export async function writeSafetensors(path: string, tensors: Record<string, Tensor>, metadata?: Record<string, string>): Promise<void> {
-  const file = resolve(path);
-  const { header, parts } = plan(tensors, metadata, file);
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(tmp, 'w');
-    await writeAll(handle, header);
-    for (const p of parts) await writeAll(handle, p.bytes);
-    await handle.close();
-    handle = undefined;
-    await rename(tmp, file);
-  } catch (cause) {
-    await handle?.close().catch(() => undefined);
-    await rm(tmp, { force: true });
-    fail('IO_ERROR', `writing failed: ${(cause as Error).message}.`, { file, cause });
-  }
-}
-
-/** A single write may be partial and is capped at 2 GiB - 1, so loop in chunks. */
-async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
-  let done = 0;
-  while (done < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, done, Math.min(bytes.length - done, 1 << 30));
-    done += bytesWritten;
-  }
 }

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { nearestNames } from '@vlmkit/onnx-graph';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, readRegularTextFile, SafetensorsFile, type Tensor } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
@@ -150,7 +149,7 @@ export async function readLoraAdapter(
   base: readonly string[] | LoraBase,
   renames: readonly [from: string, to: string][] = [],
 ): Promise<LoraAdapter> {
-  const configPath = join(dir, 'adapter_config.json');
+  const configPath = inDir(dir, 'adapter_config.json');
   let json: unknown;
   try {
     json = JSON.parse(await readRegularTextFile(configPath));
@@ -164,7 +163,7 @@ export async function readLoraAdapter(
   const scaleOf = (alpha: number, rank: number) => (cfg.rslora ? alpha / Math.sqrt(rank) : alpha / rank);
   const checkpointNames = Array.isArray(base) ? (base as readonly string[]) : (base as LoraBase).names();
   const shapeOf = Array.isArray(base) ? undefined : (name: string) => (base as LoraBase).info(name).shape;
-  const file = join(dir, 'adapter_model.safetensors');
+  const file = inDir(dir, 'adapter_model.safetensors');
   const st = await SafetensorsFile.open(file);
   const known = new Set(checkpointNames);
   const targets = new Map<string, LoraTarget>();
@@ -263,7 +262,7 @@ function fromF32(x: Float32Array, like: Tensor): Tensor {
  * `MapOptions.overlay`. Computed in float32, stored back in the base dtype.
  */
 export function loraOverlay(adapter: LoraAdapter): TensorOverlay {
-  const file = join(adapter.dir, 'adapter_model.safetensors');
+  const file = inDir(adapter.dir, 'adapter_model.safetensors');
   return {
     has: (name) => adapter.targets.has(name),
     apply: async (name, base) => {
@@ -300,4 +299,9 @@ export function loraOverlay(adapter: LoraAdapter): TensorOverlay {
       return fromF32(w, base);
     },
   };
+}
+
+/** A file in the adapter directory: '/' joins on every platform (Node accepts it on Windows too). */
+function inDir(dir: string, name: string): string {
+  return /[\\/]$/.test(dir) ? `${dir}${name}` : `${dir}/${name}`;
 }

@@ -5,12 +5,11 @@
  * in-place file references, computed ones lazy tensors that read their
  * sources when the model is saved.
  */
-import { basename } from 'node:path';
 import { lazyTensor, nearestNames, type TensorRef, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import type { Checkpoint, DType, Tensor } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import { loadTyped } from './load.js';
-import { describe, firstTensor, type Plan, resolve, storedRange } from './plan.js';
+import { describe, fileName, firstTensor, type Plan, resolve, storedRange } from './plan.js';
 import type { MappingReport, Mismatch, MissingParameter, ParameterRecord } from './report.js';
 import { canonicalNames, matches, type NameMatcher, type RenameRule } from './rules.js';
 import type { Source } from './source.js';
@@ -278,5 +277,5 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 }
 
 function fileOf(ckpt: Checkpoint, name: string): string {
-  return basename(ckpt.info(name).file);
+  return fileName(ckpt.info(name).file);
 }

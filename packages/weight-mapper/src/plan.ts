@@ -4,7 +4,6 @@
  * (concatenated parts must agree, slices must fit). The result is a plan
  * that `load.ts` executes at save time.
  */
-import { basename } from 'node:path';
 import { DTYPE_SIZE, type DType, type TensorInfo } from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import type { Source } from './source.js';
@@ -186,11 +185,16 @@ export function describe(plan: Plan): string {
   const t = firstTensor(plan);
   const head = `[${plan.shape.join(', ')}] ${plan.dtype}`;
   return plan.kind === 'tensor'
-    ? `'${t.name}' (${basename(t.file)}) ${head}`
-    : `${plan.kind} of '${t.name}' (${basename(t.file)}), ... ${head}`;
+    ? `'${t.name}' (${fileName(t.file)}) ${head}`
+    : `${plan.kind} of '${t.name}' (${fileName(t.file)}), ... ${head}`;
 }
 
 function where(plan: Plan): { file: string; tensor: string } {
   const t = firstTensor(plan);
   return { file: t.file, tensor: t.name };
+}
+
+/** The last part of a file's path or URL, for messages (a tensor's file may be a path, a URL or a picked file). */
+export function fileName(path: string): string {
+  return path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1);
 }

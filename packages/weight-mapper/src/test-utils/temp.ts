@@ -10,13 +10,14 @@ export async function tempDir(): Promise<string> {
   return dir;
 }
 
-/** The bytes a TensorRef stands for (a file range read from disk, a lazy one computed, a data one as is). */
+/** The bytes a TensorRef stands for (a file range read from disk or its source, a lazy one computed, a data one as is). */
 export async function refBytes(ref: import('@vlmkit/onnx-graph').TensorRef): Promise<Uint8Array> {
   if (ref.kind === 'data') return new Uint8Array(ref.data.buffer, ref.data.byteOffset, ref.data.byteLength);
   if (ref.kind === 'lazy') {
     const d = await ref.load();
     return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   }
+  if (ref.kind === 'source') return ref.source.read(ref.byteOffset, ref.byteLength);
   const { open } = await import('node:fs/promises');
   const fh = await open(ref.path, 'r');
   try {
