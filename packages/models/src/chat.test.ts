@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_DIR } from './fixture-dir.js';
-import { readNamedTensors } from './inputs-file.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
+import { readNamedTensors } from './inputs-file.node.js';
 import type { LoadProgress } from './progress.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { caseMessages, PROCESSORS } from './test-utils/fixtures.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { ComputeDType } from '@vlmkit/onnx-graph';
 import { RuntimeError } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 import type { GenerateResult } from './generate.js';
 import type { DecodeLoop, ModelGenerateOptions } from './graph-loop.js';
 import { loadPretrained } from './registry.js';

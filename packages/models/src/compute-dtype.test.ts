@@ -9,7 +9,7 @@ import type { ComputeDType } from '@vlmkit/onnx-graph';
 import { type HostTensor, RuntimeError } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
-import { exportModel } from './export.js';
+import { exportModel } from './export.node.js';
 import { OPS_FIELDS } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { FIXTURES, fixtureCases, meanRel, readTensors, relError } from './test-utils/fixtures.js';

@@ -8,7 +8,7 @@ import { MappingError } from '@vlmkit/weight-mapper';
 import { describe, expect, it } from 'vitest';
 import { Ernie45VL } from './ernie/model.js';
 import { ModelError } from './errors.js';
-import { exportModel } from './export.js';
+import { exportModel } from './export.node.js';
 import { Granite4Vision } from './granite/model.js';
 import { loadPretrained } from './registry.js';
 import { FIXTURES } from './test-utils/fixtures.js';

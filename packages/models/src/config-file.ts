@@ -1,7 +1,6 @@
 // A checkpoint directory's config.json, read once the same way by the registry, every family's load, export and inspect:
 // an unreadable file or bad JSON is CONFIG_NOT_FOUND, anything but a JSON object BAD_CONFIG, naming the file.
-import { join, resolve } from 'node:path';
-import { readRegularTextFile } from '@vlmkit/safetensors';
+import { dirFile, readText } from '#platform';
 import { ModelError } from './errors.js';
 
 export interface ConfigFile {
@@ -10,10 +9,10 @@ export interface ConfigFile {
 }
 
 export async function readConfigFile(dir: string): Promise<ConfigFile> {
-  const path = join(resolve(dir), 'config.json');
+  const path = dirFile(dir, 'config.json');
   let json: unknown;
   try {
-    json = JSON.parse(await readRegularTextFile(path));
+    json = JSON.parse(await readText(path));
   } catch (e) {
     throw new ModelError(
       'CONFIG_NOT_FOUND',

@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import { type HostTensor, hostTensor } from '@vlmkit/runtime';
 import { describe, expect, it } from 'vitest';
 import { Ernie45VL } from './ernie/model.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 
 setFlagsFromString('--expose_gc');
 const gc = runInNewContext('gc') as () => void;

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KvSlots } from './batch-kv.js';
 import type { DecoderModel } from './decoder-model.js';
 import { createEngine } from './engine.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 
 const MAX = 4096;

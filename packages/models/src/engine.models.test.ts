@@ -12,7 +12,7 @@ import { BatchScheduler } from './batch-scheduler.js';
 import type { DecoderModel } from './decoder-model.js';
 import { createEngine } from './engine.js';
 import { ModelError } from './errors.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 import type { LoadOptions } from './model-load.js';
 import { PROFILES } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';

@@ -1,7 +1,9 @@
 // One model shared by many callers: `createEngine(model).chat(...)` takes concurrent conversations and decodes
 // them together (vLLM's LLMEngine, without HTTP). Each call keeps chat()'s contract: its own stream, sampler,
 // eos and abort signal; a bad request fails alone.
+
 import type { ChatMessage } from '@vlmkit/processors';
+import { memAvailable } from '#platform';
 import { KvSlots } from './batch-kv.js';
 import { BatchScheduler } from './batch-scheduler.js';
 import { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
@@ -9,7 +11,6 @@ import { DecoderModel } from './decoder-model.js';
 import { ModelError } from './errors.js';
 import type { GenerateOptions, GenerateResult } from './generate.js';
 import type { NamedTensors, PretrainedModel } from './pretrained-model.js';
-import { memAvailable } from './session-cache.js';
 
 export interface EngineOptions {
   /** The most requests decoding together; more wait in a FIFO queue. Default: from `kvMemoryBytes`, at most 16. */

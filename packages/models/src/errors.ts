@@ -14,7 +14,8 @@ export type ModelErrorCode =
   | 'OUTPUT_WOULD_OVERWRITE_INPUT'
   | 'OUTPUT_NOT_REGULAR_FILE'
   | 'OUTPUT_NOT_DIRECTORY'
-  | 'ENGINE_CLOSED';
+  | 'ENGINE_CLOSED'
+  | 'UNSUPPORTED_PLATFORM';
 
 /** A model-level error: a code and a sentence saying what was expected, what was found, and what to do. */
 export class ModelError extends Error {

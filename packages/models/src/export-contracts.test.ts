@@ -8,7 +8,7 @@ import { ERNIE_DECODER_INPUTS, GRANITE_DECODER_INPUTS, QWEN3VL_DECODER_INPUTS } 
 import { type Contract, contractProblems, loadModelProto, onnx, type Schema } from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ERNIE_VISION_ENCODER_INPUTS } from './ernie/vision-encoder.js';
-import { exportModel } from './export.js';
+import { exportModel } from './export.node.js';
 import { GRANITE_VISION_ENCODER_INPUTS } from './granite/vision-encoder.js';
 import { QWEN3VL_VISION_ENCODER_INPUTS } from './qwen3vl/vision-encoder.js';
 import { FIXTURES } from './test-utils/fixtures.js';

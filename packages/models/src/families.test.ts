@@ -8,12 +8,12 @@ import { Processor } from '@vlmkit/processors';
 import { int64 } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { Ernie45VL } from './ernie/model.js';
-import { exportModel } from './export.js';
+import { exportModel } from './export.node.js';
 import { FAMILIES, familyAt, supportedModelTypes } from './families.js';
 import { checkAdapter } from './family.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 import { Granite4Vision } from './granite/model.js';
-import { inspectCheckpoint } from './inspect.js';
+import { inspectCheckpoint } from './inspect.node.js';
 import { FamilyModel } from './pretrained-model.js';
 import { loadPretrained } from './registry.js';
 

@@ -1,11 +1,12 @@
 // A model family (ERNIE-4.5-VL, Granite 4 Vision) is one spec: everything particular to it. The registry,
 // export, inspect, the parameter docs and the CLI loop over the registered specs (./families.ts) and never
 // name a model type. A family's folder holds its spec (family.ts), its model class and its parts.
-import { join, resolve } from 'node:path';
+
 import type { Graph } from '@vlmkit/onnx-graph';
 import type { ProcessorFamily } from '@vlmkit/processors';
 import type { Checkpoint } from '@vlmkit/safetensors';
-import { type LoraAdapter, type MappingReport, type MappingTable, type ParamSpec, readLoraAdapter } from '@vlmkit/weight-mapper';
+import type { LoraAdapter, MappingReport, MappingTable, ParamSpec } from '@vlmkit/weight-mapper';
+import { readAdapter, resolveDir } from '#platform';
 import { readConfigFile } from './config-file.js';
 import type { DecoderDims } from './decoder-model.js';
 import { ModelError } from './errors.js';
@@ -126,7 +127,7 @@ export async function loadFamily<Config extends FamilyConfig, Weights extends Fa
 ): Promise<FamilyLoad<Config>> {
   const startedAt = performance.now();
   checkAdapter(family, options.adapter);
-  const root = resolve(dir);
+  const root = resolveDir(dir);
   const { json } = await readConfigFile(root);
   const config = family.config(json, await readGenerationConfig(root), options);
   const origin = { dir, modelType: family.modelTypes[0], processor: family.processor, maxPositions: maxPositionEmbeddings(json) };
@@ -136,14 +137,13 @@ export async function loadFamily<Config extends FamilyConfig, Weights extends Fa
     options,
     startedAt,
     weights: async (ckpt, decoder) => {
-      const adapter = options.adapter ? await readLoraAdapter(resolve(options.adapter), ckpt) : undefined;
-      return { weights: await family.weights(ckpt, config, { adapter, decoder }), adapter };
+      const read = options.adapter ? await readAdapter(options.adapter, ckpt) : undefined;
+      return { weights: await family.weights(ckpt, config, { adapter: read?.adapter, decoder }), adapterFiles: read?.files ?? [] };
     },
     visionGraph: (m, build) => family.visionGraph(config, m.weights, build),
     decoderGraph: (m, build) => family.decoderGraph(config, m.weights, { ...build, logitsToKeep: true }),
     // The adapter's files are part of what the decoder's cache entry was built from.
-    extraFiles: ({ adapter }) =>
-      adapter ? [join(adapter.dir, 'adapter_model.safetensors'), join(adapter.dir, 'adapter_config.json')] : [],
+    extraFiles: ({ adapterFiles }) => adapterFiles,
   });
   return { config, loaded, origin };
 }

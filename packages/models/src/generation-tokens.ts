@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { type ConfigObject, fields } from '@vlmkit/config';
-import { readRegularTextFile } from '@vlmkit/safetensors';
+import { dirFile, readText } from '#platform';
 import { ModelError } from './errors.js';
 
 /** The ids generation stops on and pads finished rows with. */
@@ -43,10 +42,10 @@ export function generationTokens(config: Record<string, unknown>, generationConf
 
 /** A checkpoint directory's generation_config.json, undefined when it has none (then config.json holds the ids). */
 export async function readGenerationConfig(dir: string): Promise<unknown> {
-  const path = join(dir, 'generation_config.json');
+  const path = dirFile(dir, 'generation_config.json');
   let text: string;
   try {
-    text = await readRegularTextFile(path);
+    text = await readText(path);
   } catch (e) {
     if ((e as { code?: string }).code === 'FILE_NOT_FOUND') return undefined;
     throw new ModelError('BAD_CONFIG', `cannot read ${path}: ${(e as Error).message}`);

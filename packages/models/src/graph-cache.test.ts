@@ -23,13 +23,13 @@ import { basename, join, resolve } from 'node:path';
 import { applyPasses, deferPasses, Graph, type GraphPass, lazyTensor, loadModelProto, onnx } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256File } from './cache-files.js';
+import { sha256File } from './cache-files.node.js';
 import { ernie45VLConfig } from './ernie/config.js';
 import { Ernie45VL } from './ernie/model.js';
 import { buildErnieVisionEncoder } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
 import { ModelError } from './errors.js';
-import { defaultCacheDir, GraphCache } from './graph-cache.js';
+import { defaultCacheDir, GraphCache } from './graph-cache.node.js';
 import { resolveLoad } from './model-load.js';
 import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 

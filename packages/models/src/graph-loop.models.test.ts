@@ -12,13 +12,13 @@ import { ernie45VLConfig } from './ernie/config.js';
 import { Ernie45VL } from './ernie/model.js';
 import { loadErnieWeights } from './ernie/weights.js';
 import { ModelError } from './errors.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 import type { GenerateResult } from './generate.js';
 import { readGenerationConfig } from './generation-tokens.js';
 import { Granite4Vision } from './granite/model.js';
 import type { DecodeLoop, ModelGenerateOptions } from './graph-loop.js';
 import { OPS_FIELDS } from './profiles.js';
-import { cachedSession } from './session-cache.js';
+import { cachedSession } from './session-cache.node.js';
 import { fixtureCases, readTensors } from './test-utils/fixtures.js';
 
 interface Generator {

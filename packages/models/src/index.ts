@@ -1,4 +1,19 @@
-export { sha256File } from './cache-files.js';
+// What needs Node (paths, the file system) comes from `#platform`: ./platform.node.ts in Node, refusals naming
+// what to use instead in a browser (./platform.browser.ts).
+export {
+  cachedSession,
+  defaultCacheDir,
+  exportModel,
+  FIXTURE_DIR,
+  GraphCache,
+  graphKey,
+  inspectCheckpoint,
+  outputDir,
+  outputFile,
+  readNamedTensors,
+  sha256File,
+  writeNamedTensors,
+} from '#platform';
 export { type ChatModel, type ChatOptions, type ChatStream, type ChatSummary, chat } from './chat.js';
 export { type ChatEngine, createEngine, type EngineOptions, type EngineStats } from './engine.js';
 export { ERNIE_CHECKPOINT, type ErnieWeights } from './ernie/checkpoint.js';
@@ -29,10 +44,9 @@ export {
   type ExportManifest,
   type ExportOptions,
   type ExportResult,
-  exportModel,
   type ManifestGraph,
   type ManifestTensor,
-} from './export.js';
+} from './export-manifest.js';
 export { FAMILIES, familyAt, familyOf, supportedModelTypes } from './families.js';
 export {
   type ConfigOptions,
@@ -47,7 +61,6 @@ export {
   type ParameterDocs,
   type WeightOptions,
 } from './family.js';
-export { FIXTURE_DIR } from './fixture-dir.js';
 export { type DecodeSteps, type GenerateOptions, type GenerateResult, generateTokens } from './generate.js';
 export { type GenerationTokens, generationTokens } from './generation-tokens.js';
 export {
@@ -79,7 +92,7 @@ export {
   type GraniteVisionWeights,
   graniteVisionEncoderFeeds,
 } from './granite/vision-encoder.js';
-export { type CacheHit, defaultCacheDir, GraphCache, type GraphCacheOptions } from './graph-cache.js';
+export type { CacheHit, GraphCacheOptions } from './graph-cache.node.js';
 export {
   DECODE_LOOPS,
   DEFAULT_LOOP_CHUNK,
@@ -88,17 +101,15 @@ export {
   generateInGraph,
   type ModelGenerateOptions,
 } from './graph-loop.js';
-export { readNamedTensors, writeNamedTensors } from './inputs-file.js';
 export {
   formatInspectReport,
   type InspectComponent,
   type InspectOptions,
   type InspectProblem,
   type InspectReport,
-  inspectCheckpoint,
-} from './inspect.js';
+} from './inspect-report.js';
 export { type DecoderBuild, LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
-export { type OutputDir, type OutputFile, outputDir, outputFile, type ReadPaths } from './output-file.js';
+export type { OutputDir, OutputFile, ReadPaths } from './output-file.node.js';
 export { FamilyModel, type ModelChatOptions, type ModelOrigin, type NamedTensors, type PretrainedModel } from './pretrained-model.js';
 export {
   OPS_FIELDS,
@@ -114,7 +125,7 @@ export { type LoadProgress, type LoadStage, LoadSteps, type OnLoadProgress, type
 export * from './qwen3vl/index.js';
 export { loadPretrained } from './registry.js';
 export { argmax, MAX_SEED, type SamplingOptions, sampleToken, seededRandom, validateSampling } from './sampling.js';
-export { type BuiltSession, cachedSession, graphKey, type SessionCacheOptions } from './session-cache.js';
+export type { BuiltSession, SessionCacheOptions } from './session-cache.node.js';
 export {
   VISION_SESSION_MODES,
   type VisionRunner,

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SafetensorsFile, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatInspectReport, inspectCheckpoint } from './inspect.js';
+import { inspectCheckpoint } from './inspect.node.js';
+import { formatInspectReport } from './inspect-report.js';
 import { FIXTURES } from './test-utils/fixtures.js';
 
 const dirs: string[] = [];

@@ -2,6 +2,7 @@
 // ./profiles.ts), and the steps every load takes (weights mapped from the checkpoint, the vision encoder's
 // session, the decoder's, from the graph cache or built into it), each model saying only how its weights map
 // and how its two graphs are built.
+
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import {
   type ComputeDType,
@@ -13,13 +14,14 @@ import {
   resolvePasses,
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
-import { Checkpoint } from '@vlmkit/safetensors';
+import type { Checkpoint } from '@vlmkit/safetensors';
+import { cachedSession, openCheckpoint } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import { LoadResources } from './load-resources.js';
 import { PROFILE_FIELDS, type Profile, type ProfileName, type ProfileOverrides, resolveProfile } from './profiles.js';
 import { LoadSteps, type OnLoadProgress } from './progress.js';
-import { cachedSession, type SessionCacheOptions } from './session-cache.js';
+import type { SessionCacheOptions } from './session-cache.node.js';
 import { VisionSession } from './vision-session.js';
 
 /** Block-quantized weights: the decoder's ('int8' / 'int4' / `QuantizeOptions`), or each side's. */
@@ -205,7 +207,7 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
   try {
-    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await Checkpoint.open(root))), build));
+    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await openCheckpoint(root))), build));
     const t1 = performance.now();
     const visionName = `${name}-vision`;
     // The graphs as the builders write them: the cache keys them with their passes and runs those on a miss only.

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { int64 } from '@vlmkit/runtime';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ModelError } from './errors.js';
-import { exportModel } from './export.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
-import { writeNamedTensors } from './inputs-file.js';
-import { outputDir, outputFile } from './output-file.js';
+import { exportModel } from './export.node.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
+import { writeNamedTensors } from './inputs-file.node.js';
+import { outputDir, outputFile } from './output-file.node.js';
 
 let work: string;
 let model: string;

@@ -5,6 +5,7 @@
 import { DECODER_STEP_IO } from '@vlmkit/moe-decoder';
 import { type ChatMessage, Processor, type ProcessorFamily } from '@vlmkit/processors';
 import type { HostTensor } from '@vlmkit/runtime';
+import { warn } from '#platform';
 import { type ChatOptions, type ChatStream, chat } from './chat.js';
 import type { PromptBatch } from './decode-state.js';
 import { type BatchDecoder, type DecoderDims, type DecoderIo, DecoderModel } from './decoder-model.js';
@@ -167,7 +168,7 @@ function chatWith(model: PretrainedModel, messages: readonly ChatMessage[], { pr
 /** A process warning (VlmkitWarning, PAST_MAX_POSITION_EMBEDDINGS) when a token was predicted from more positions than `max`. */
 function warnPastMaxPositions(context: number, max: number | undefined): void {
   const warning = pastMaxPositions(context, max);
-  if (warning) process.emitWarning(warning, { type: 'VlmkitWarning', code: 'PAST_MAX_POSITION_EMBEDDINGS' });
+  if (warning) warn(warning, 'PAST_MAX_POSITION_EMBEDDINGS');
 }
 
 /** input_ids' length (padding included, as generation counts it); 0 when missing (refused when read). */

@@ -184,7 +184,7 @@ describe('load options and profiles', () => {
     expect((await refused({ computeDtype: 'float16' })).message).toContain("load option 'computeDtype' is dtype now");
     expect((await refused({ quantizeVision: 'int8' })).message).toContain("'quantizeVision' is quantize: { decoder, vision");
     expect((await refused({ profile: 'gpu' })).message).toContain(
-      "profile must be one of cpu, cuda or an object of profile fields, got 'gpu'",
+      "profile must be one of cpu, cuda, web or an object of profile fields, got 'gpu'",
     );
     expect((await refused({ profile: { visionSession: 'sometimes' } })).message).toBe(
       "profile.visionSession must be one of resident, per-call, got 'sometimes'",

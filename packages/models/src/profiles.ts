@@ -1,18 +1,20 @@
 // Execution profiles: how a model runs on a device, decided once per device from measurements. The user
 // chooses the device, the compute dtype and quantization (model-load.ts `LoadOptions`); everything else is
 // here, and a benchmark overrides it by passing `profile: { loop: 'graph' }` or another profile by name.
+
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
 import { type OpSet, PASS_NAMES, type PassName } from '@vlmkit/onnx-graph';
-import { chooseDevice, type DeviceRequest, findCudaBinaries, probeNvidiaGpu } from '@vlmkit/runtime';
+import type { DeviceRequest } from '@vlmkit/runtime';
+import { deviceProfile } from '#platform';
 import { ModelError } from './errors.js';
 import { DECODE_LOOPS, type DecodeLoop } from './graph-loop.js';
 import { VISION_SESSION_MODES, type VisionSessionMode } from './vision-session.js';
 
-export type ProfileName = 'cpu' | 'cuda';
+export type ProfileName = 'cpu' | 'cuda' | 'web';
 
 /** Everything about a load that is not the user's choice. */
 export interface Profile {
-  /** 'cpu', 'cuda', or a benchmark's own name for an overridden profile. */
+  /** 'cpu', 'cuda', 'web', or a benchmark's own name for an overridden profile. */
   readonly name: string;
   /** The decoder's KV cache layout (moe-decoder `KvCacheMode`). */
   readonly kvCache: KvCacheMode;
@@ -91,6 +93,15 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
     emptyModalityIf: false,
   },
+  // onnxruntime-web in a page (every device there: WASM, WebGPU). Its WASM EP is ORT's CPU EP compiled to
+  // WebAssembly, contrib kernels included (FusedMatMul, MatMulNBits: models README, "In the browser"), so it starts
+  // from the CPU's measured choices. A page states no available memory (no check); its graphs are built in
+  // memory on every load, so the cache settings do not apply.
+  web: {
+    ...CPU,
+    name: 'web',
+    memoryCheck: false,
+  },
 };
 
 export const PROFILE_NAMES = Object.keys(PROFILES) as ProfileName[];
@@ -149,12 +160,6 @@ export function resolveProfile(choice: ProfileName | ProfileOverrides | undefine
   if (choice === undefined) return base;
   for (const [key, value] of Object.entries(choice)) checkField(key, value);
   return { ...base, ...choice };
-}
-
-/** The profile a device request plans for. */
-export function deviceProfile(device: DeviceRequest | undefined): ProfileName {
-  if (device === 'cpu' || device === 'cuda') return device;
-  return chooseDevice(device ?? 'auto', { binaries: findCudaBinaries(), gpu: probeNvidiaGpu }).device;
 }
 
 function checkField(key: string, value: unknown): void {

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Ernie45VL } from './ernie/model.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
-import { readNamedTensors } from './inputs-file.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
+import { readNamedTensors } from './inputs-file.node.js';
 import { loadPretrained } from './registry.js';
 
 describe('README example', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelError } from './errors.js';
-import { ensureMemory, memAvailable } from './session-cache.js';
+import { ensureMemory } from './memory-check.js';
+import { memAvailable } from './session-cache.node.js';
 
 const MEMINFO = `MemTotal:       24683748 kB
 MemFree:        13897352 kB

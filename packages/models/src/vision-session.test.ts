@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Ernie45VL } from './ernie/model.js';
 import { ModelError } from './errors.js';
-import { FIXTURE_DIR } from './fixture-dir.js';
+import { FIXTURE_DIR } from './fixture-dir.node.js';
 import { Granite4Vision } from './granite/model.js';
 import { readTensors } from './test-utils/fixtures.js';
 import type { VisionSession, VisionSessionMode } from './vision-session.js';

@@ -12,8 +12,8 @@ import { ernie45VLConfig } from './ernie/config.js';
 import { Ernie45VL } from './ernie/model.js';
 import { buildErnieVisionEncoder } from './ernie/vision-encoder.js';
 import { loadErnieWeights } from './ernie/weights.js';
-import { inspectCheckpoint } from './inspect.js';
-import { graphKey } from './session-cache.js';
+import { inspectCheckpoint } from './inspect.node.js';
+import { graphKey } from './session-cache.node.js';
 import { FIXTURES, fixtureCases, readTensors, relError } from './test-utils/fixtures.js';
 
 const SOURCE = join(FIXTURES, 'ernie-tiny');

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelError } from '../errors.js';
-import { FIXTURE_DIR } from '../fixture-dir.js';
+import { FIXTURE_DIR } from '../fixture-dir.node.js';
 import { fixtureCases, readTensors, relError } from '../test-utils/fixtures.js';
 import { Granite4Vision } from './model.js';
 

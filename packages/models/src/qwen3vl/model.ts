@@ -1,9 +1,9 @@
-import { resolve } from 'node:path';
 import { DECODER_OUTPUTS, QWEN3VL_DECODER_INPUTS, type Qwen3VlDecoderFeeds } from '@vlmkit/moe-decoder';
 import { decodePositionIds } from '@vlmkit/mrope';
 import { contract, type FeedValues } from '@vlmkit/onnx-graph';
 import { float32, type HostTensor, int64, type KvCache } from '@vlmkit/runtime';
 import { qwen3VlPatchDim } from '@vlmkit/vision-tower';
+import { resolveDir } from '#platform';
 import { readConfigFile } from '../config-file.js';
 import type { DecodeStep } from '../decoder-model.js';
 import { loadFamily } from '../family.js';
@@ -80,7 +80,7 @@ export type Qwen3VlLoadOptions = Omit<LoadOptions, 'reference' | 'adapter'>;
 export class Qwen3VL extends FamilyModel<Qwen3VLConfig, Qwen3VlInputs, Qwen3VlPrompt, Qwen3VlVision> {
   /** Loads a Qwen3-VL or Qwen3-VL-MoE checkpoint directory: its config.json's model_type picks the spec. */
   static async fromPretrained(dir: string, options: Qwen3VlLoadOptions = {}): Promise<Qwen3VL> {
-    const { json } = await readConfigFile(resolve(dir));
+    const { json } = await readConfigFile(resolveDir(dir));
     const type = QWEN3VL_MODEL_TYPES.find((t) => t === json.model_type) ?? QWEN3VL_MODEL_TYPES[0];
     const { config, loaded, origin } = await loadFamily(qwen3VlCheckpoint(type), dir, options);
     return new Qwen3VL(config, loaded, origin);

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChatMessage } from '@vlmkit/processors';
 
-import { FIXTURE_DIR as FIXTURES } from '../fixture-dir.js';
+import { FIXTURE_DIR as FIXTURES } from '../fixture-dir.node.js';
 
 export { FIXTURES };
 
@@ -28,7 +28,7 @@ export function fixtureCases(model: string): FixtureCase[] {
   return cases;
 }
 
-export { readNamedTensors as readTensors } from '../inputs-file.js';
+export { readNamedTensors as readTensors } from '../inputs-file.node.js';
 
 /** The processor fixtures (test-fixtures/processors): images and per-family chat cases. */
 export const PROCESSORS = join(FIXTURES, 'processors');

@@ -1,6 +1,6 @@
 import { fromSafetensors, type HostTensor, toSafetensors } from '@vlmkit/runtime';
 import { SafetensorsFile, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
-import { type OutputFile, outputFile } from './output-file.js';
+import { type OutputFile, outputFile } from './output-file.node.js';
 
 /** Every tensor of a .safetensors file by name, as host tensors (bf16 upcast to float32): HF forward kwargs, expected outputs. */
 export async function readNamedTensors(path: string): Promise<Record<string, HostTensor>> {

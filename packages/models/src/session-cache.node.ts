@@ -2,7 +2,8 @@ import { readFile, stat } from 'node:fs/promises';
 import { emulateInFloat32, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
-import { type CacheHit, GraphCache } from './graph-cache.js';
+import { type CacheHit, GraphCache } from './graph-cache.node.js';
+import { ensureMemory } from './memory-check.js';
 
 export interface SessionCacheOptions {
   /**
@@ -151,21 +152,6 @@ export async function memAvailable(text?: string): Promise<number | undefined> {
   }
   const m = /^MemAvailable:\s+(\d+)\s*kB/m.exec(t);
   return m ? Number(m[1]) * 1024 : undefined;
-}
-
-const GB = 2 ** 30;
-
-/**
- * Throws INSUFFICIENT_MEMORY when a session on a graph of `needBytes` (its .onnx, its data and the checkpoint
- * tensors it reads, 16-bit ones counted as the float32 ORT casts them to) cannot fit in `availableBytes`. ORT maps the weights and allocates activations on
- * top, so this is a lower bound of what the session needs: a load refused here would have been killed.
- */
-export function ensureMemory(name: string, needBytes: number, availableBytes: number, modelPath: string): void {
-  if (needBytes <= availableBytes) return;
-  throw new ModelError(
-    'INSUFFICIENT_MEMORY',
-    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath}, its data and the checkpoint tensors it reads, as ORT holds them) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); profile: { memoryCheck: false } skips this check.`,
-  );
 }
 
 async function stillThere(modelPath: string): Promise<boolean> {

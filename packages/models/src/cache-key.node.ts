@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deferredPassKey, type Graph, tensorByteLength } from '@vlmkit/onnx-graph';
+import { deferredPassKey, type Graph } from '@vlmkit/onnx-graph';
 
 /**
  * Bumped when the key, the entry format or what is stored changes: older entries then no longer match and are
@@ -50,20 +50,6 @@ export async function describe(g: Graph): Promise<GraphDescription> {
   }
   const files = [...new Set(await Promise.all(real.values()))].sort();
   return { digest: h.digest('hex'), files };
-}
-
-/**
- * The bytes of every tensor a session on `g` holds as weights, before the graph is written: quantized blocks
- * and scales, what a fold makes, and checkpoint tensors, 16-bit ones twice over in a float32 graph (a fold
- * casts them). A lower bound, like the rest of the memory check.
- */
-export function heldBytes(g: Graph): number {
-  let n = 0;
-  for (const { ref } of g.snapshot().initializers) {
-    const widened = ref.kind === 'file' && g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
-    n += (widened ? 2 : 1) * tensorByteLength(ref);
-  }
-  return n;
 }
 
 let code: string | undefined;

@@ -38,9 +38,10 @@ import {
   sha256File,
   stampOf,
   writeAtomic,
-} from './cache-files.js';
-import { describe, FORMAT, type GraphDescription, heldBytes, rewritten } from './cache-key.js';
+} from './cache-files.node.js';
+import { describe, FORMAT, type GraphDescription, rewritten } from './cache-key.node.js';
 import { ModelError } from './errors.js';
+import { heldBytes } from './memory-check.js';
 
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;

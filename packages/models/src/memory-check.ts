@@ -1,0 +1,34 @@
+// Whether a session's weights fit in the memory the system has left, checked before ORT loads them (a load
+// refused here would have been killed part-way). The figures are platform-free; where the available memory
+// comes from is the platform's (Node: /proc/meminfo; the browser states none).
+import { type Graph, tensorByteLength } from '@vlmkit/onnx-graph';
+import { ModelError } from './errors.js';
+
+/**
+ * The bytes of every tensor a session on `g` holds as weights, before the graph is written: quantized blocks
+ * and scales, what a fold makes, and checkpoint tensors, 16-bit ones twice over in a float32 graph (a fold
+ * casts them). A lower bound, like the rest of the memory check.
+ */
+export function heldBytes(g: Graph): number {
+  let n = 0;
+  for (const { ref } of g.snapshot().initializers) {
+    const widened = ref.kind === 'file' && g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
+    n += (widened ? 2 : 1) * tensorByteLength(ref);
+  }
+  return n;
+}
+
+const GB = 2 ** 30;
+
+/**
+ * Throws INSUFFICIENT_MEMORY when a session on a graph of `needBytes` (its .onnx, its data and the checkpoint
+ * tensors it reads, 16-bit ones counted as the float32 ORT casts them to) cannot fit in `availableBytes`. ORT maps the weights and allocates activations on
+ * top, so this is a lower bound of what the session needs: a load refused here would have been killed.
+ */
+export function ensureMemory(name: string, needBytes: number, availableBytes: number, modelPath: string): void {
+  if (needBytes <= availableBytes) return;
+  throw new ModelError(
+    'INSUFFICIENT_MEMORY',
+    `session '${name}' needs at least ${(needBytes / GB).toFixed(2)} GiB for its weights (${modelPath}, its data and the checkpoint tensors it reads, as ORT holds them) but ${(availableBytes / GB).toFixed(2)} GiB of memory is available (MemAvailable); the load would run out of memory. Free memory, or load with quantize 'int8'/'int4' (about 1/4 and 1/7 of the decoder's float32 weights); profile: { memoryCheck: false } skips this check.`,
+  );
+}
