@@ -1,0 +1,73 @@
+// The page `pnpm test:browser` drives (examples/web/test/run.mjs): each entry of window.vlmkitHarness runs one
+// check in the browser and returns what the runner compares with Node's result of the same check.
+import { graphCases, MROPE_FIXTURES, type MropeResult, mropePositions, sha256, toWire, type WireTensor } from './checks/index.js';
+import { configureWasm, ort, probeWebGpu } from './ort-web.js';
+
+const log = document.getElementById('log')!;
+const note = (line: string) => {
+  log.textContent += `${line}\n`;
+};
+
+/** Where the runner's server mounts test-fixtures/ (read-only). */
+const FIXTURES = new URL('./fixtures/', document.baseURI);
+
+async function fetchJson<T>(path: string): Promise<T> {
+  const res = await fetch(new URL(path, FIXTURES));
+  if (!res.ok) throw new Error(`GET ${res.url}: ${res.status} ${res.statusText}`);
+  return (await res.json()) as T;
+}
+
+export interface GraphResult {
+  name: string;
+  sha256: string;
+  outputs: Record<string, WireTensor>;
+}
+
+const wasmThreads = configureWasm();
+
+const harness = {
+  info() {
+    return {
+      userAgent: navigator.userAgent,
+      crossOriginIsolated: globalThis.crossOriginIsolated,
+      hardwareConcurrency: navigator.hardwareConcurrency,
+      wasmThreads,
+    };
+  },
+
+  probeWebGpu,
+
+  /** M-RoPE position ids of every HF rope-index fixture case. */
+  async mrope(): Promise<MropeResult[]> {
+    const out: MropeResult[] = [];
+    for (const file of MROPE_FIXTURES) out.push(...mropePositions(file, await fetchJson(`mrope/${file}`)));
+    note(`mrope: ${out.length} cases`);
+    return out;
+  },
+
+  /** Graphs built in the page by @vlmkit/onnx-graph, serialized in memory, run on onnxruntime-web. */
+  async graphs(device: 'wasm' | 'webgpu' = 'wasm'): Promise<GraphResult[]> {
+    const results: GraphResult[] = [];
+    for (const c of await graphCases()) {
+      const session = await ort.InferenceSession.create(c.model.bytes, {
+        executionProviders: [device],
+        externalData: c.model.externalData,
+        logSeverityLevel: 3,
+      });
+      try {
+        const feeds = Object.fromEntries(Object.entries(c.feeds).map(([k, f]) => [k, new ort.Tensor('float32', f.data, f.dims)]));
+        const out = await session.run(feeds);
+        const outputs = Object.fromEntries(Object.entries(out).map(([k, t]) => [k, toWire(t.data as Float32Array, t.dims)]));
+        results.push({ name: c.name, sha256: await sha256(c.model.bytes), outputs });
+        note(`graph ${c.name} (${device}): ok`);
+      } finally {
+        await session.release();
+      }
+    }
+    return results;
+  },
+};
+
+export type Harness = typeof harness;
+(globalThis as unknown as { vlmkitHarness: Harness }).vlmkitHarness = harness;
+note('ready');
