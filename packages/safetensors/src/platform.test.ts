@@ -37,3 +37,19 @@ it('*.node.ts modules are imported only by *.node.ts modules (platform.node.ts a
   );
   expect(found).toEqual([]);
 });
+
+it('in the browser every path API refuses with UNSUPPORTED_PLATFORM and names what to use instead', async () => {
+  const browser = await import('./platform.browser.js');
+  const node = await import('./platform.node.js');
+  expect(Object.keys(browser).sort()).toEqual(Object.keys(node).sort());
+  for (const [name, f] of Object.entries(browser) as [string, (...args: unknown[]) => unknown][]) {
+    let err: unknown;
+    try {
+      await f('/some/path', {});
+    } catch (e) {
+      err = e;
+    }
+    expect((err as { code?: string }).code, name).toBe('UNSUPPORTED_PLATFORM');
+    expect((err as Error).message, name).toMatch(/reads the file system, which a browser has not; use \w+/);
+  }
+});

@@ -28,7 +28,7 @@ export function urlFiles(baseUrl: string | URL, init?: RequestInit): ModelFiles 
   const base = root.endsWith('/') ? root : `${root}/`;
   return {
     root,
-    open(name: string): Promise<ByteSource | undefined> {
+    async open(name: string): Promise<ByteSource | undefined> {
       const key = checkedName(root, name);
       return openUrl(new URL(key.split('/').map(encodeURIComponent).join('/'), base).href, init);
     },
@@ -42,7 +42,7 @@ interface Range {
 }
 
 async function openUrl(url: string, init: RequestInit | undefined): Promise<ByteSource | undefined> {
-  const first = await get(url, init, 0, 0);
+  const first = await get(url, init, 0, 1);
   if (first.status === 404 || first.status === 410) {
     await discard(first);
     return undefined;
