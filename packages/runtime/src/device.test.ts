@@ -3,19 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  CUDA_PROVIDER_FILES,
-  type CudaBinaries,
-  chooseDevice,
   cudaInstallHint,
   findCudaBinaries,
   findLibrary,
-  type GpuProbe,
-  isCudaProviderFailure,
-  type LibraryLookup,
   missingCudaLibraries,
   ortBindingDir,
   readElfDynamic,
   systemLibraryLookup,
+} from './cuda.node.js';
+import {
+  CUDA_PROVIDER_FILES,
+  type CudaBinaries,
+  chooseDevice,
+  type GpuProbe,
+  isCudaProviderFailure,
+  type LibraryLookup,
 } from './device.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'vlmkit-device-'));

@@ -7,6 +7,8 @@
 
 export type RuntimeErrorCode =
   | 'CUDA_UNAVAILABLE'
+  | 'WEBGPU_UNAVAILABLE'
+  | 'UNSUPPORTED_PLATFORM'
   | 'ORT_LOAD_FAILED'
   | 'ORT_RUN_FAILED'
   | 'INVALID_OPTIONS'

@@ -28,7 +28,12 @@ function describe(dims: readonly (number | string)[]): string {
  * graph was declared from says; ORT itself does not check it and fails later inside a node).
  * Throws INVALID_FEEDS listing every problem found, not just the first.
  */
-export function prepareFeeds(session: string, feeds: Record<string, Feed>, inputs: readonly ValueInfo[]): Record<string, OrtTensor> {
+export function prepareFeeds(
+  session: string,
+  feeds: Record<string, Feed>,
+  inputs: readonly ValueInfo[],
+  convert: (t: HostTensor) => OrtTensor = toOrt,
+): Record<string, OrtTensor> {
   const problems: string[] = [];
   const known = new Set(inputs.map((i) => i.name));
   for (const name of Object.keys(feeds)) {
@@ -47,7 +52,7 @@ export function prepareFeeds(session: string, feeds: Record<string, Feed>, input
     if (isOrtTensor(feed)) tensor = feed;
     else if (isHostTensor(feed)) {
       try {
-        tensor = toOrt(feed);
+        tensor = convert(feed);
       } catch (e) {
         problems.push(`input '${info.name}': ${e instanceof Error ? e.message : String(e)}`);
         continue;

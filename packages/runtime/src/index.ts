@@ -1,8 +1,21 @@
 /**
- * @vlmkit/runtime: onnxruntime-node sessions with device choice (CUDA or
- * CPU), host tensors and their conversions, and a KV cache for decoder loops.
+ * @vlmkit/runtime: ONNX Runtime sessions with device choice (Node: onnxruntime-node on CUDA or CPU;
+ * browser: onnxruntime-web on WebGPU or WASM), host tensors and their conversions, and a KV cache for
+ * decoder loops.
  */
 
+// Node only (the browser's versions throw RuntimeError UNSUPPORTED_PLATFORM).
+export {
+  cudaInstallHint,
+  findCudaBinaries,
+  findLibrary,
+  missingCudaLibraries,
+  nodePlacement,
+  ortBindingDir,
+  probeNvidiaGpu,
+  readElfDynamic,
+  systemLibraryLookup,
+} from '#platform';
 export type {
   CudaBinaries,
   Device,
@@ -13,20 +26,16 @@ export type {
   GpuProbe,
   LibraryLookup,
   MissingLibrary,
+  NodeDevice,
+  WebDevice,
 } from './device.js';
 export {
   CUDA_EP_DLOPENED,
   CUDA_LIBRARY_ROLES,
   CUDA_PROVIDER_FILES,
   chooseDevice,
-  cudaInstallHint,
-  findCudaBinaries,
-  findLibrary,
-  missingCudaLibraries,
-  ortBindingDir,
-  probeNvidiaGpu,
-  readElfDynamic,
-  systemLibraryLookup,
+  NODE_DEVICE_REQUESTS,
+  WEB_DEVICE_REQUESTS,
 } from './device.js';
 export type { RuntimeErrorCode } from './errors.js';
 export { nodeNameFromOrtMessage, RuntimeError } from './errors.js';
@@ -39,13 +48,12 @@ export {
   EXECUTION_PROVIDERS,
   formatOffProvider,
   formatPlacement,
-  nodePlacement,
   offProvider,
   opTypeCounts,
   parseNodePlacements,
 } from './placement.js';
 export { fromSafetensors, toSafetensors } from './safetensors-interop.js';
-export type { ExternalDataBuffer, GraphOptimizationLevel, RunOptions, SessionOptions } from './session.js';
+export type { ExternalDataBuffer, GraphOptimizationLevel, InMemoryModel, ModelSource, RunOptions, SessionOptions } from './session.js';
 export { createSession, VlmSession } from './session.js';
 export type { HostDataTypes, HostDType, HostTensor, OrtTensor } from './tensor.js';
 export {

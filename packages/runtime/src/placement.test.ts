@@ -2,15 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  EXECUTION_PROVIDERS,
-  formatOffProvider,
-  formatPlacement,
-  nodePlacement,
-  offProvider,
-  opTypeCounts,
-  parseNodePlacements,
-} from './placement.js';
+import { EXECUTION_PROVIDERS, formatOffProvider, formatPlacement, offProvider, opTypeCounts, parseNodePlacements } from './placement.js';
+import { nodePlacement } from './placement.node.js';
 import { affineModel } from './test-utils/onnx-models.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'vlmkit-placement-'));

@@ -1,8 +1,10 @@
 import ort from 'onnxruntime-node';
 import { describe, expect, it, vi } from 'vitest';
-import { CUDA_PROVIDER_FILES, findCudaBinaries, ortBindingDir } from './device.js';
+import { findCudaBinaries, ortBindingDir } from './cuda.node.js';
+import { CUDA_PROVIDER_FILES, type DeviceFacts } from './device.js';
 import { RuntimeError } from './errors.js';
-import { createSession, cudaTf32, openSession, ortSessionOptions } from './session.js';
+import { createSession, createSessionOn, ortSessionOptions, type SessionOptions } from './session.js';
+import { cudaTf32, nodeBackend } from './session.node.js';
 import { float32, toOrt } from './tensor.js';
 import { affineModel, identityModel, impossibleReshapeModel, modelBytes, node, valueInfo } from './test-utils/onnx-models.js';
 
@@ -10,6 +12,14 @@ import { affineModel, identityModel, impossibleReshapeModel, modelBytes, node, v
 ort.env.logLevel = 'fatal';
 
 const cudaInstalled = findCudaBinaries().present;
+
+/** createSession on Node's backend with the device facts played. */
+const openSession = (model: Uint8Array, opts: SessionOptions, facts: DeviceFacts) =>
+  createSessionOn(
+    nodeBackend(() => facts),
+    model,
+    opts,
+  );
 
 async function rejection(p: Promise<unknown>): Promise<RuntimeError> {
   try {

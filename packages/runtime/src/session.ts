@@ -1,25 +1,17 @@
 /**
- * A session: one ONNX model on one device. createSession picks the device
- * (see device.ts), loads the model from bytes or a path (with external data
- * from buffers or from files next to the model), and wraps every ORT failure
- * in a RuntimeError that names the session and, where ORT says, the node.
+ * A session: one ONNX model on one device. createSession loads the model from bytes, an in-memory model
+ * (bytes and external data buffers, as @vlmkit/onnx-graph's `serializeModel` gives it) or a path (a URL in
+ * the browser), on the device the platform's rule picks (backend.ts: CUDA or CPU in Node, WebGPU or WASM in
+ * the browser), and wraps every ORT failure in a RuntimeError that names the session and, where ORT says,
+ * the node.
  */
-import { basename } from 'node:path';
-import ort from 'onnxruntime-node';
-import {
-  chooseDevice,
-  cudaInstallHint,
-  type Device,
-  type DeviceFacts,
-  type DeviceRequest,
-  findCudaBinaries,
-  isCudaProviderFailure,
-  probeNvidiaGpu,
-} from './device.js';
-import { errorMessage, noKernelError, RuntimeError, wrapOrtError } from './errors.js';
+import { type OrtSession, type OrtSessionOptions, sessionBackend } from '#platform';
+import type { SessionBackend } from './backend.js';
+import type { Device, DeviceRequest } from './device.js';
+import { RuntimeError, wrapOrtError } from './errors.js';
 import { type Feed, prepareFeeds, readOutputs, type ValueInfo } from './feeds.js';
 import { type Logger, resolveLogger } from './log.js';
-import type { HostTensor } from './tensor.js';
+import { type HostTensor, toOrt } from './tensor.js';
 
 export interface ExternalDataBuffer {
   /** The `location` the model's initializers name (relative to the model). */
@@ -27,12 +19,28 @@ export interface ExternalDataBuffer {
   data: Uint8Array;
 }
 
+/** A model in memory: its bytes and the external data its initializers name (onnx-graph's `SerializedModel`). */
+export interface InMemoryModel {
+  bytes: Uint8Array;
+  externalData?: readonly ExternalDataBuffer[];
+}
+
+/** A path to an .onnx file (in the browser: a URL), the model's bytes, or a model in memory. */
+export type ModelSource = string | Uint8Array | InMemoryModel;
+
 export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'layout' | 'all';
 
 export interface SessionOptions {
-  /** 'auto' (default): CUDA when its EP binaries are installed and a GPU answers, else CPU. */
+  /**
+   * 'auto' (default): in Node CUDA when its EP binaries are installed and a GPU answers, else CPU; in the
+   * browser WebGPU when `navigator.gpu` gives an adapter, else WASM. 'cpu' is WASM in the browser.
+   */
   device?: DeviceRequest;
-  /** Intra-op threads (ORT's default: one per physical core). */
+  /**
+   * Intra-op threads (ORT's default: one per physical core). In the browser, WASM threads
+   * (`ort.env.wasm.numThreads`): fixed by the first session of the page, and more than one only in a
+   * cross-origin isolated page (COOP/COEP headers); the device reason says what runs.
+   */
   threads?: number;
   /** External data files handed over as buffers (ORT copies them into its own memory at session creation). */
   externalData?: ExternalDataBuffer[];
@@ -40,7 +48,7 @@ export interface SessionOptions {
    * For a model given as bytes: the folder its external-data locations are relative to (ORT's
    * session.model_external_initializers_file_folder_path). ORT reads those files itself, memory-mapping
    * the tensors it uses as stored, so weights in files elsewhere are used in place, never copied by us.
-   * A location must not leave this folder (ORT refuses `..` out of it and absolute paths).
+   * A location must not leave this folder (ORT refuses `..` out of it and absolute paths). Node only.
    */
   externalDataFolder?: string;
   /** Receives one line saying which device was chosen and why. Default: VLMKIT_LOG, else silent. */
@@ -83,9 +91,7 @@ export interface RunOptions {
   outputs?: readonly string[];
 }
 
-const BF16_HINT = 'onnxruntime-node cannot take bfloat16 graph inputs or outputs: keep I/O in float32/float16 and Cast inside the graph.';
-
-function valueInfo(m: ort.InferenceSession.ValueMetadata): ValueInfo {
+function valueInfo(m: OrtSession['inputMetadata'][number]): ValueInfo {
   if (!m.isTensor) return { name: m.name, isTensor: false };
   return { name: m.name, isTensor: true, dtype: m.type, dims: [...m.shape] };
 }
@@ -95,17 +101,21 @@ export class VlmSession {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ValueInfo[];
   readonly outputMetadata: readonly ValueInfo[];
-  #ort: ort.InferenceSession | undefined;
+  #ort: OrtSession | undefined;
+  readonly #Tensor: SessionBackend['Tensor'];
 
   /** @internal Use createSession(). */
   constructor(
-    session: ort.InferenceSession,
+    session: OrtSession,
     readonly name: string,
     readonly device: Device,
     /** Why `device` was chosen, e.g. "auto: CUDA EP binaries not found in ...". */
     readonly deviceReason: string,
+    /** The ORT Tensor class of the onnxruntime that made `session` (default: the platform's). */
+    tensor: SessionBackend['Tensor'] = sessionBackend.Tensor,
   ) {
     this.#ort = session;
+    this.#Tensor = tensor;
     this.inputNames = [...session.inputNames];
     this.outputNames = [...session.outputNames];
     this.inputMetadata = session.inputMetadata.map(valueInfo);
@@ -124,7 +134,7 @@ export class VlmSession {
         session: this.name,
       });
     }
-    const ortFeeds = prepareFeeds(this.name, feeds, this.inputMetadata);
+    const ortFeeds = prepareFeeds(this.name, feeds, this.inputMetadata, (t) => toOrt(t, this.#Tensor));
     if (opts.outputs !== undefined) {
       const unknown = opts.outputs.filter((o) => !this.outputNames.includes(o));
       if (unknown.length > 0) {
@@ -135,7 +145,7 @@ export class VlmSession {
         );
       }
     }
-    let result: ort.InferenceSession.ReturnType;
+    let result: Awaited<ReturnType<OrtSession['run']>>;
     try {
       result = opts.outputs === undefined ? await session.run(ortFeeds) : await session.run(ortFeeds, [...opts.outputs]);
     } catch (e) {
@@ -156,20 +166,21 @@ export class VlmSession {
   }
 }
 
-function defaultFacts(): DeviceFacts {
-  return { binaries: findCudaBinaries(), gpu: probeNvidiaGpu };
-}
-
-async function ortCreate(model: Uint8Array | string, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
-  return typeof model === 'string' ? ort.InferenceSession.create(model, options) : ort.InferenceSession.create(model, options);
-}
-
-function checkOptions(name: string, opts: SessionOptions): void {
+function checkOptions(name: string, opts: SessionOptions, devices: readonly DeviceRequest[]): void {
   const device = opts.device ?? 'auto';
-  if (!['auto', 'cpu', 'cuda'].includes(device)) {
-    throw new RuntimeError('INVALID_OPTIONS', `Session '${name}': device must be 'auto', 'cpu' or 'cuda', got '${String(device)}'.`, {
-      session: name,
-    });
+  if (!devices.includes(device)) {
+    const list = devices.map((d) => `'${d}'`);
+    const where =
+      device === 'cuda'
+        ? ' (CUDA needs onnxruntime-node, in Node; in the browser use WebGPU)'
+        : device === 'wasm' || device === 'webgpu'
+          ? ' (a browser device, onnxruntime-web; in Node use cpu or cuda)'
+          : '';
+    throw new RuntimeError(
+      'INVALID_OPTIONS',
+      `Session '${name}': device must be ${list.slice(0, -1).join(', ')} or ${list.at(-1)}, got '${String(device)}'${where}.`,
+      { session: name },
+    );
   }
   if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads > 0)) {
     throw new RuntimeError('INVALID_OPTIONS', `Session '${name}': threads must be a positive integer, got ${opts.threads}.`, {
@@ -182,8 +193,8 @@ function checkOptions(name: string, opts: SessionOptions): void {
  * The ORT session options (all but the execution providers) for `opts`; `logging`: let ORT's own lines through.
  * Exported for tests.
  */
-export function ortSessionOptions(opts: SessionOptions, logging: boolean): ort.InferenceSession.SessionOptions {
-  const base: ort.InferenceSession.SessionOptions = {
+export function ortSessionOptions(opts: SessionOptions, logging: boolean): OrtSessionOptions {
+  const base: OrtSessionOptions = {
     // ORT's own error lines would repeat what we throw; let them through only when logging is on.
     logSeverityLevel: logging ? 2 : 4,
   };
@@ -199,111 +210,33 @@ export function ortSessionOptions(opts: SessionOptions, logging: boolean): ort.I
   return base;
 }
 
-/**
- * createSession with the device facts injectable (tests use it to play a
- * machine with CUDA binaries and a GPU). Not exported from the package.
- */
-export async function openSession(model: Uint8Array | string, opts: SessionOptions, facts: DeviceFacts): Promise<VlmSession> {
-  const name = opts.name ?? (typeof model === 'string' ? basename(model) : 'model');
-  checkOptions(name, opts);
+/** The base name of a path or URL (POSIX `basename`), for a session's default name. */
+function baseName(path: string): string {
+  const trimmed = path.replace(/\/+$/, '');
+  return trimmed.slice(trimmed.lastIndexOf('/') + 1);
+}
+
+/** createSession on a given platform backend (tests run the browser's, onnxruntime-web, in Node). */
+export async function createSessionOn(backend: SessionBackend, model: ModelSource, opts: SessionOptions = {}): Promise<VlmSession> {
+  let input: string | Uint8Array;
+  if (typeof model === 'string' || model instanceof Uint8Array) input = model;
+  else {
+    input = model.bytes;
+    // The model's own external data first; the options' (if any) after it.
+    if (model.externalData !== undefined && model.externalData.length > 0) {
+      opts = { ...opts, externalData: [...model.externalData, ...(opts.externalData ?? [])] };
+    }
+  }
+  const name = opts.name ?? (typeof input === 'string' ? baseName(input) : 'model');
+  checkOptions(name, opts, backend.devices);
   const log = resolveLogger(opts.logger);
-  const request = opts.device ?? 'auto';
-
   const base = ortSessionOptions(opts, log !== undefined);
-
-  const choice = chooseDevice(request, facts);
-  if (choice.unavailable !== undefined) {
-    throw new RuntimeError(
-      'CUDA_UNAVAILABLE',
-      `Session '${name}': device 'cuda' was requested but ${choice.unavailable}. ${cudaInstallHint(facts.binaries.dir)}`,
-      { session: name },
-    );
-  }
-
-  const loadError = (e: unknown): RuntimeError =>
-    noKernelError(name, e, opts.computeDtype) ??
-    wrapOrtError('ORT_LOAD_FAILED', name, e, /Unsupported data type: 16\b/.test(errorMessage(e)) ? BF16_HINT : undefined);
-
-  let device: Device = choice.device;
-  let reason = choice.reason;
-  let session: ort.InferenceSession | undefined;
-  if (device === 'cuda') {
-    const tf32 = cudaTf32(name, opts.tf32 ?? false, process.env);
-    reason += tf32 ? '; TF32 allowed' : '; TF32 off (NVIDIA_TF32_OVERRIDE=0)';
-    try {
-      session = await ortCreate(model, { ...base, executionProviders: ['cuda', 'cpu'] });
-    } catch (e) {
-      const msg = errorMessage(e);
-      if (!isCudaProviderFailure(msg)) throw loadError(e);
-      if (request === 'cuda') {
-        throw new RuntimeError(
-          'CUDA_UNAVAILABLE',
-          `Session '${name}': the CUDA EP failed to start: ${msg}. ${cudaInstallHint(facts.binaries.dir)}`,
-          { session: name, cause: e },
-        );
-      }
-      device = 'cpu';
-      reason = `auto: the CUDA EP failed to start (${msg.split('\n')[0]}); using CPU`;
-    }
-  }
-  if (session === undefined) {
-    try {
-      session = await ortCreate(model, { ...base, executionProviders: ['cpu'] });
-    } catch (e) {
-      throw loadError(e);
-    }
-  }
+  const { session, device, reason } = await backend.open(input, { name, opts, base, log });
   log?.(`session '${name}': device ${device} (${reason})`);
-  return new VlmSession(session, name, device, reason);
+  return new VlmSession(session, name, device, reason, backend.Tensor);
 }
 
-/** Load an ONNX model (bytes or a .onnx path) into a session on the chosen device. */
-export async function createSession(model: Uint8Array | string, opts: SessionOptions = {}): Promise<VlmSession> {
-  return openSession(model, opts, defaultFacts());
-}
-
-/** TF32 as fixed by the first CUDA session of this process (cuBLAS and cuDNN read NVIDIA_TF32_OVERRIDE once). */
-let processTf32: boolean | undefined;
-
-/**
- * Applies the `tf32` choice through NVIDIA_TF32_OVERRIDE before the CUDA libraries load, and refuses a later
- * session that asks for the other setting (it could not take effect). Returns whether TF32 is allowed.
- * Exported for tests only; `state` lets them start from a fresh process.
- */
-export function cudaTf32(
-  name: string,
-  wanted: boolean,
-  env: NodeJS.ProcessEnv,
-  state: { tf32?: boolean } | undefined = undefined,
-): boolean {
-  const current = state ? state.tf32 : processTf32;
-  const fix = (v: boolean) => {
-    if (state) state.tf32 = v;
-    else processTf32 = v;
-  };
-  const override = env.NVIDIA_TF32_OVERRIDE;
-  if (current === undefined) {
-    if (override === undefined) {
-      if (!wanted) env.NVIDIA_TF32_OVERRIDE = '0';
-      fix(wanted);
-      return wanted;
-    }
-    if (wanted && override === '0') {
-      throw new RuntimeError(
-        'INVALID_OPTIONS',
-        `Session '${name}': tf32: true was asked for but NVIDIA_TF32_OVERRIDE=0 is set in the environment, which turns TF32 off for the whole process; unset it.`,
-        { session: name },
-      );
-    }
-    fix(override !== '0');
-    return override !== '0';
-  }
-  if (current !== wanted) {
-    throw new RuntimeError(
-      'INVALID_OPTIONS',
-      `Session '${name}': tf32: ${wanted} differs from this process's first CUDA session (tf32: ${current}); cuBLAS and cuDNN fix TF32 for the process when they load, so run sessions that need the other setting in another process.`,
-      { session: name },
-    );
-  }
-  return current;
+/** Load an ONNX model (a path, bytes, or bytes with external data buffers) into a session on the chosen device. */
+export async function createSession(model: ModelSource, opts: SessionOptions = {}): Promise<VlmSession> {
+  return createSessionOn(sessionBackend, model, opts);
 }

@@ -1,13 +1,14 @@
 /**
  * Host tensors: plain `{ dtype, dims, data }` records that live in JS memory,
- * and their conversion to and from onnxruntime-node tensors. float16 data is
+ * and their conversion to and from ORT tensors (onnxruntime-node's in Node,
+ * onnxruntime-web's in the browser: the platform's Tensor class). float16 data is
  * kept as raw IEEE half bits in a Uint16Array (the safetensors convention),
  * bool as one byte per element in a Uint8Array, int64 as a BigInt64Array.
  */
-import ort from 'onnxruntime-node';
+import { type OrtTensor, Tensor } from '#platform';
 import { RuntimeError } from './errors.js';
 
-export type OrtTensor = ort.Tensor;
+export type { OrtTensor };
 
 export interface HostDataTypes {
   float64: Float64Array;
@@ -116,11 +117,14 @@ export function isHostTensor(t: unknown): t is HostTensor {
   return typeof t === 'object' && t !== null && 'dtype' in t && 'dims' in t && 'data' in t;
 }
 
-/** Wrap a HostTensor as an ORT tensor; the data is shared, not copied. */
-export function toOrt(t: HostTensor): OrtTensor {
+/**
+ * Wrap a HostTensor as an ORT tensor; the data is shared, not copied. `tensor`: the Tensor class of the
+ * onnxruntime it is for (default: the platform's).
+ */
+export function toOrt(t: HostTensor, tensor: typeof Tensor = Tensor): OrtTensor {
   checkDims(t.dims, t.data.length, `${t.dtype} tensor`);
   // ORT takes float16 as Uint16Array bits and bool as Uint8Array, as we store them.
-  return new ort.Tensor(t.dtype, t.data, [...t.dims]);
+  return new tensor(t.dtype, t.data, [...t.dims]);
 }
 
 /** Read an ORT tensor (CPU location) as a HostTensor; the data is shared, not copied. */

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 
-const SPECIFIER = /^\s*(import|export)\s+(type\s+)?[^'";]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+const SPECIFIER =
+  /^\s*(import|export)\s+(type\s+)?[^'";]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 const NODE_GLOBALS = /\b(process\.|Buffer\.|__dirname|__filename|require\()/;
 
 function stripComments(source: string): string {
@@ -38,7 +39,8 @@ export function browserReach(srcDir: string, entry: string, forbiddenPackages: r
     const name = relative(srcDir, file);
     if (/\.node\.ts$/.test(file)) problems.push(`${name}: a Node-only module is reached`);
     const source = readFileSync(file, 'utf8');
-    if (NODE_GLOBALS.test(stripComments(source))) problems.push(`${name}: uses a Node global (${NODE_GLOBALS.exec(stripComments(source))![1]})`);
+    const global = NODE_GLOBALS.exec(stripComments(source));
+    if (global) problems.push(`${name}: uses a Node global (${global[1]})`);
     for (const spec of valueImports(source)) {
       if (spec === '#platform') visit(join(srcDir, 'platform.browser.ts'));
       else if (spec.startsWith('.')) visit(resolve(dirname(file), spec.replace(/\.js$/, '.ts')));

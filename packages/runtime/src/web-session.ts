@@ -1,0 +1,124 @@
+// The browser's sessions on onnxruntime-web: WebGPU when asked for (or for 'auto') and `navigator.gpu` gives an
+// adapter, WASM otherwise. The ORT namespace is a parameter so that Node tests run this very code on
+// onnxruntime-web's WASM backend (platform.browser.ts passes the real one).
+import type { OrtSession, OrtSessionOptions, Tensor } from '#platform';
+import type { OpenContext, OpenedSession, SessionBackend } from './backend.js';
+import { WEB_DEVICE_REQUESTS } from './device.js';
+import { errorMessage, noKernelError, RuntimeError, wrapOrtError } from './errors.js';
+
+/** The part of onnxruntime-web's namespace a session needs. */
+export interface WebOrt {
+  InferenceSession: { create(model: Uint8Array | string, options: OrtSessionOptions): Promise<OrtSession> };
+  Tensor: typeof Tensor;
+  env: { wasm: { numThreads?: number } };
+}
+
+/** The part of WebGPU's `navigator.gpu` the device rule asks (no DOM types in this package). */
+export interface GpuLike {
+  requestAdapter(): Promise<{ info?: { vendor?: string; architecture?: string; description?: string } } | null>;
+}
+
+/** What the page offers: WebGPU and cross-origin isolation (WASM threads need SharedArrayBuffer). */
+export interface WebFacts {
+  gpu: GpuLike | undefined;
+  crossOriginIsolated: boolean;
+}
+
+export function pageFacts(): WebFacts {
+  const g = globalThis as { navigator?: { gpu?: GpuLike }; crossOriginIsolated?: boolean };
+  return { gpu: g.navigator?.gpu, crossOriginIsolated: g.crossOriginIsolated === true };
+}
+
+/** The ORT envs whose WASM module has started (once per page: its thread count is fixed then). */
+const started = new WeakSet<object>();
+
+const ISOLATION = 'the page is not cross-origin isolated: serve it with COOP same-origin and COEP require-corp for WASM threads';
+
+/** Before the first session: `threads` into `ort.env.wasm.numThreads` (1 where threads cannot run). */
+function setThreads(ort: WebOrt, asked: number | undefined, isolated: boolean): void {
+  if (started.has(ort.env)) return;
+  started.add(ort.env);
+  if (asked !== undefined) ort.env.wasm.numThreads = isolated ? asked : 1;
+}
+
+/** What runs, once ORT has started (it writes its choice back to `env.wasm.numThreads`). */
+function threadsNote(ort: WebOrt, asked: number | undefined, isolated: boolean): string {
+  const running = ort.env.wasm.numThreads;
+  const head = running === undefined ? "ORT's default WASM threads" : `${running} WASM thread${running === 1 ? '' : 's'}`;
+  if (asked !== undefined && running !== undefined && asked !== running) {
+    return `${head}, not the ${asked} asked for (${isolated ? 'fixed by the first session of the page' : ISOLATION})`;
+  }
+  return running === 1 && !isolated ? `${head} (${ISOLATION})` : head;
+}
+
+/** onnxruntime-web's backend: `ort` is `import * as ort from 'onnxruntime-web'`. */
+export function webBackend(ort: WebOrt, facts: () => WebFacts = pageFacts): SessionBackend {
+  return { devices: WEB_DEVICE_REQUESTS, Tensor: ort.Tensor, open: (model, ctx) => openWeb(ort, model, ctx, facts()) };
+}
+
+async function openWeb(
+  ort: WebOrt,
+  model: Uint8Array | string,
+  { name, opts, base }: OpenContext,
+  facts: WebFacts,
+): Promise<OpenedSession> {
+  if (opts.externalDataFolder !== undefined) {
+    throw new RuntimeError(
+      'INVALID_OPTIONS',
+      `Session '${name}': externalDataFolder names a folder for ORT to read files from, which a page cannot; pass the external data as buffers (externalData).`,
+      { session: name },
+    );
+  }
+  const request = opts.device ?? 'auto';
+  // ORT-web takes enableCpuMemArena as false when unset; Node's default (on) is kept.
+  const options: OrtSessionOptions = { ...base, enableCpuMemArena: opts.cpuMemArena ?? true };
+  const loadError = (e: unknown): RuntimeError => noKernelError(name, e, opts.computeDtype) ?? wrapOrtError('ORT_LOAD_FAILED', name, e);
+  const create = (ep: 'webgpu' | 'wasm') => ort.InferenceSession.create(model, { ...options, executionProviders: [ep] });
+  setThreads(ort, opts.threads, facts.crossOriginIsolated);
+  const threads = () => threadsNote(ort, opts.threads, facts.crossOriginIsolated);
+
+  let noGpu: string | undefined;
+  if (request === 'auto' || request === 'webgpu') {
+    const adapter = await findAdapter(facts.gpu);
+    if (typeof adapter === 'string') noGpu = adapter;
+    else {
+      const which = [adapter.info?.vendor, adapter.info?.architecture, adapter.info?.description].filter((s) => s).join(' ');
+      const found = `WebGPU adapter${which ? ` (${which})` : ''}`;
+      try {
+        const session = await create('webgpu');
+        // Nodes WebGPU has no kernel for run on WASM, with its threads.
+        return { session, device: 'webgpu', reason: `${request === 'auto' ? 'auto' : 'webgpu requested'}: ${found}; ${threads()}` };
+      } catch (e) {
+        if (request === 'webgpu') throw loadError(e);
+        noGpu = `the WebGPU backend failed (${errorMessage(e).split('\n')[0]})`;
+      }
+    }
+    if (request === 'webgpu') {
+      throw new RuntimeError(
+        'WEBGPU_UNAVAILABLE',
+        `Session '${name}': device 'webgpu' was requested but ${noGpu}; use device 'wasm' (or 'auto').`,
+        {
+          session: name,
+        },
+      );
+    }
+  }
+  let session: OrtSession;
+  try {
+    session = await create('wasm');
+  } catch (e) {
+    throw loadError(e);
+  }
+  const why = request === 'auto' ? `auto: ${noGpu}; WASM` : `${request} requested: WASM (onnxruntime-web's CPU backend)`;
+  return { session, device: 'wasm', reason: `${why}, ${threads()}` };
+}
+
+/** The adapter, or why there is none. */
+async function findAdapter(gpu: GpuLike | undefined): Promise<NonNullable<Awaited<ReturnType<GpuLike['requestAdapter']>>> | string> {
+  if (gpu === undefined) return 'navigator.gpu is undefined (no WebGPU in this browser, or not enabled)';
+  try {
+    return (await gpu.requestAdapter()) ?? 'navigator.gpu.requestAdapter() gave no adapter';
+  } catch (e) {
+    return `navigator.gpu.requestAdapter() failed: ${errorMessage(e)}`;
+  }
+}
