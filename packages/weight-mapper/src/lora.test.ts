@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Checkpoint, SafetensorsFile, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
+import { blobFiles, Checkpoint, SafetensorsFile, type Tensor, writeSafetensors } from '@vlmkit/safetensors';
 import { describe, expect, it } from 'vitest';
 import { MappingError } from './errors.js';
 import { mapGranite4Vision } from './granite4-vision.js';
@@ -27,6 +27,33 @@ describe('LoRA merge (PEFT adapter, W + alpha/r * B A)', () => {
       alpha: 8,
       scale: 2,
     });
+    await ckpt.close();
+  });
+
+  it('an adapter read through ModelFiles (a picked folder, a URL) is the one read by path, and merges to the same bytes', async () => {
+    const ckpt = await Checkpoint.open(base);
+    const files = async (names: string[]) =>
+      blobFiles(
+        Object.fromEntries(await Promise.all(names.map(async (n) => [n, new Blob([await readFile(join(adapterDir, n))])]))),
+        'lora',
+      );
+    const byPath = await readLoraAdapter(adapterDir, ckpt.names());
+    const byFiles = await readLoraAdapter(await files(['adapter_config.json', 'adapter_model.safetensors']), ckpt.names());
+    expect(byFiles.dir).toBe('lora');
+    expect([...byFiles.targets]).toEqual([...byPath.targets]);
+    expect([byFiles.rank, byFiles.alpha, byFiles.scale]).toEqual([byPath.rank, byPath.alpha, byPath.scale]);
+    const name = 'layers.3.self_attn.qkv_proj.weight';
+    const merged = await mapGranite4Vision(ckpt, graniteTinyComponents(), { overlay: loraOverlay(byPath) });
+    const viaFiles = await mapGranite4Vision(ckpt, graniteTinyComponents(), { overlay: loraOverlay(byFiles) });
+    expect(Buffer.compare(await refBytes(viaFiles.decoder.get(name)), await refBytes(merged.decoder.get(name)))).toBe(0);
+    const noWeights = await readLoraAdapter(await files(['adapter_config.json']), ckpt.names()).catch((e: Error) => e);
+    expect([(noWeights as { code?: string }).code, (noWeights as Error).message]).toEqual([
+      'FILE_NOT_FOUND',
+      'lora/adapter_model.safetensors: expected a file here, found nothing.',
+    ]);
+    const noConfig = await readLoraAdapter(await files(['adapter_model.safetensors']), ckpt.names()).catch((e: Error) => e);
+    expect(noConfig).toBeInstanceOf(MappingError);
+    expect((noConfig as Error).message).toContain('lora/adapter_config.json');
     await ckpt.close();
   });
 

@@ -1,5 +1,16 @@
 import { nearestNames } from '@vlmkit/onnx-graph';
-import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, readRegularTextFile, SafetensorsFile, type Tensor } from '@vlmkit/safetensors';
+import {
+  bf16ToF32,
+  f16ToF32,
+  f32ToBf16,
+  f32ToF16,
+  type ModelFiles,
+  readRegularTextFile,
+  readTextFile,
+  SafetensorsError,
+  SafetensorsFile,
+  type Tensor,
+} from '@vlmkit/safetensors';
 import { MappingError } from './errors.js';
 import type { TensorOverlay } from './mapping.js';
 
@@ -17,7 +28,10 @@ export interface LoraTarget {
 
 /** A PEFT LoRA adapter, read and checked against its tensors: per target weight (checkpoint name), its A, B and scale. */
 export interface LoraAdapter {
+  /** The adapter directory: its path, or `ModelFiles.root` (a URL, a picked folder). */
   readonly dir: string;
+  /** The files it was read through, when it was given as `ModelFiles` rather than a path: the merge reads them again. */
+  readonly files?: ModelFiles;
   /** The config's `r`, `lora_alpha` and their scale: what modules without a pattern use. */
   readonly rank: number;
   readonly alpha: number;
@@ -145,14 +159,15 @@ function isTarget(file: string, cfg: AdapterConfig, module: string): boolean {
  * module paths into checkpoint paths where the two differ.
  */
 export async function readLoraAdapter(
-  dir: string,
+  from: string | ModelFiles,
   base: readonly string[] | LoraBase,
   renames: readonly [from: string, to: string][] = [],
 ): Promise<LoraAdapter> {
+  const dir = typeof from === 'string' ? from : from.root;
   const configPath = inDir(dir, 'adapter_config.json');
   let json: unknown;
   try {
-    json = JSON.parse(await readRegularTextFile(configPath));
+    json = JSON.parse(typeof from === 'string' ? await readRegularTextFile(configPath) : await adapterText(from));
   } catch (e) {
     throw new MappingError('CONFIG_INVALID', `cannot read the LoRA adapter config ${configPath}: ${(e as Error).message}`, {
       file: configPath,
@@ -164,7 +179,7 @@ export async function readLoraAdapter(
   const checkpointNames = Array.isArray(base) ? (base as readonly string[]) : (base as LoraBase).names();
   const shapeOf = Array.isArray(base) ? undefined : (name: string) => (base as LoraBase).info(name).shape;
   const file = inDir(dir, 'adapter_model.safetensors');
-  const st = await SafetensorsFile.open(file);
+  const st = await openWeights(from);
   const known = new Set(checkpointNames);
   const targets = new Map<string, LoraTarget>();
   try {
@@ -241,7 +256,8 @@ export async function readLoraAdapter(
     await st.close();
   }
   if (targets.size === 0) throw new MappingError('MISSING_TENSOR', `${file}: no lora_A/lora_B tensors found`, { file });
-  return { dir, rank: cfg.r, alpha: cfg.alpha, scale: scaleOf(cfg.alpha, cfg.r), targets };
+  const read = { dir, rank: cfg.r, alpha: cfg.alpha, scale: scaleOf(cfg.alpha, cfg.r), targets };
+  return typeof from === 'string' ? read : { ...read, files: from };
 }
 
 function toF32(t: Tensor): Float32Array {
@@ -267,7 +283,7 @@ export function loraOverlay(adapter: LoraAdapter): TensorOverlay {
     has: (name) => adapter.targets.has(name),
     apply: async (name, base) => {
       const t = adapter.targets.get(name)!;
-      const st = await SafetensorsFile.open(file);
+      const st = await openWeights(adapter.files ?? adapter.dir);
       let a: Tensor;
       let b: Tensor;
       try {
@@ -304,4 +320,21 @@ export function loraOverlay(adapter: LoraAdapter): TensorOverlay {
 /** A file in the adapter directory: '/' joins on every platform (Node accepts it on Windows too). */
 function inDir(dir: string, name: string): string {
   return /[\\/]$/.test(dir) ? `${dir}${name}` : `${dir}/${name}`;
+}
+
+async function adapterText(files: ModelFiles): Promise<string> {
+  const text = await readTextFile(files, 'adapter_config.json');
+  if (text === undefined) throw new Error('expected the file, found nothing');
+  return text;
+}
+
+/** adapter_model.safetensors by path (Node), or through the adapter's files. */
+async function openWeights(from: string | ModelFiles): Promise<SafetensorsFile> {
+  if (typeof from === 'string') return SafetensorsFile.open(inDir(from, 'adapter_model.safetensors'));
+  const source = await from.open('adapter_model.safetensors');
+  if (source === undefined) {
+    const file = inDir(from.root, 'adapter_model.safetensors');
+    throw new SafetensorsError('FILE_NOT_FOUND', `${file}: expected a file here, found nothing.`, { file });
+  }
+  return SafetensorsFile.fromSource(source);
 }
