@@ -1,6 +1,19 @@
 // The page `pnpm test:browser` drives (examples/web/test/run.mjs): each entry of window.vlmkitHarness runs one
 // check in the browser and returns what the runner compares with Node's result of the same check.
-import { graphCases, MROPE_FIXTURES, type MropeResult, mropePositions, sha256, toWire, type WireTensor } from './checks/index.js';
+import { Processor } from '@vlmkit/processors';
+import { urlFiles, urlSource } from '@vlmkit/safetensors';
+import {
+  graphCases,
+  MROPE_FIXTURES,
+  type MropeResult,
+  mropePositions,
+  type ProcessorCaseJson,
+  processorCase,
+  readFrames,
+  sha256,
+  toWire,
+  type WireTensor,
+} from './checks/index.js';
 import { configureWasm, ort, probeWebGpu } from './ort-web.js';
 
 const log = document.getElementById('log')!;
@@ -15,6 +28,24 @@ async function fetchJson<T>(path: string): Promise<T> {
   const res = await fetch(new URL(path, FIXTURES));
   if (!res.ok) throw new Error(`GET ${res.url}: ${res.status} ${res.statusText}`);
   return (await res.json()) as T;
+}
+
+const processors = new Map<string, Promise<Processor>>();
+
+/** A processor fixture folder's processor, read over HTTP through urlFiles (one per folder, reused). */
+function processorFor(family: string): Promise<Processor> {
+  let p = processors.get(family);
+  if (!p) {
+    p = Processor.fromPretrained(urlFiles(new URL(`processors/${family}/`, FIXTURES)));
+    processors.set(family, p);
+  }
+  return p;
+}
+
+async function fetchBytes(path: string): Promise<Uint8Array> {
+  const res = await fetch(new URL(path, FIXTURES));
+  if (!res.ok) throw new Error(`GET ${res.url}: ${res.status} ${res.statusText}`);
+  return new Uint8Array(await res.arrayBuffer());
 }
 
 export interface GraphResult {
@@ -42,6 +73,20 @@ const harness = {
     const out: MropeResult[] = [];
     for (const file of MROPE_FIXTURES) out.push(...mropePositions(file, await fetchJson(`mrope/${file}`)));
     note(`mrope: ${out.length} cases`);
+    return out;
+  },
+
+  /**
+   * One processor case (test-fixtures/processors/<family>/cases/<name>): the processor files over HTTP, the
+   * JS tokenizer, images decoded by the browser from their files' bytes, a video as its decoded frames.
+   */
+  async processorCase(family: string, name: string): Promise<Record<string, WireTensor>> {
+    const c = await fetchJson<ProcessorCaseJson>(`processors/${family}/cases/${name}/case.json`);
+    const out = await processorCase(await processorFor(family), c, {
+      image: (path) => fetchBytes(`processors/${path}`),
+      frames: async () => readFrames(await urlSource(new URL('processors/video/frames.safetensors', FIXTURES))),
+    });
+    note(`processor ${family}/${name}: ${Object.keys(out).join(', ')}`);
     return out;
   },
 

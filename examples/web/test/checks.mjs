@@ -1,7 +1,18 @@
 // The checks of `pnpm test:browser`: each asks the page for a result, computes the same in Node, compares.
-import { fromWire } from '../dist-node/checks/index.js';
-import { nodeGraphs, nodeMrope } from './node-side.mjs';
-import { firstDifference, fmt, relMaxDiff } from './report.mjs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fromWire, PROCESSOR_FAMILIES } from '../dist-node/checks/index.js';
+import { nodeGraphs, nodeMrope, nodeProcessorCase, wireTensors } from './node-side.mjs';
+import { firstDifference, fmt, maxAbsDiff, relMaxDiff } from './report.mjs';
+
+/** Pixel values of PNG (lossless) images: the browser's decoder and sharp must give the same RGB. */
+const PIXEL_TOLERANCE = 1e-5;
+/**
+ * Pixel values of cases with JPEG images: decoders may round their IDCT and chroma upsampling differently (a
+ * level or two of 255). Reported on their own lines; a larger difference (a wrong orientation, a wrong colour
+ * conversion) still fails.
+ */
+const JPEG_TOLERANCE = 0.1;
 
 /** Graph outputs: onnxruntime-web (WASM or WebGPU) against onnxruntime-node's CPU EP. */
 const GRAPH_TOLERANCE = 1e-5;
@@ -23,6 +34,8 @@ export async function checks({ report, call, device, fixtures }) {
     }
   }
 
+  if (device === 'wasm') await processorChecks(report, call, fixtures);
+
   const [page, node] = [await call('graphs', device), await nodeGraphs()];
   for (const n of node) {
     const p = page.find((r) => r.name === n.name);
@@ -42,5 +55,58 @@ export async function checks({ report, call, device, fixtures }) {
       worst <= GRAPH_TOLERANCE && bytes,
       `max|diff|/max|ref| ${errs.map(([k, e]) => `${k} ${fmt(e)}`).join(', ')} (<= ${fmt(GRAPH_TOLERANCE)}); model bytes ${bytes ? 'identical' : 'differ'}`,
     );
+  }
+}
+
+/** Every processor fixture case in the page against Node's processor on the same files; HF's numbers reported. */
+async function processorChecks(report, call, fixtures) {
+  for (const family of PROCESSOR_FAMILIES) {
+    const dir = join(fixtures, 'processors', family, 'cases');
+    for (const name of (await readdir(dir)).sort()) {
+      const label = `processor ${family}/${name}`;
+      try {
+        const json = JSON.parse(await readFile(join(dir, name, 'case.json'), 'utf8'));
+        const jpeg = json.images.some((p) => /\.jpe?g$/i.test(p));
+        const [page, node, hf] = [
+          await call('processorCase', family, name),
+          await nodeProcessorCase(fixtures, family, name),
+          await wireTensors(join(dir, name, 'expected.safetensors')),
+        ];
+        const keys = Object.keys(node).sort();
+        const problems = [];
+        if (firstDifference(Object.keys(page).sort(), keys) !== -1) problems.push(`outputs ${Object.keys(page)} != Node's ${keys}`);
+        const lines = [];
+        let pixels;
+        for (const key of keys.filter((k) => page[k])) {
+          const [p, n] = [fromWire(page[key]), fromWire(node[key])];
+          if (firstDifference(p.dims, n.dims) !== -1) {
+            problems.push(`${key} dims [${p.dims}] != Node's [${n.dims}]`);
+            continue;
+          }
+          const h = hf[key] && fromWire(hf[key]);
+          if (node[key].dtype === 'int64') {
+            const at = firstDifference(p.data, n.data);
+            if (at !== -1) problems.push(`${key}[${at}] ${p.data[at]} != Node's ${n.data[at]}`);
+            lines.push(
+              `${key} ${at === -1 ? 'equal' : 'differ'}${h ? (firstDifference(p.data, h.data) === -1 ? ' (= HF)' : ' (!= HF)') : ''}`,
+            );
+          } else {
+            const d = maxAbsDiff(p.data, n.data);
+            pixels = Math.max(pixels ?? 0, d);
+            if (d > (jpeg ? JPEG_TOLERANCE : PIXEL_TOLERANCE)) problems.push(`${key} max |diff| ${fmt(d)}`);
+            lines.push(`${key} max|diff| ${fmt(d)}${h ? ` (vs HF ${fmt(maxAbsDiff(p.data, h.data))})` : ''}`);
+          }
+        }
+        report.check(
+          `${label}: ids equal to Node's, pixels within ${fmt(PIXEL_TOLERANCE)}`,
+          problems.length === 0,
+          [...problems, ...lines].join('; '),
+        );
+        if (jpeg && pixels !== undefined)
+          report.info(`JPEG decoder (${label}, ${json.images.join(', ')}): page vs sharp max |diff| ${fmt(pixels)}`);
+      } catch (err) {
+        report.error(label, err);
+      }
+    }
   }
 }

@@ -2,8 +2,10 @@
 // packages' Node entries (onnxruntime-node, the file system).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Processor } from '@vlmkit/processors';
 import { createSession } from '@vlmkit/runtime';
-import { graphCases, MROPE_FIXTURES, mropePositions, sha256 } from '../dist-node/checks/index.js';
+import { fileSource, SafetensorsFile } from '@vlmkit/safetensors';
+import { graphCases, MROPE_FIXTURES, mropePositions, processorCase, readFrames, sha256, toWire } from '../dist-node/checks/index.js';
 
 export async function nodeMrope(fixtures) {
   const out = [];
@@ -27,4 +29,32 @@ export async function nodeGraphs() {
     }
   }
   return results;
+}
+
+const processors = new Map();
+
+/** One processor case with the Node processor (the Rust tokenizer, sharp): the same media bytes as the page's. */
+export async function nodeProcessorCase(fixtures, family, name) {
+  const root = join(fixtures, 'processors');
+  if (!processors.has(family)) processors.set(family, Processor.fromPretrained(join(root, family)));
+  const c = JSON.parse(await readFile(join(root, family, 'cases', name, 'case.json'), 'utf8'));
+  return processorCase(await processors.get(family), c, {
+    image: async (path) => new Uint8Array(await readFile(join(root, path))),
+    frames: async () => readFrames(await fileSource(join(root, 'video', 'frames.safetensors'))),
+  });
+}
+
+/** Every tensor of a .safetensors file as a wire tensor (HF's expected outputs, for the report). */
+export async function wireTensors(path) {
+  const f = await SafetensorsFile.open(path);
+  try {
+    const out = {};
+    for (const name of f.names()) {
+      const t = await f.read(name);
+      out[name] = toWire(t.data, t.shape);
+    }
+    return out;
+  } finally {
+    await f.close();
+  }
 }

@@ -76,7 +76,10 @@ async function locate(mounts, urlPath) {
   return st.isFile() ? { file, st } : undefined;
 }
 
-/** Starts the server; resolves to { url, close() }. `log` receives one line per refused request. */
+/**
+ * Starts the server; resolves to { url, close() }. `log` receives one line per refused request other than a
+ * plain 404 (readers probe for optional files: a 404 is their answer "absent").
+ */
 export async function startServer(mounts, log = () => {}) {
   const server = createServer((req, res) => {
     handle(mounts, req, res).catch((err) => {
@@ -106,7 +109,6 @@ export async function startServer(mounts, log = () => {}) {
     }
     const found = await locate(mounts, new URL(req.url ?? '/', 'http://x').pathname);
     if (!found) {
-      log(`404 ${req.url}`);
       res.writeHead(404, { ...ISOLATION, 'content-type': 'text/plain; charset=utf-8' });
       return void res.end('not found\n');
     }

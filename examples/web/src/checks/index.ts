@@ -4,5 +4,12 @@
 export { type F32Feed, type GraphCase, graphCases, noise, sha256 } from './graph.js';
 export { FIXTURE_LOAD, MODEL_FIXTURES, type ModelCaseJson, type ModelCaseResult, modelCase } from './models.js';
 export { MROPE_FIXTURES, type MropeFixtureName, type MropeResult, mropePositions } from './mrope.js';
-export { type CaseMedia, type DecodedFrames, PROCESSOR_FAMILIES, type ProcessorCaseJson, processorCase } from './processors.js';
+export {
+  type CaseMedia,
+  type DecodedFrames,
+  PROCESSOR_FAMILIES,
+  type ProcessorCaseJson,
+  processorCase,
+  readFrames,
+} from './processors.js';
 export { fromWire, type NumericArray, toWire, type WireDType, type WireTensor } from './wire.js';

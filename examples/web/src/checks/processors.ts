@@ -1,4 +1,5 @@
 import type { ChatMessage, ContentPart, Processor } from '@vlmkit/processors';
+import { type ByteSource, SafetensorsFile } from '@vlmkit/safetensors';
 import { toWire, type WireTensor } from './wire.js';
 
 /** The processor fixture folders (test-fixtures/processors/<family>) whose cases the check runs. */
@@ -23,6 +24,18 @@ export interface ProcessorCaseJson {
 export interface DecodedFrames {
   dims: number[];
   data: Uint8Array;
+}
+
+/** The decoded clip from frames.safetensors (tensor `frames`), through any ByteSource: a file in Node, a URL in a page. */
+export async function readFrames(source: ByteSource): Promise<DecodedFrames> {
+  const file = await SafetensorsFile.fromSource(source);
+  try {
+    const t = await file.read('frames');
+    if (!(t.data instanceof Uint8Array)) throw new Error(`${source.name}: frames is ${t.dtype}, not uint8`);
+    return { dims: t.shape, data: t.data };
+  } finally {
+    await file.close();
+  }
 }
 
 /** Where a case's media come from on each platform: image files' bytes by fixture path, the decoded clip. */
