@@ -1,9 +1,11 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
-import { describe, expect, it } from 'vitest';
-import { Graph, nn, saveModel, tensorFromArray, Weights } from './index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { Graph, nn, saveModel, serializeModel, tensorFromArray, tensorFromSource, Weights } from './index.js';
 
 /** erf to ~1e-7 (Abramowitz & Stegun 7.1.26), enough for a 1e-5 check of exact-erf Gelu. */
 function erf(z: number): number {
@@ -71,5 +73,36 @@ describe('README example', () => {
     let worst = 0;
     for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i]! - want[i]!));
     expect(worst).toBeLessThan(1e-5);
+  });
+});
+
+describe('README browser example', () => {
+  it('serialises a graph whose weight is read from a Blob, and hashes it as node:crypto does', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const block = /<!-- browser example:[^>]*-->\s*```ts\n([\s\S]*?)```/.exec(readme)![1]!;
+    const dir = await mkdtemp(join(tmpdir(), 'vlmkit-readme-browser-'));
+    const file = join(dir, 'example.ts');
+    await writeFile(file, block.replace("'@vlmkit/onnx-graph'", JSON.stringify(fileURLToPath(new URL('./index.ts', import.meta.url)))));
+    const calls: unknown[][] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void calls.push(args));
+    try {
+      await import(pathToFileURL(file).href);
+    } finally {
+      log.mockRestore();
+    }
+
+    // The same graph built here: its bytes are the example's (serialisation is deterministic).
+    const blob = new Blob([Float32Array.of(1, 2, 3, 4, 5, 6)]);
+    const read = async (offset: number, length: number) => new Uint8Array(await blob.slice(offset, offset + length).arrayBuffer());
+    const g = new Graph();
+    const x = g.input('x', 'float32', ['batch', 2]);
+    g.output(g.matmul(x, g.initializer('w', tensorFromSource('float32', [2, 3], { name: 'weights.bin', stamp: '24', read }, 0, 24))), 'y');
+    const { bytes } = await serializeModel(g);
+    expect(calls).toEqual([[bytes.byteLength, 0], [createHash('sha256').update(bytes).digest('hex')]]);
+    const session = await ort.InferenceSession.create(bytes, { executionProviders: ['cpu'] });
+    const out = await session.run({ x: new ort.Tensor('float32', Float32Array.of(1, 1, 0, 2), [2, 2]) });
+    await session.release();
+    // Row sums of w = [[1, 2, 3], [4, 5, 6]], then twice its second row.
+    expect(Array.from(out.y!.data as Float32Array)).toEqual([5, 7, 9, 8, 10, 12]);
   });
 });

@@ -69,3 +69,4 @@ export {
   toOrt,
   zeros,
 } from './tensor.js';
+export { type GpuLike, probeWebGpu, type WebGpuProbe } from './web-session.js';

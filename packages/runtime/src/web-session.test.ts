@@ -8,7 +8,7 @@ import { sessionBackend as browserBackend } from './platform.browser.js';
 import { createSession, createSessionOn, type ModelSource, type SessionOptions } from './session.js';
 import { float32, type HostTensor } from './tensor.js';
 import { Graph, lazyTensor, serializeModel, tensorFromArray, tensorFromSource } from './test-utils/onnx-graph.js';
-import { type GpuLike, webBackend } from './web-session.js';
+import { type GpuLike, probeWebGpu, webBackend } from './web-session.js';
 
 function randn(n: number, seed: number): Float32Array {
   let s = seed;
@@ -141,6 +141,28 @@ describe('web sessions (onnxruntime-web WASM, in Node)', () => {
     const e4 = await rejection(open(noGpu, { externalDataFolder: '/models' }));
     expect(e4.code).toBe('INVALID_OPTIONS');
     expect(e4.message).toMatch(/pass the external data as buffers/);
+  });
+
+  it('probeWebGpu names the adapter and its features, or why there is none', async () => {
+    const gpu = (adapter: Awaited<ReturnType<GpuLike['requestAdapter']>>): GpuLike => ({ requestAdapter: async () => adapter });
+    expect(
+      await probeWebGpu(
+        gpu({ info: { vendor: 'google', architecture: 'swiftshader' }, features: new Set(['timestamp-query', 'shader-f16']) }),
+      ),
+    ).toEqual({
+      found: true,
+      evidence: 'WebGPU adapter (google swiftshader)',
+      features: ['shader-f16', 'timestamp-query'],
+    });
+    expect(await probeWebGpu(gpu(null))).toMatchObject({ found: false, evidence: 'navigator.gpu.requestAdapter() gave no adapter' });
+    const failing: GpuLike = {
+      requestAdapter: async () => {
+        throw new Error('blocked');
+      },
+    };
+    expect(await probeWebGpu(failing)).toMatchObject({ found: false, evidence: 'navigator.gpu.requestAdapter() failed: blocked' });
+    // Node 20 has no navigator.gpu: the page's default finds none.
+    expect(await probeWebGpu()).toMatchObject({ found: false, evidence: expect.stringMatching(/^navigator\.gpu is undefined/) });
   });
 
   it('Node refuses the browser devices by name', async () => {

@@ -15,7 +15,33 @@ export interface WebOrt {
 
 /** The part of WebGPU's `navigator.gpu` the device rule asks (no DOM types in this package). */
 export interface GpuLike {
-  requestAdapter(): Promise<{ info?: { vendor?: string; architecture?: string; description?: string } } | null>;
+  requestAdapter(): Promise<{
+    info?: { vendor?: string; architecture?: string; description?: string };
+    features?: Iterable<string>;
+  } | null>;
+}
+
+/** Whether the page has a WebGPU adapter, what it is, and its features (e.g. 'shader-f16' for float16 kernels). */
+export interface WebGpuProbe {
+  found: boolean;
+  /** The adapter (vendor, architecture), or why there is none: for the device reason. */
+  evidence: string;
+  features: readonly string[];
+}
+
+/** Asks `navigator.gpu` (default: the page's) for an adapter. In Node (no WebGPU) it finds none and says so. */
+export async function probeWebGpu(gpu: GpuLike | undefined = pageFacts().gpu): Promise<WebGpuProbe> {
+  if (gpu === undefined)
+    return { found: false, evidence: 'navigator.gpu is undefined (no WebGPU in this browser, or not enabled)', features: [] };
+  let adapter: Awaited<ReturnType<GpuLike['requestAdapter']>>;
+  try {
+    adapter = await gpu.requestAdapter();
+  } catch (e) {
+    return { found: false, evidence: `navigator.gpu.requestAdapter() failed: ${errorMessage(e)}`, features: [] };
+  }
+  if (adapter === null) return { found: false, evidence: 'navigator.gpu.requestAdapter() gave no adapter', features: [] };
+  const which = [adapter.info?.vendor, adapter.info?.architecture, adapter.info?.description].filter((s) => s).join(' ');
+  return { found: true, evidence: `WebGPU adapter${which ? ` (${which})` : ''}`, features: [...(adapter.features ?? [])].sort() };
 }
 
 /** What the page offers: WebGPU and cross-origin isolation (WASM threads need SharedArrayBuffer). */
@@ -79,11 +105,10 @@ async function openWeb(
 
   let noGpu: string | undefined;
   if (request === 'auto' || request === 'webgpu') {
-    const adapter = await findAdapter(facts.gpu);
-    if (typeof adapter === 'string') noGpu = adapter;
+    const probe = await probeWebGpu(facts.gpu);
+    if (!probe.found) noGpu = probe.evidence;
     else {
-      const which = [adapter.info?.vendor, adapter.info?.architecture, adapter.info?.description].filter((s) => s).join(' ');
-      const found = `WebGPU adapter${which ? ` (${which})` : ''}`;
+      const found = probe.evidence;
       try {
         const session = await create('webgpu');
         // Nodes WebGPU has no kernel for run on WASM, with its threads.
@@ -111,14 +136,4 @@ async function openWeb(
   }
   const why = request === 'auto' ? `auto: ${noGpu}; WASM` : `${request} requested: WASM (onnxruntime-web's CPU backend)`;
   return { session, device: 'wasm', reason: `${why}, ${threads()}` };
-}
-
-/** The adapter, or why there is none. */
-async function findAdapter(gpu: GpuLike | undefined): Promise<NonNullable<Awaited<ReturnType<GpuLike['requestAdapter']>>> | string> {
-  if (gpu === undefined) return 'navigator.gpu is undefined (no WebGPU in this browser, or not enabled)';
-  try {
-    return (await gpu.requestAdapter()) ?? 'navigator.gpu.requestAdapter() gave no adapter';
-  } catch (e) {
-    return `navigator.gpu.requestAdapter() failed: ${errorMessage(e)}`;
-  }
 }
