@@ -1,6 +1,7 @@
 // The page `pnpm test:browser` drives (examples/web/test/run.mjs): each entry of window.vlmkitHarness runs one
 // check in the browser and returns what the runner compares with Node's result of the same check.
 import { Processor } from '@vlmkit/processors';
+import { createSession, float32 } from '@vlmkit/runtime';
 import { urlFiles, urlSource } from '@vlmkit/safetensors';
 import {
   graphCases,
@@ -14,7 +15,7 @@ import {
   toWire,
   type WireTensor,
 } from './checks/index.js';
-import { configureWasm, ort, probeWebGpu } from './ort-web.js';
+import { configureWasm, probeWebGpu } from './ort-web.js';
 
 const log = document.getElementById('log')!;
 const note = (line: string) => {
@@ -50,6 +51,8 @@ async function fetchBytes(path: string): Promise<Uint8Array> {
 
 export interface GraphResult {
   name: string;
+  /** The device the session reports it runs on. */
+  device: string;
   sha256: string;
   outputs: Record<string, WireTensor>;
 }
@@ -90,21 +93,17 @@ const harness = {
     return out;
   },
 
-  /** Graphs built in the page by @vlmkit/onnx-graph, serialized in memory, run on onnxruntime-web. */
+  /** Graphs built in the page by @vlmkit/onnx-graph, serialized in memory, run by @vlmkit/runtime on onnxruntime-web. */
   async graphs(device: 'wasm' | 'webgpu' = 'wasm'): Promise<GraphResult[]> {
     const results: GraphResult[] = [];
     for (const c of await graphCases()) {
-      const session = await ort.InferenceSession.create(c.model.bytes, {
-        executionProviders: [device],
-        externalData: c.model.externalData,
-        logSeverityLevel: 3,
-      });
+      const session = await createSession(c.model, { device, name: c.name });
       try {
-        const feeds = Object.fromEntries(Object.entries(c.feeds).map(([k, f]) => [k, new ort.Tensor('float32', f.data, f.dims)]));
+        const feeds = Object.fromEntries(Object.entries(c.feeds).map(([k, f]) => [k, float32(f.data, f.dims)]));
         const out = await session.run(feeds);
         const outputs = Object.fromEntries(Object.entries(out).map(([k, t]) => [k, toWire(t.data as Float32Array, t.dims)]));
-        results.push({ name: c.name, sha256: await sha256(c.model.bytes), outputs });
-        note(`graph ${c.name} (${device}): ok`);
+        results.push({ name: c.name, device: session.device, sha256: await sha256(c.model.bytes), outputs });
+        note(`graph ${c.name} (${session.device}): ok`);
       } finally {
         await session.release();
       }
