@@ -5,6 +5,7 @@
 import { Tokenizer as JsTokenizer } from '@huggingface/tokenizers';
 import { ProcessorError } from '../errors.js';
 import type { TokenizerBackend, TokenizerBackendFactory } from './tokenizer-backend.js';
+import { decodeTokens, unsupportedDecoder } from './tokenizer-decoders.js';
 
 type Json = Record<string, unknown>;
 
@@ -27,14 +28,41 @@ export const jsTokenizerBackend: TokenizerBackendFactory = (tokenizer, specialTo
   } catch (e) {
     throw new ProcessorError('TOKENIZER_ERROR', `tokenizer.json could not be loaded: ${(e as Error).message}`, { cause: e });
   }
-  return new JsBackend(js);
+  dropUnknownCharacters(js, json.model as Json);
+  const special = new Set(addedTokens(json).flatMap((t) => (t.special === true ? [t.content as string] : [])));
+  return new JsBackend(js, json.decoder, special);
 };
+
+/**
+ * models/bpe/model.rs (merge_word) builds a word from the characters it has ids for: a character out of
+ * the vocabulary becomes its <0xXX> byte tokens (byte_fallback, when all exist), else unk_token (when
+ * that has an id), else it is dropped, before merging. The JS library merges first and drops after, so
+ * a merge across a dropped character differs (real byte-level vocabularies hold every byte character,
+ * so it arises with small or mismatched vocabularies); such characters are dropped first here, as in Rust.
+ */
+function dropUnknownCharacters(js: JsTokenizer, model: Json): void {
+  const vocab = new Map(Object.entries(model.vocab as Record<string, number>));
+  const unk = typeof model.unk_token === 'string' && vocab.has(model.unk_token);
+  if (unk) return;
+  const byteFallback = model.byte_fallback === true;
+  const encoder = new TextEncoder();
+  const kept = (c: string) =>
+    vocab.has(c) ||
+    (byteFallback && [...encoder.encode(c)].every((b) => vocab.has(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)));
+  const m = js.model as unknown as { encode(tokens: string[]): string[] };
+  const encode = m.encode.bind(m);
+  m.encode = (tokens) => encode(tokens.map((t) => [...t].filter(kept).join('')).filter((t) => t.length > 0));
+}
 
 class JsBackend implements TokenizerBackend {
   readonly library = '@huggingface/tokenizers';
   readonly #size: number;
 
-  constructor(private readonly js: JsTokenizer) {
+  constructor(
+    private readonly js: JsTokenizer,
+    private readonly decoder: unknown,
+    private readonly special: ReadonlySet<string>,
+  ) {
     this.#size = js.get_vocab(true).size;
   }
 
@@ -64,11 +92,14 @@ class JsBackend implements TokenizerBackend {
     return ids;
   }
 
+  /** Tokenizer::decode: ids it has no token for skipped, special tokens dropped when asked, then the decoder (Rust's). */
   async decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
-    // The Rust library skips ids it has no token for; the JS one would print unk_token (and throws on none).
-    const known = ids.filter((id) => this.js.id_to_token(id) !== undefined);
-    if (known.length === 0) return '';
-    return this.js.decode(known, { skip_special_tokens: skipSpecialTokens, clean_up_tokenization_spaces: false });
+    const tokens: string[] = [];
+    for (const id of ids) {
+      const t = this.js.id_to_token(id);
+      if (t !== undefined && !(skipSpecialTokens && this.special.has(t))) tokens.push(t);
+    }
+    return decodeTokens(this.decoder, tokens);
   }
 }
 
@@ -111,6 +142,11 @@ export function unsupportedByJs(json: Json): string | undefined {
   const model = json.model as Json | undefined;
   if (model?.type !== 'BPE') return `the model is ${JSON.stringify(model?.type)}, and only BPE is compared with the Rust library`;
   if (model.dropout !== null && model.dropout !== undefined) return 'the BPE model has dropout';
+  for (const key of ['continuing_subword_prefix', 'end_of_word_suffix'] as const) {
+    if (model[key] !== null && model[key] !== undefined && model[key] !== '') return `the BPE model has a ${key}`;
+  }
+  const decoder = unsupportedDecoder(json.decoder);
+  if (decoder !== undefined) return decoder;
   const single = addedTokens(json).find((t) => t.single_word === true);
   if (single !== undefined) return `the added token ${JSON.stringify(single.content)} is single_word`;
   for (const [where, part] of [
@@ -147,18 +183,35 @@ function unsupportedPart(part: unknown, where: string): string | undefined {
 /** An Oniguruma construct JavaScript has no equivalent for, outside escapes and character classes. */
 export function unsupportedRegex(pattern: string): string | undefined {
   let inClass = 0;
+  // Whether the item before is a quantifier: a '+' after one makes it possessive (a++, \p{L}{2}+).
+  let quantified = false;
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!;
     if (c === '\\') {
       if (pattern[i + 1] === 'G' && inClass === 0) return '\\G';
       i++;
-      continue;
-    }
-    if (c === '[') inClass++;
-    else if (c === ']' && inClass > 0) inClass--;
-    else if (inClass === 0) {
-      if (c === '(' && pattern.startsWith('?>', i + 1)) return 'an atomic group (?>...)';
-      if (c === '+' && i > 0 && '*+?}'.includes(pattern[i - 1]!) && pattern[i - 2] !== '\\') return 'a possessive quantifier';
+      // \p{L}, \x{263a}: the braces belong to the escape.
+      if (pattern[i + 1] === '{') i = Math.max(i, pattern.indexOf('}', i));
+      quantified = false;
+    } else if (inClass > 0) {
+      if (c === '[') inClass++;
+      else if (c === ']') inClass--;
+      quantified = false;
+    } else if (c === '[') {
+      inClass = 1;
+      quantified = false;
+    } else if (c === '(') {
+      if (pattern.startsWith('?>', i + 1)) return 'an atomic group (?>...)';
+      if (pattern[i + 1] === '?') i++; // (?i: (?= (?! ...: not a quantifier
+      quantified = false;
+    } else if (c === '+' && quantified) {
+      return 'a possessive quantifier';
+    } else if (c === '{') {
+      const close = pattern.indexOf('}', i);
+      quantified = close > i && /^\d+(,\d*)?$/.test(pattern.slice(i + 1, close));
+      if (quantified) i = close;
+    } else {
+      quantified = c === '*' || c === '+' || c === '?';
     }
   }
   return undefined;

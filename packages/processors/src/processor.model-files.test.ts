@@ -1,0 +1,126 @@
+/**
+ * Processor.fromPretrained(ModelFiles): the same outputs as from the directory path on every processor
+ * case, with both tokenizer backends (the JS one checked against HF's recorded input_ids), the same size
+ * guards, and the one rule a source without a listing cannot follow (chat_templates/).
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ProcessorError } from './errors.js';
+import type { ByteSource, ModelFiles } from './model-files.js';
+import * as browser from './platform.browser.js';
+import { Processor, type ProcessorOutputs } from './processor.js';
+import { processorCases } from './test-utils/cases.js';
+import { fixturePath } from './test-utils/fixtures.js';
+import { folderInMemory, memoryFiles } from './test-utils/memory-files.js';
+import { jsTokenizerBackend } from './text/tokenizer-js.js';
+
+const ids = (o: ProcessorOutputs) => Array.from(o.input_ids.data, Number);
+
+for (const model of ['ernie', 'granite', 'qwen3vl']) {
+  describe(`${model}: Processor.fromPretrained(ModelFiles)`, async () => {
+    const fromDir = await Processor.fromPretrained(fixturePath(model));
+    const fromFiles = await Processor.fromPretrained(folderInMemory(fixturePath(model)));
+    const js = await Processor.fromPretrained(folderInMemory(fixturePath(model)), undefined, { backend: jsTokenizerBackend });
+
+    it.each(processorCases(model).map((c) => [c.name, c] as const))('%s: same outputs as the path; JS tokenizer ids = HF', async (_, c) => {
+      const a = await fromDir.processChat(c.messages, c.options);
+      const b = await fromFiles.processChat(c.messages, c.options);
+      expect(b).toEqual(a);
+      const j = await js.processChat(c.messages, c.options);
+      expect(ids(j)).toEqual(Array.from(c.expected.input_ids!.data as BigInt64Array, Number));
+      expect(await js.decode(ids(j))).toBe(await fromDir.decode(ids(a)));
+    });
+  });
+}
+
+/** A ModelFiles whose one file claims `size` bytes and fails if read. */
+function claiming(name: string, size: number, base: ModelFiles): ModelFiles {
+  return {
+    root: base.root,
+    async open(n: string): Promise<ByteSource | undefined> {
+      if (n !== name) return base.open(n);
+      return {
+        name: `${base.root}/${n}`,
+        size,
+        stamp: 'x',
+        read: () => Promise.reject(new Error('read past the size check')),
+        close: async () => {},
+      };
+    },
+  };
+}
+
+describe('processor files through ModelFiles', () => {
+  const dir = fixturePath('granite');
+
+  it('refuses a file over its limit by its size, before reading it', async () => {
+    for (const [name, size] of [
+      ['tokenizer.json', 512 * 1024 * 1024 + 1],
+      ['tokenizer_config.json', 16 * 1024 * 1024 + 1],
+      ['preprocessor_config.json', 16 * 1024 * 1024 + 1],
+    ] as const) {
+      const err = await Processor.fromPretrained(claiming(name, size, folderInMemory(dir))).catch((e: unknown) => e);
+      expect(err, name).toBeInstanceOf(ProcessorError);
+      expect((err as Error).message).toContain(`${name} is ${size} bytes, over the`);
+    }
+  });
+
+  it('names the source when it fails to open a file', async () => {
+    const base = folderInMemory(dir);
+    const failing: ModelFiles = {
+      root: 'https://example.test/m',
+      open: (n) => (n === 'tokenizer_config.json' ? Promise.reject(new Error('HTTP 500')) : base.open(n)),
+    };
+    await expect(Processor.fromPretrained(failing)).rejects.toThrow(
+      /https:\/\/example\.test\/m\/tokenizer_config\.json cannot be read: HTTP 500/,
+    );
+  });
+
+  it('reads chat_templates/ where the source lists it, as HF; without a listing, chat_template.json', async () => {
+    const base = folderInMemory(dir);
+    const template = readFileSync(fixturePath('granite', 'chat_template.jinja'), 'utf8');
+    const contents: Record<string, string> = {};
+    for (const name of [
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'preprocessor_config.json',
+      'processor_config.json',
+      'special_tokens_map.json',
+    ]) {
+      const s = (await base.open(name))!;
+      contents[name] = new TextDecoder().decode(await s.read(0, s.size));
+    }
+    contents['chat_template.json'] = JSON.stringify({ chat_template: template });
+    contents['chat_templates/other.jinja'] = 'x';
+    const unlisted = memoryFiles(dir, contents);
+    const p = await Processor.fromPretrained(unlisted);
+    expect(p.applyChatTemplate([{ role: 'user', content: 'hi' }])).toBe(
+      (await Processor.fromPretrained(dir)).applyChatTemplate([{ role: 'user', content: 'hi' }]),
+    );
+    const listed = { ...unlisted, open: unlisted.open, list: async () => Object.keys(contents).sort() };
+    await expect(Processor.fromPretrained(listed)).rejects.toThrow(/both chat_template\.json and chat_templates\/\*\.jinja/);
+  });
+});
+
+describe("the browser platform's refusals (platform.browser.ts, run in Node)", () => {
+  const refuses = async (p: Promise<unknown>, what: RegExp) => {
+    const err = await p.catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ProcessorError', code: 'UNSUPPORTED_PLATFORM' });
+    expect((err as Error).message).toMatch(what);
+  };
+
+  it('paths and video files, saying what to pass instead', async () => {
+    await refuses((async () => browser.processorDirFiles('/models/x'))(), /urlFiles.*blobFiles/);
+    await refuses(browser.readImageFile('cat.jpg', 1e6), /Blob\/File, bytes, ImageData or ImageBitmap/);
+    await refuses(browser.decodeVideoFile('clip.mp4', {}), /\{ frames: .*fps \}/);
+  });
+
+  it('images a browser decodes otherwise than Pillow, by their header, before decoding', async () => {
+    const png16 = readFileSync(fixturePath('image-processors/decode/i16.png'));
+    await refuses(browser.decodeImageBytes(png16, 'i16.png', 1e9), /16-bit PNG/);
+    const tiff = new Uint8Array([0x49, 0x49, 0x2a, 0, 8, 0, 0, 0]);
+    await refuses(browser.decodeImageBytes(tiff, 'x.tif', 1e9), /TIFF/);
+    const cmyk = readFileSync(fixturePath('image-processors/decode/cmyk.jpg'));
+    await refuses(browser.decodeImageBytes(cmyk, 'cmyk.jpg', 1e9), /CMYK JPEG/);
+  });
+});
