@@ -98,6 +98,13 @@ describe('urlSource / urlFiles', () => {
     expect(down.message).toMatch(/fetch of bytes 0-0 failed \(.+\)/);
   });
 
+  it('a server that answers a missing file with an HTML page (a single-page-app fallback) is named as such', async () => {
+    server.mode = 'html-fallback';
+    const err = await rejection(urlFiles(server.url).open('model.safetensors.index.json'));
+    expect(err.code).toBe('HTTP_ERROR');
+    expect(err.message).toContain('found HTTP 200 with an HTML page');
+  });
+
   it('urlFiles: names relative to the base (with or without a trailing slash), 404 -> undefined, no way out', async () => {
     for (const base of [server.url, server.url.slice(0, -1)]) {
       const files = urlFiles(base);

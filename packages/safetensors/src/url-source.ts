@@ -115,6 +115,13 @@ function checkStatus(res: Response, url: string, offset: number, length: number)
   if (res.status === 206) return;
   void discard(res);
   const asked = `bytes ${offset}-${offset + length - 1}`;
+  if (res.status === 200 && res.headers.get('content-type')?.startsWith('text/html')) {
+    fail(
+      'HTTP_ERROR',
+      `expected HTTP 206 Partial Content for ${asked}, found HTTP 200 with an HTML page: the server answers this name with a page (as a single-page-app fallback does for a missing file); serve the model folder from a static file server that answers 404 for a missing file.`,
+      { file: url },
+    );
+  }
   if (res.status === 200) {
     fail(
       'RANGE_NOT_SUPPORTED',

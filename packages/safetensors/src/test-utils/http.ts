@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join, normalize, sep } from 'node:path';
 import { afterAll } from 'vitest';
 
-export type ServeMode = 'normal' | 'ignore-range' | 'etag-changes' | 'short-body' | 'no-etag' | 'error-500' | 'forbidden';
+export type ServeMode = 'normal' | 'ignore-range' | 'etag-changes' | 'short-body' | 'no-etag' | 'error-500' | 'forbidden' | 'html-fallback';
 
 export interface TestServer {
   /** http://127.0.0.1:<port>/ */
@@ -38,7 +38,8 @@ export async function serve(root: string): Promise<TestServer> {
         return;
       }
       if (st === undefined || !st.isFile()) {
-        res.writeHead(404).end('not found');
+        if (state.mode === 'html-fallback') res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title>');
+        else res.writeHead(404).end('not found');
         return;
       }
       const bytes = await readFile(file);
