@@ -1,23 +1,10 @@
 // Reading a model folder's processor files through ModelFiles (@vlmkit/safetensors source.ts): a Node
 // directory, a picked folder or an HTTP base URL alike. HF's rule for these files (cached_file,
 // os.path.isfile): a name that is not a regular file counts as absent; a file over its limit is refused.
+import type { ModelFiles } from '@vlmkit/safetensors';
 import { ProcessorError, type ProcessorErrorCode } from './errors.js';
 
-// @vlmkit/safetensors's ByteSource and ModelFiles (source.ts), the parts read here: its sources fit these.
-export interface ByteSource {
-  readonly name: string;
-  readonly size: number;
-  readonly stamp: string;
-  read(offset: number, length: number): Promise<Uint8Array>;
-  close(): Promise<void>;
-}
-
-export interface ModelFiles {
-  readonly root: string;
-  open(name: string): Promise<ByteSource | undefined>;
-  /** The folder's file names where the source can list them (a URL cannot). */
-  list?(): Promise<readonly string[]>;
-}
+export type { ByteSource, ModelFiles } from '@vlmkit/safetensors';
 
 /**
  * A ModelFiles that lists a subfolder (Node's processorDirFiles). HF lists one subfolder of a processor
