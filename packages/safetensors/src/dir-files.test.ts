@@ -36,9 +36,9 @@ describe('dirFiles', () => {
 
   it('refuses what is not a regular file inside the directory, by name', async () => {
     const files = dirFiles(dir);
-    const escape = await rejection(files.open('escape.json'));
-    expect([escape.code, escape.file]).toEqual(['FILE_OUTSIDE_DIR', join(dir, 'escape.json')]);
-    expect(escape.message).toContain(`'escape.json' is a symlink to ${join(root, 'secret.json')}, outside it`);
+    const linkOut = await rejection(files.open('escape.json'));
+    expect([linkOut.code, linkOut.file]).toEqual(['FILE_OUTSIDE_DIR', join(dir, 'escape.json')]);
+    expect(linkOut.message).toContain(`'escape.json' is a symlink to ${join(root, 'secret.json')}, outside it`);
     for (const bad of ['../secret.json', '/etc/passwd', 'sub/../../secret.json']) {
       expect((await rejection(files.open(bad))).code, bad).toBe('FILE_OUTSIDE_DIR');
     }
