@@ -76,12 +76,18 @@ describe('urlSource / urlFiles', () => {
     expect(err.message).toContain('"v2-1000"');
   });
 
-  it('a short body is SHORT_READ', async () => {
+  it('a short body is SHORT_READ, a longer one RANGE_NOT_SUPPORTED', async () => {
     const src = await urlSource(`${server.url}data.bin`);
     server.mode = 'short-body';
     const err = await rejection(src.read(100, 50));
     expect(err.code).toBe('SHORT_READ');
     expect(err.message).toContain('expected 50 bytes at offset 100, found a response of 49');
+    server.mode = 'long-body';
+    const long = await rejection(src.read(100, 50));
+    expect([long.code, long.message]).toEqual([
+      'RANGE_NOT_SUPPORTED',
+      `${src.name}: expected 50 bytes at offset 100, found a longer response.`,
+    ]);
   });
 
   it('HTTP errors and network failures are typed: 404 FILE_NOT_FOUND, 403 and 500 HTTP_ERROR, no server IO_ERROR', async () => {

@@ -5,7 +5,7 @@
  * ignores Range would send the whole file for every tensor, and a file replaced between two reads would mix
  * two checkpoints' bytes: both are refused by name, never worked around.
  */
-import { fail } from './errors.js';
+import { fail, SafetensorsError } from './errors.js';
 import { checkedName } from './names.js';
 import type { ByteSource, ModelFiles } from './source.js';
 
@@ -157,22 +157,40 @@ function unsatisfiedTotal(res: Response): number {
   return m === null ? Number.NaN : Number(m[1]);
 }
 
+/**
+ * The body, streamed into one buffer of exactly `length` bytes allocated first: the peak is the tensor once,
+ * not its chunks and then their concatenation (which would double it, and a page's memory is tight).
+ */
 async function body(res: Response, url: string, offset: number, length: number): Promise<Uint8Array> {
-  let bytes: Uint8Array;
+  const out = new Uint8Array(length); // a RangeError here is the caller's TENSOR_TOO_LARGE
+  const reader = res.body?.getReader();
+  let done = 0;
   try {
-    bytes = new Uint8Array(await res.arrayBuffer());
+    for (;;) {
+      const chunk = reader === undefined ? undefined : await reader.read();
+      if (chunk === undefined || chunk.done) break;
+      if (done + chunk.value.length > length) {
+        await reader?.cancel().catch(() => undefined);
+        fail('RANGE_NOT_SUPPORTED', `expected ${length} bytes at offset ${offset}, found a longer response.`, { file: url });
+      }
+      out.set(chunk.value, done);
+      done += chunk.value.length;
+    }
   } catch (cause) {
-    if (cause instanceof RangeError || (cause as Error).name === 'AbortError') throw cause;
+    if (cause instanceof SafetensorsError || (cause as Error).name === 'AbortError') throw cause;
     return fail(
       'SHORT_READ',
       `expected ${length} bytes at offset ${offset}, found the response ended early (${(cause as Error).message}).`,
-      { file: url, cause },
+      {
+        file: url,
+        cause,
+      },
     );
   }
-  if (bytes.length !== length) {
-    fail('SHORT_READ', `expected ${length} bytes at offset ${offset}, found a response of ${bytes.length}.`, { file: url });
+  if (done !== length) {
+    fail('SHORT_READ', `expected ${length} bytes at offset ${offset}, found a response of ${done}.`, { file: url });
   }
-  return bytes;
+  return out;
 }
 
 async function discard(res: Response): Promise<void> {

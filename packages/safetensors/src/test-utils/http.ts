@@ -9,7 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { join, normalize, sep } from 'node:path';
 import { afterAll } from 'vitest';
 
-export type ServeMode = 'normal' | 'ignore-range' | 'etag-changes' | 'short-body' | 'no-etag' | 'error-500' | 'forbidden' | 'html-fallback';
+export type ServeMode =
+  | 'normal'
+  | 'ignore-range'
+  | 'etag-changes'
+  | 'short-body'
+  | 'no-etag'
+  | 'error-500'
+  | 'forbidden'
+  | 'html-fallback'
+  | 'long-body';
 
 export interface TestServer {
   /** http://127.0.0.1:<port>/ */
@@ -57,7 +66,13 @@ export async function serve(root: string): Promise<TestServer> {
       const end = Math.min(Number(m[2]), bytes.length - 1);
       if (start >= bytes.length) return send(416, new Uint8Array(0), { 'content-range': `bytes */${bytes.length}` });
       const body = bytes.subarray(start, end + 1);
-      send(206, state.mode === 'short-body' ? body.subarray(0, body.length - 1) : body, {
+      const answer =
+        state.mode === 'short-body'
+          ? body.subarray(0, body.length - 1)
+          : state.mode === 'long-body'
+            ? bytes.subarray(start, end + 2)
+            : body;
+      send(206, answer, {
         'content-range': `bytes ${start}-${end}/${bytes.length}`,
       });
     })().catch((err: Error) => res.writeHead(500).end(err.message));
