@@ -1,9 +1,11 @@
 // The browser's image decoder (platform.browser.ts): the page's own decoders for JPEG, PNG and WebP
-// through createImageBitmap, read back unpremultiplied, then image-header.ts's RGBA -> RGB. What a
-// browser decodes otherwise than Pillow is refused by name before decoding. Runs only in a page
-// (examples/web's harness checks its pixels against Node's); what it relies on is tested in Node.
+// through createImageBitmap, read back unpremultiplied, then image-header.ts's RGBA -> RGB and
+// exif-orientation.ts's turn. What a browser decodes otherwise than Pillow is refused by name before
+// decoding. Runs only in a page (examples/web's harness checks its pixels against Node's); what it
+// relies on is tested in Node.
 import { ProcessorError } from '../errors.js';
 import type { ImageBitmapLike } from './decode.js';
+import { exifOrientation, jpegExif, orient, withoutExif } from './exif-orientation.js';
 import { checkImagePixels, readImageHeader, rgbaToRgb } from './image-header.js';
 import { checkExifHeader, checkPngChunks } from './pillow-checks.js';
 import type { RgbImage } from './rgb-image.js';
@@ -24,6 +26,7 @@ interface Gl {
   readonly MAX_TEXTURE_SIZE: number;
   readonly NONE: number;
   readonly NO_ERROR: number;
+  isContextLost(): boolean;
   getParameter(p: number): unknown;
   createTexture(): unknown;
   bindTexture(target: number, t: unknown): void;
@@ -50,8 +53,9 @@ const page = globalThis as unknown as Page;
 
 /**
  * An image file's bytes (not GIF: decode.ts decodes GIF itself) decoded by the browser as Pillow decodes
- * it for HF's load_image: EXIF orientation applied (exif_transpose), no colour management (PIL ignores
- * the ICC profile), alpha kept unpremultiplied so that dropping it gives the stored colours.
+ * it for HF's load_image: no colour management (PIL ignores the ICC profile), alpha kept unpremultiplied
+ * so that dropping it gives the stored colours, then EXIF orientation applied here (exif_transpose) on the
+ * pixels of the bytes without their EXIF block (Chromium orients JPEG and PNG itself but not WebP).
  */
 export async function decodeImageBytes(bytes: Uint8Array, name: string, maxPixels: number): Promise<RgbImage> {
   const header = readImageHeader(bytes);
@@ -71,20 +75,24 @@ export async function decodeImageBytes(bytes: Uint8Array, name: string, maxPixel
   checkImagePixels(name, header.width, header.height, maxPixels);
   if (page.createImageBitmap === undefined)
     throw new ProcessorError('UNSUPPORTED_PLATFORM', `${name}: this platform has no createImageBitmap`);
+  const format = header.format;
+  const exif = format === 'jpeg' ? jpegExif(bytes) : header.exif;
+  const stored = exif === undefined || format === 'gif' ? bytes : withoutExif(bytes, format);
   let bitmap: ImageBitmapLike;
   try {
-    bitmap = await page.createImageBitmap(new Blob([bytes as Uint8Array<ArrayBuffer>]), {
+    bitmap = await page.createImageBitmap(new Blob([stored as Uint8Array<ArrayBuffer>]), {
       imageOrientation: 'from-image',
       colorSpaceConversion: 'none',
       premultiplyAlpha: 'none',
     });
   } catch (e) {
-    throw new ProcessorError('NOT_AN_IMAGE', `${name}: the browser cannot decode this ${header.format} image: ${(e as Error).message}`, {
+    throw new ProcessorError('NOT_AN_IMAGE', `${name}: the browser cannot decode this ${format} image: ${(e as Error).message}`, {
       cause: e,
     });
   }
   try {
-    return rgbaToRgb({ width: bitmap.width, height: bitmap.height, data: readBitmap(bitmap, name) });
+    const rgb = rgbaToRgb({ width: bitmap.width, height: bitmap.height, data: readBitmap(bitmap, name) });
+    return orient(rgb, exifOrientation(exif));
   } finally {
     bitmap.close();
   }
@@ -105,8 +113,8 @@ export async function decodeImageBitmap(bitmap: ImageBitmapLike, name: string, m
 function readBitmap(bitmap: ImageBitmapLike, name: string): Uint8Array {
   const { width, height } = bitmap;
   if (page.OffscreenCanvas === undefined) throw new ProcessorError('UNSUPPORTED_PLATFORM', `${name}: this platform has no OffscreenCanvas`);
-  const gl = new page.OffscreenCanvas(1, 1).getContext('webgl2') as Gl | null;
-  if (gl !== null && Math.max(width, height) <= (gl.getParameter(gl.MAX_TEXTURE_SIZE) as number)) {
+  const gl = webgl();
+  if (gl !== undefined && Math.max(width, height) <= (gl.getParameter(gl.MAX_TEXTURE_SIZE) as number)) {
     const out = readWithWebGl(gl, bitmap);
     if (out !== undefined) return out;
   }
@@ -125,6 +133,14 @@ function readBitmap(bitmap: ImageBitmapLike, name: string): Uint8Array {
     }
   }
   return new Uint8Array(data.buffer, data.byteOffset, data.length);
+}
+
+let context: Gl | null | undefined;
+
+/** One WebGL 2 context for every image (a page may hold only a few); a lost one is made again. */
+function webgl(): Gl | undefined {
+  if (context === undefined || context?.isContextLost()) context = new page.OffscreenCanvas!(1, 1).getContext('webgl2') as Gl | null;
+  return context ?? undefined;
 }
 
 function readWithWebGl(gl: Gl, bitmap: ImageBitmapLike): Uint8Array | undefined {

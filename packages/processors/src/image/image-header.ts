@@ -98,7 +98,7 @@ function webpHeader(b: Uint8Array, view: DataView): ImageHeader | undefined {
     let exif: Uint8Array | undefined;
     for (let pos = 12; pos + 8 <= b.length; ) {
       const size = view.getUint32(pos + 4, true);
-      if (ascii(b, pos, 4) === 'EXIF') exif = b.subarray(pos + 8, Math.min(b.length, pos + 8 + size));
+      if (ascii(b, pos, 4) === 'EXIF' && exif === undefined) exif = b.subarray(pos + 8, Math.min(b.length, pos + 8 + size));
       pos += 8 + size + (size & 1);
     }
     return { format: 'webp', width: u24(24) + 1, height: u24(27) + 1, ...(exif === undefined ? {} : { exif }) };
