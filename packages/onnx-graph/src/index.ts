@@ -72,8 +72,17 @@ export {
   contribAttentionPass,
 } from './passes/contrib-attention.js';
 export { applyComputeDtype, COMPUTE_DTYPE_IO, computeDtypePasses, computeIoDType, floatConvertPass } from './passes/float-convert.js';
-export { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, PASS_NAMES, PASSES, type PassName, resolvePasses } from './passes/index.js';
+export {
+  APPEND_ATTENTION_PASSES,
+  CONTRIB_PASSES,
+  PASS_NAMES,
+  PASSES,
+  type PassName,
+  resolvePasses,
+  WEBGPU_PASSES,
+} from './passes/index.js';
 export { markRoutedExperts, moeExpertsPass, qmoeExpertsPass, ROUTED_EXPERTS, type RoutedExperts } from './passes/moe-experts.js';
+export { nonEmptyScatterPass } from './passes/non-empty-scatter.js';
 export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {
   applyPasses,
@@ -90,6 +99,7 @@ export {
 } from './passes/rewrite.js';
 export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
 export { storedLayoutPass } from './passes/stored-layout.js';
+export { webgpuAttentionPass } from './passes/webgpu-attention.js';
 export { onnx } from './proto.js';
 export {
   QUANTIZE_MODES,

@@ -2,9 +2,11 @@ import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
 import { moeExpertsPass, qmoeExpertsPass } from './moe-experts.js';
+import { nonEmptyScatterPass } from './non-empty-scatter.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 import { storedLayoutPass } from './stored-layout.js';
+import { webgpuAttentionPass } from './webgpu-attention.js';
 
 /**
  * The passes a profile names, by their stable `name` (`resolvePasses`; the CLI's and the benchmarks'
@@ -20,6 +22,8 @@ export const PASSES = {
   'moe-experts': moeExpertsPass,
   'qmoe-experts': qmoeExpertsPass,
   'stored-layout': storedLayoutPass,
+  'webgpu-attention': webgpuAttentionPass,
+  'non-empty-scatter': nonEmptyScatterPass,
 } as const satisfies Readonly<Record<string, GraphPass>>;
 
 export type PassName = keyof typeof PASSES;
@@ -46,3 +50,11 @@ export const CONTRIB_PASSES: readonly GraphPass[] = [PASSES['skip-rms-norm'], PA
  * blocks. Only for causal decoders (see `appendAttentionPass`).
  */
 export const APPEND_ATTENTION_PASSES: readonly GraphPass[] = [PASSES['append-attention']];
+
+/**
+ * What a graph for onnxruntime-web's WebGPU EP runs last (after `CONTRIB_PASSES`, which make attention
+ * MultiHeadAttention): its kernels' limits met without changing a number beyond one rounding. MultiHeadAttention
+ * takes only a full [B, num_heads, S, T] bias and ignores `scale`; ScatterND takes no zero-sized input (a prompt
+ * without image rows).
+ */
+export const WEBGPU_PASSES: readonly GraphPass[] = [PASSES['webgpu-attention'], PASSES['non-empty-scatter']];
