@@ -58,7 +58,11 @@ describe('webgpu-attention pass', () => {
     applyPasses(g, [webgpuAttentionPass]);
     const mha = [...everyNode(g.snapshot().nodes)].filter((n) => n.opType === 'MultiHeadAttention');
     expect(g.typeOf(mha[0]!.input![5]!)?.shape).toEqual(['batch', H, S, S]);
-    expect(mha[1]!.input![5]).toBe(attention(undefined).snapshot().nodes.find((n) => n.opType === 'MultiHeadAttention' && n.input?.[0] === 'x2')!.input![5]);
+    expect(mha[1]!.input![5]).toBe(
+      attention(undefined)
+        .snapshot()
+        .nodes.find((n) => n.opType === 'MultiHeadAttention' && n.input?.[0] === 'x2')!.input![5],
+    );
     expect(ops(g).filter((o) => o === 'Expand')).toHaveLength(1);
   });
 
