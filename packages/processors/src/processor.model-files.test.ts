@@ -3,8 +3,12 @@
  * case, with both tokenizer backends (the JS one checked against HF's recorded input_ids), the same size
  * guards, and the one rule a source without a listing cannot follow (chat_templates/).
  */
-import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { blobFiles, urlFiles } from '@vlmkit/safetensors';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ProcessorError } from './errors.js';
 import type { ByteSource, ModelFiles } from './model-files.js';
 import * as browser from './platform.browser.js';
@@ -32,6 +36,59 @@ for (const model of ['ernie', 'granite', 'qwen3vl']) {
     });
   });
 }
+
+/** Serves the fixture folders on 127.0.0.1 with Range requests (206 + Content-Range), as a static server does. */
+async function serveFixtures(): Promise<string> {
+  const server = createServer((req, res) => {
+    const path = join(fixturePath(), decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(path);
+    } catch {
+      res.writeHead(404).end();
+      return;
+    }
+    const etag = `"${statSync(path).mtimeMs}-${bytes.length}"`;
+    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (m === null) {
+      res.writeHead(200, { etag, 'content-length': bytes.length }).end(bytes);
+      return;
+    }
+    const start = Number(m[1]);
+    const end = Math.min(Number(m[2]), bytes.length - 1);
+    if (start >= bytes.length) {
+      res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
+      return;
+    }
+    res.writeHead(206, { etag, 'content-range': `bytes ${start}-${end}/${bytes.length}`, 'content-length': end - start + 1 });
+    res.end(bytes.subarray(start, end + 1));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+describe("through @vlmkit/safetensors' sources: urlFiles (HTTP ranges) and blobFiles", async () => {
+  const base = await serveFixtures();
+  for (const model of ['ernie', 'qwen3vl']) {
+    const fromDir = await Processor.fromPretrained(fixturePath(model));
+    const blobs = Object.fromEntries(
+      readdirSync(fixturePath(model))
+        .filter((f) => statSync(fixturePath(model, f)).isFile())
+        .map((f) => [f, new Blob([readFileSync(fixturePath(model, f))])]),
+    );
+    const sources = {
+      urlFiles: await Processor.fromPretrained(urlFiles(`${base}${model}/`), undefined, { backend: jsTokenizerBackend }),
+      blobFiles: await Processor.fromPretrained(blobFiles(blobs, model), undefined, { backend: jsTokenizerBackend }),
+    };
+    for (const [how, p] of Object.entries(sources)) {
+      it(`${model} from ${how} (JS tokenizer): every case's outputs equal the path's`, async () => {
+        for (const c of processorCases(model))
+          expect(await p.processChat(c.messages, c.options), c.name).toEqual(await fromDir.processChat(c.messages, c.options));
+      });
+    }
+  }
+});
 
 /** A ModelFiles whose one file claims `size` bytes and fails if read. */
 function claiming(name: string, size: number, base: ModelFiles): ModelFiles {
