@@ -1,18 +1,19 @@
-// A checkpoint directory's config.json, read once the same way by the registry, every family's load, export and inspect:
+// A checkpoint's config.json, read once the same way by the registry, every family's load, export and inspect:
 // an unreadable file or bad JSON is CONFIG_NOT_FOUND, anything but a JSON object BAD_CONFIG, naming the file.
-import { dirFile, readText } from '#platform';
 import { ModelError } from './errors.js';
+import { type CheckpointSource, readSourceText, sourceFile } from './model-source.js';
 
 export interface ConfigFile {
   readonly path: string;
   readonly json: Record<string, unknown>;
 }
 
-export async function readConfigFile(dir: string): Promise<ConfigFile> {
-  const path = dirFile(dir, 'config.json');
+/** config.json of a checkpoint directory (its path) or of its files. */
+export async function readConfigFile(source: CheckpointSource): Promise<ConfigFile> {
+  const path = sourceFile(source, 'config.json');
   let json: unknown;
   try {
-    json = JSON.parse(await readText(path));
+    json = JSON.parse(await readSourceText(source, 'config.json'));
   } catch (e) {
     throw new ModelError(
       'CONFIG_NOT_FOUND',

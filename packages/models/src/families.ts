@@ -5,6 +5,7 @@ import { ernie45VL } from './ernie/family.js';
 import { ModelError } from './errors.js';
 import type { ModelFamily } from './family.js';
 import { granite4Vision } from './granite/family.js';
+import type { CheckpointSource } from './model-source.js';
 import { qwen3VL, qwen3VLMoe } from './qwen3vl/family.js';
 
 export const FAMILIES: readonly ModelFamily[] = [ernie45VL, granite4Vision, qwen3VL, qwen3VLMoe];
@@ -22,9 +23,9 @@ export function familyOf({ path, json }: ConfigFile): ModelFamily {
   return family;
 }
 
-/** The family of the checkpoint directory `dir` (its config.json's model_type). */
-export async function familyAt(dir: string): Promise<ModelFamily> {
-  return familyOf(await readConfigFile(dir));
+/** The family of a checkpoint (its directory's path, or its files): its config.json's model_type. */
+export async function familyAt(source: CheckpointSource): Promise<ModelFamily> {
+  return familyOf(await readConfigFile(source));
 }
 
 /** The model types a checkpoint may name (each family's HF name), sorted. */

@@ -13,6 +13,7 @@ import { ModelError } from './errors.js';
 import { type GenerationTokens, readGenerationConfig } from './generation-tokens.js';
 import { maxPositionEmbeddings } from './inputs-check.js';
 import { type DecoderBuild, type LoadedSessions, type LoadOptions, loadSessions, type VisionBuild } from './model-load.js';
+import type { CheckpointSource } from './model-source.js';
 import type { ModelOrigin, PretrainedModel } from './pretrained-model.js';
 
 /** What shared code reads of every family's typed config: the decoder's sizes and the generation tokens. */
@@ -95,8 +96,8 @@ export interface ModelFamily<
   readonly manifest: { readonly key: string; rules(config: Config): Record<string, unknown> };
   /** Its section of docs/parameter-names.md, for its published config. */
   parameterDocs(): ParameterDocs;
-  /** Loads a checkpoint directory as the family's model. */
-  load(dir: string, options?: LoadOptions): Promise<Model>;
+  /** Loads a checkpoint (its directory's path, or its files: `ModelFiles`) as the family's model. */
+  load(source: CheckpointSource, options?: LoadOptions): Promise<Model>;
 }
 
 /** Refuses an adapter for a family that takes none: the one message, from `supports.adapter`. */
@@ -122,12 +123,18 @@ export interface FamilyLoad<Config> {
  */
 export async function loadFamily<Config extends FamilyConfig, Weights extends FamilyWeights>(
   family: FamilyCheckpoint<Config, Weights>,
-  dir: string,
+  dir: CheckpointSource,
   options: LoadOptions,
 ): Promise<FamilyLoad<Config>> {
   const startedAt = performance.now();
   checkAdapter(family, options.adapter);
-  const root = resolveDir(dir);
+  if (typeof dir !== 'string' && options.adapter !== undefined && options.adapter !== '') {
+    throw new ModelError(
+      'BAD_LOAD_OPTIONS',
+      `a LoRA adapter is read from a directory path; ${dir.root} is loaded from its files: load it from its directory (Node), or without the adapter.`,
+    );
+  }
+  const root = typeof dir === 'string' ? resolveDir(dir) : dir;
   const { json } = await readConfigFile(root);
   const config = family.config(json, await readGenerationConfig(root), options);
   const origin = { dir, modelType: family.modelTypes[0], processor: family.processor, maxPositions: maxPositionEmbeddings(json) };

@@ -1,6 +1,6 @@
 import { type ConfigObject, fields } from '@vlmkit/config';
-import { dirFile, readText } from '#platform';
 import { ModelError } from './errors.js';
+import { type CheckpointSource, readSourceText, sourceFile } from './model-source.js';
 
 /** The ids generation stops on and pads finished rows with. */
 export interface GenerationTokens {
@@ -40,12 +40,12 @@ export function generationTokens(config: Record<string, unknown>, generationConf
   return { eos, pad: pad?.[0] ?? eos[0] ?? 0 };
 }
 
-/** A checkpoint directory's generation_config.json, undefined when it has none (then config.json holds the ids). */
-export async function readGenerationConfig(dir: string): Promise<unknown> {
-  const path = dirFile(dir, 'generation_config.json');
+/** A checkpoint's generation_config.json, undefined when it has none (then config.json holds the ids). */
+export async function readGenerationConfig(source: CheckpointSource): Promise<unknown> {
+  const path = sourceFile(source, 'generation_config.json');
   let text: string;
   try {
-    text = await readText(path);
+    text = await readSourceText(source, 'generation_config.json');
   } catch (e) {
     if ((e as { code?: string }).code === 'FILE_NOT_FOUND') return undefined;
     throw new ModelError('BAD_CONFIG', `cannot read ${path}: ${(e as Error).message}`);

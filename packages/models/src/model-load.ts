@@ -14,11 +14,13 @@ import {
   resolvePasses,
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
-import type { Checkpoint } from '@vlmkit/safetensors';
+import { Checkpoint } from '@vlmkit/safetensors';
 import { cachedSession, openCheckpoint } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import { LoadResources } from './load-resources.js';
+import { memorySession } from './memory-session.js';
+import type { CheckpointSource } from './model-source.js';
 import { PROFILE_FIELDS, type Profile, type ProfileName, type ProfileOverrides, resolveProfile } from './profiles.js';
 import { LoadSteps, type OnLoadProgress } from './progress.js';
 import type { SessionCacheOptions } from './session-cache.node.js';
@@ -36,7 +38,11 @@ export type Reference = 'vllm' | 'hf';
  * How the model runs on the device (cache layout, decode loop, graph passes, experts, sessions) is the profile's.
  */
 export interface LoadOptions {
-  /** 'auto' (default): CUDA when its EP binaries are present and a GPU answers, else CPU; or 'cpu', 'cuda'. */
+  /**
+   * Node: 'auto' (default): CUDA when its EP binaries are present and a GPU answers, else CPU; or 'cpu', 'cuda'.
+   * A page (onnxruntime-web): 'auto' (WebGPU when `navigator.gpu` gives an adapter, else WASM), 'webgpu', 'wasm'
+   * ('cpu' is WASM).
+   */
   device?: DeviceRequest | undefined;
   /**
    * The float type the vision encoder and decoder compute in: 'float32' (default), 'float16' or 'bfloat16'
@@ -51,7 +57,7 @@ export interface LoadOptions {
    */
   quantize?: QuantizeChoice | undefined;
   /**
-   * How the model runs: a profile by name ('cpu', 'cuda'), or profile fields over the device's profile (for
+   * How the model runs: a profile by name ('cpu', 'cuda', 'web'), or profile fields over the device's profile (for
    * benchmarks: `{ loop: 'graph' }`, `{ ...PROFILES.cuda, threads: 4 }`). Default: the device's (`PROFILES`).
    */
   profile?: ProfileName | ProfileOverrides | undefined;
@@ -77,7 +83,7 @@ export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
   device: "'auto' (default: CUDA when its EP and a GPU answer, else CPU), 'cpu' or 'cuda'",
   dtype: "the float type the graphs compute in: 'float32' (default), 'float16' or 'bfloat16'; not with quantize",
   quantize: "block-quantized weights: 'int8' | 'int4' (the decoder) or { decoder, vision }",
-  profile: "how the model runs: 'cpu' | 'cuda' (default: the device's) or profile fields over it (PROFILES)",
+  profile: "how the model runs: 'cpu' | 'cuda' | 'web' (default: the device's) or profile fields over it (PROFILES)",
   cacheDir: 'where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit)',
   onProgress: 'called as each load step (weights, each graph, each session) starts and ends, and with its work between',
   adapter: 'a PEFT LoRA adapter directory merged into the decoder at load (families that support adapters)',
@@ -114,8 +120,8 @@ export interface VisionBuild {
 export interface ModelLoadSpec<Mapped> {
   /** Graph-cache entries are `${name}-vision` and `${name}-decoder` (`${name}-decode-loop` for loop 'graph'). */
   name: string;
-  /** The checkpoint directory (absolute). */
-  root: string;
+  /** The checkpoint directory (absolute), or its files. */
+  root: CheckpointSource;
   options: LoadOptions;
   /** When the load began (before the config was read): `timings.loadMs` counts from here. */
   startedAt: number;
@@ -207,19 +213,32 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
   try {
-    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await openCheckpoint(root))), build));
+    const open = () => (typeof root === 'string' ? openCheckpoint(root) : Checkpoint.fromFiles(root));
+    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await open())), build));
     const t1 = performance.now();
+    // A directory's graphs are found in the graph cache or built into it; the graphs of `ModelFiles` are built in
+    // memory (no cache for them yet: ./memory-session.ts).
+    const sessionOf = (
+      g: Graph,
+      sessionName: string,
+      onSession: () => void,
+      extras: { extraFiles?: string[] | undefined; reopenable?: boolean },
+    ) =>
+      typeof root === 'string'
+        ? cachedSession(g, root, sessionName, session, { ...(extras.extraFiles ? { extraFiles: extras.extraFiles } : {}), onSession })
+        : memorySession(g, root.root, sessionName, session, { onSession, reopenable: extras.reopenable });
     const visionName = `${name}-vision`;
     // The graphs as the builders write them: the cache keys them with their passes and runs those on a miss only.
     // Each session is held as soon as it exists: a progress callback that throws after it still releases it.
     const vision = await steps.session(visionName, { quantize: visionBuild.quantize !== undefined }, async (onSession) =>
       held.session(
-        await cachedSession(
+        await sessionOf(
           deferPasses(() => spec.visionGraph(mapped, visionBuild)),
-          root,
           visionName,
-          session,
-          { onSession },
+          onSession,
+          {
+            reopenable: profile.visionSession === 'per-call',
+          },
         ),
       ),
     );
@@ -227,15 +246,11 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
     const extraFiles = spec.extraFiles?.(mapped);
     const decoder = await steps.session(decoderName, { quantize: build.quantize !== undefined }, async (onSession) =>
       held.session(
-        await cachedSession(
+        await sessionOf(
           deferPasses(() => spec.decoderGraph(mapped, build)),
-          root,
           decoderName,
-          session,
-          {
-            ...(extraFiles ? { extraFiles } : {}),
-            onSession,
-          },
+          onSession,
+          { extraFiles },
         ),
       ),
     );

@@ -55,8 +55,12 @@ export function warn(message: string, code: string): void {
   process.emitWarning(message, { type: 'VlmkitWarning', code });
 }
 
-/** The profile a device request plans for: 'cpu' or 'cuda' (runtime's `chooseDevice`: 'auto' is CUDA when its EP and a GPU answer). */
+/**
+ * The profile a device request plans for: 'cpu' or 'cuda' (runtime's `chooseDevice`: 'auto' is CUDA when its EP
+ * and a GPU answer); a page's devices ('wasm', 'webgpu') plan with 'web' (the runtime refuses them in Node).
+ */
 export function deviceProfile(device: DeviceRequest | undefined): ProfileName {
   if (device === 'cpu' || device === 'cuda') return device;
+  if (device === 'wasm' || device === 'webgpu') return 'web';
   return chooseDevice(device ?? 'auto', { binaries: findCudaBinaries(), gpu: probeNvidiaGpu }).device;
 }

@@ -14,6 +14,7 @@ import type { GenerationTokens } from './generation-tokens.js';
 import type { ModelGenerateOptions } from './graph-loop.js';
 import { checkPromptLength, pastMaxPositions } from './inputs-check.js';
 import type { LoadedSessions } from './model-load.js';
+import type { CheckpointSource } from './model-source.js';
 
 /** Tensors by their HF names: forward's kwargs, or its outputs. */
 export type NamedTensors = Record<string, HostTensor>;
@@ -54,8 +55,8 @@ export interface FamilyModelConfig {
 
 /** What a family's load tells its model besides the sessions. */
 export interface ModelOrigin {
-  /** The checkpoint directory as the caller named it: the processor is read from it (its errors name it so). */
-  readonly dir: string;
+  /** The checkpoint as the caller named it (a directory's path, or its files): the processor is read from it (its errors name it so). */
+  readonly dir: CheckpointSource;
   readonly modelType: string;
   /** The family's processor rules (`ModelFamily.processor`). */
   readonly processor: ProcessorFamily;

@@ -22,6 +22,7 @@ import {
   tokenTypes,
 } from '../inputs-check.js';
 import type { LoadOptions, ModelTimings } from '../model-load.js';
+import type { CheckpointSource } from '../model-source.js';
 import { FamilyModel, type NamedTensors } from '../pretrained-model.js';
 import { ERNIE_CHECKPOINT } from './checkpoint.js';
 import type { Ernie45VLConfig } from './config.js';
@@ -78,7 +79,7 @@ interface ErnieVision {
 
 /** Baidu ERNIE-4.5-VL (MoE): vision encoder (ViT + resampler) and MoE decoder sessions. */
 export class Ernie45VL extends FamilyModel<Ernie45VLConfig, ErnieInputs, ErniePrompt, ErnieVision> {
-  static async fromPretrained(dir: string, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
+  static async fromPretrained(dir: CheckpointSource, options: ErnieLoadOptions = {}): Promise<Ernie45VL> {
     const { config, loaded, origin } = await loadFamily(ERNIE_CHECKPOINT, dir, options);
     return new Ernie45VL(config, loaded, origin);
   }

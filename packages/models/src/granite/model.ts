@@ -16,6 +16,7 @@ import {
   tokenIds,
 } from '../inputs-check.js';
 import type { LoadOptions } from '../model-load.js';
+import type { CheckpointSource } from '../model-source.js';
 import { FamilyModel, type NamedTensors } from '../pretrained-model.js';
 import type { Size } from './anyres.js';
 import { GRANITE_CHECKPOINT } from './checkpoint.js';
@@ -61,7 +62,7 @@ export type GraniteLoadOptions = Omit<LoadOptions, 'reference'>;
 
 /** IBM Granite 4 Vision: vision encoder (SigLIP + window Q-Former projectors + anyres packing) and deepstack decoder sessions. */
 export class Granite4Vision extends FamilyModel<Granite4VisionConfig, GraniteInputs, GranitePrompt, HostTensor<'float32'>[]> {
-  static async fromPretrained(dir: string, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
+  static async fromPretrained(dir: CheckpointSource, options: GraniteLoadOptions = {}): Promise<Granite4Vision> {
     const { config, loaded, origin } = await loadFamily(GRANITE_CHECKPOINT, dir, options);
     return new Granite4Vision(config, loaded, origin);
   }

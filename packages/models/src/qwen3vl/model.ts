@@ -20,6 +20,7 @@ import {
   tokenTypes,
 } from '../inputs-check.js';
 import type { LoadOptions } from '../model-load.js';
+import type { CheckpointSource } from '../model-source.js';
 import { FamilyModel, type NamedTensors } from '../pretrained-model.js';
 import { qwen3VlCheckpoint } from './checkpoint.js';
 import { QWEN3VL_MODEL_TYPES, type Qwen3VLConfig } from './config.js';
@@ -79,8 +80,8 @@ export type Qwen3VlLoadOptions = Omit<LoadOptions, 'reference' | 'adapter'>;
 /** Qwen3-VL and Qwen3-VL-MoE: vision encoder (ViT + merger + deepstack mergers) and decoder sessions. */
 export class Qwen3VL extends FamilyModel<Qwen3VLConfig, Qwen3VlInputs, Qwen3VlPrompt, Qwen3VlVision> {
   /** Loads a Qwen3-VL or Qwen3-VL-MoE checkpoint directory: its config.json's model_type picks the spec. */
-  static async fromPretrained(dir: string, options: Qwen3VlLoadOptions = {}): Promise<Qwen3VL> {
-    const { json } = await readConfigFile(resolveDir(dir));
+  static async fromPretrained(dir: CheckpointSource, options: Qwen3VlLoadOptions = {}): Promise<Qwen3VL> {
+    const { json } = await readConfigFile(typeof dir === 'string' ? resolveDir(dir) : dir);
     const type = QWEN3VL_MODEL_TYPES.find((t) => t === json.model_type) ?? QWEN3VL_MODEL_TYPES[0];
     const { config, loaded, origin } = await loadFamily(qwen3VlCheckpoint(type), dir, options);
     return new Qwen3VL(config, loaded, origin);
