@@ -159,7 +159,7 @@ describe('processor files through ModelFiles', () => {
   });
 });
 
-describe("the browser platform's refusals (platform.browser.ts, run in Node)", () => {
+describe('the browser platform (platform.browser.ts, run in Node)', () => {
   const refuses = async (p: Promise<unknown>, what: RegExp) => {
     const err = await p.catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'ProcessorError', code: 'UNSUPPORTED_PLATFORM' });
@@ -173,11 +173,16 @@ describe("the browser platform's refusals (platform.browser.ts, run in Node)", (
   });
 
   it('images a browser decodes otherwise than Pillow, by their header, before decoding', async () => {
-    const png16 = readFileSync(fixturePath('image-processors/decode/i16.png'));
-    await refuses(browser.decodeImageBytes(png16, 'i16.png', 1e9), /16-bit PNG/);
     const tiff = new Uint8Array([0x49, 0x49, 0x2a, 0, 8, 0, 0, 0]);
     await refuses(browser.decodeImageBytes(tiff, 'x.tif', 1e9), /TIFF/);
     const cmyk = readFileSync(fixturePath('image-processors/decode/cmyk.jpg'));
     await refuses(browser.decodeImageBytes(cmyk, 'cmyk.jpg', 1e9), /CMYK JPEG/);
+  });
+
+  it('16-bit PNGs, which it decodes itself, as Pillow (the whole browser path, run in Node)', async () => {
+    for (const f of ['i16.png', 'la16.png', 'rgb16.png']) {
+      const got = await browser.decodeImageBytes(readFileSync(fixturePath('image-processors/decode', f)), f, 1e9);
+      expect(Buffer.from(got.data).equals(readFileSync(fixturePath('image-processors/decode', `${f}.rgb`))), f).toBe(true);
+    }
   });
 });

@@ -8,6 +8,7 @@ import type { ImageBitmapLike } from './decode.js';
 import { exifOrientation, jpegExif, orient, withoutExif } from './exif-orientation.js';
 import { checkImagePixels, readImageHeader, rgbaToRgb } from './image-header.js';
 import { checkExifHeader, checkPngChunks } from './pillow-checks.js';
+import { decodePng16 } from './png16.js';
 import type { RgbImage } from './rgb-image.js';
 
 // The few DOM types used here (the package compiles without the DOM library).
@@ -63,16 +64,14 @@ export async function decodeImageBytes(bytes: Uint8Array, name: string, maxPixel
     throw new ProcessorError('NOT_AN_IMAGE', `${name}: not a JPEG, PNG, WebP or GIF image (or its header is cut short).`);
   }
   const refuse = (why: string) =>
-    new ProcessorError('UNSUPPORTED_PLATFORM', `${name}: ${why}; convert it to an 8-bit RGB(A) PNG first (or process it in Node).`);
+    new ProcessorError('UNSUPPORTED_PLATFORM', `${name}: ${why}; convert it to a PNG first (or process it in Node).`);
   if (header.format === 'tiff') throw refuse('a TIFF image, which browsers do not decode');
-  if (header.png?.depth === 16) {
-    // Pillow clips 16-bit grey to 255 and keeps the high byte of 16-bit colour; browsers scale and round.
-    throw refuse('a 16-bit PNG, which browsers reduce to 8 bits otherwise than Pillow');
-  }
   if (header.jpegComponents === 4) throw refuse("a CMYK JPEG, which browsers convert to RGB otherwise than Pillow's cmyk2rgb");
   if (header.format === 'png') checkPngChunks(bytes, name);
   if (header.format === 'png' || header.format === 'webp') checkExifHeader(header.exif, name);
   checkImagePixels(name, header.width, header.height, maxPixels);
+  // Pillow clips 16-bit grey to 255 and keeps the high byte of 16-bit colour; browsers scale: decoded here.
+  if (header.png?.depth === 16) return orient(await decodePng16(bytes, name), exifOrientation(header.exif));
   if (page.createImageBitmap === undefined)
     throw new ProcessorError('UNSUPPORTED_PLATFORM', `${name}: this platform has no createImageBitmap`);
   const format = header.format;

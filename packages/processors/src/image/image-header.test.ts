@@ -39,7 +39,7 @@ describe('readImageHeader agrees with sharp', () => {
   });
 });
 
-// The layouts a browser decodes as Pillow does (16-bit PNG and CMYK JPEG are refused there; GIF is decoded in JS).
+// The layouts the browser itself decodes (16-bit PNG and GIF are decoded in JS there, CMYK JPEG and TIFF refused).
 const browserDecoded = files.filter((f) => {
   const h = readImageHeader(readBytes(f));
   return h !== undefined && h.format !== 'gif' && h.format !== 'tiff' && h.png?.depth !== 16 && h.jpegComponents !== 4;
