@@ -13,11 +13,15 @@ export interface OpenContext {
   log: Logger | undefined;
 }
 
+/** Runs one `session.run` and fails it when the device reports what ORT did not (see web-session.ts). */
+export type RunGuard = <T>(run: () => Promise<T>) => Promise<T>;
+
 export interface OpenedSession {
   session: OrtSession;
   device: Device;
   /** Why `device`, for `VlmSession.deviceReason` and the log line. */
   reason: string;
+  guard?: RunGuard;
 }
 
 export interface SessionBackend {

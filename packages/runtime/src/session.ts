@@ -6,7 +6,7 @@
  * the node.
  */
 import { type OrtSession, type OrtSessionOptions, sessionBackend } from '#platform';
-import type { SessionBackend } from './backend.js';
+import type { RunGuard, SessionBackend } from './backend.js';
 import type { Device, DeviceRequest } from './device.js';
 import { RuntimeError, wrapOrtError } from './errors.js';
 import { type Feed, prepareFeeds, readOutputs, type ValueInfo } from './feeds.js';
@@ -103,6 +103,7 @@ export class VlmSession {
   readonly outputMetadata: readonly ValueInfo[];
   #ort: OrtSession | undefined;
   readonly #Tensor: SessionBackend['Tensor'];
+  readonly #guard: RunGuard | undefined;
 
   /** @internal Use createSession(). */
   constructor(
@@ -111,11 +112,12 @@ export class VlmSession {
     readonly device: Device,
     /** Why `device` was chosen, e.g. "auto: CUDA EP binaries not found in ...". */
     readonly deviceReason: string,
-    /** The ORT Tensor class of the onnxruntime that made `session` (default: the platform's). */
-    tensor: SessionBackend['Tensor'] = sessionBackend.Tensor,
+    /** The ORT Tensor class of the onnxruntime that made `session` (default: the platform's), and its run guard. */
+    backend: { Tensor: SessionBackend['Tensor']; guard?: RunGuard | undefined } = sessionBackend,
   ) {
     this.#ort = session;
-    this.#Tensor = tensor;
+    this.#Tensor = backend.Tensor;
+    this.#guard = backend.guard;
     this.inputNames = [...session.inputNames];
     this.outputNames = [...session.outputNames];
     this.inputMetadata = session.inputMetadata.map(valueInfo);
@@ -147,7 +149,8 @@ export class VlmSession {
     }
     let result: Awaited<ReturnType<OrtSession['run']>>;
     try {
-      result = opts.outputs === undefined ? await session.run(ortFeeds) : await session.run(ortFeeds, [...opts.outputs]);
+      const run = () => (opts.outputs === undefined ? session.run(ortFeeds) : session.run(ortFeeds, [...opts.outputs]));
+      result = this.#guard === undefined ? await run() : await this.#guard(run);
     } catch (e) {
       throw wrapOrtError('ORT_RUN_FAILED', this.name, e);
     }
@@ -231,9 +234,9 @@ export async function createSessionOn(backend: SessionBackend, model: ModelSourc
   checkOptions(name, opts, backend.devices);
   const log = resolveLogger(opts.logger);
   const base = ortSessionOptions(opts, log !== undefined);
-  const { session, device, reason } = await backend.open(input, { name, opts, base, log });
+  const { session, device, reason, guard } = await backend.open(input, { name, opts, base, log });
   log?.(`session '${name}': device ${device} (${reason})`);
-  return new VlmSession(session, name, device, reason, backend.Tensor);
+  return new VlmSession(session, name, device, reason, { Tensor: backend.Tensor, guard });
 }
 
 /** Load an ONNX model (a path, bytes, or bytes with external data buffers) into a session on the chosen device. */

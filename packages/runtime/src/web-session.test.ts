@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 import type { RuntimeError } from './errors.js';
 import { sessionBackend as browserBackend } from './platform.browser.js';
 import { createSession, createSessionOn, type ModelSource, type SessionOptions } from './session.js';
-import { float32, type HostTensor } from './tensor.js';
+import { float32, type HostTensor, hostTensor } from './tensor.js';
 import { Graph, lazyTensor, serializeModel, tensorFromArray, tensorFromSource } from './test-utils/onnx-graph.js';
-import { type GpuLike, probeWebGpu, webBackend } from './web-session.js';
+import { type GpuLike, probeWebGpu, type WebOrt, webBackend } from './web-session.js';
 
 function randn(n: number, seed: number): Float32Array {
   let s = seed;
@@ -183,4 +183,82 @@ it('onnxruntime-node and onnxruntime-web have the same Tensor API (both onnxrunt
   const n = new ortNode.Tensor('float32', data, [2, 2]);
   const w = new ortWeb.Tensor('float32', data, [2, 2]);
   expect([w.type, w.dims, w.location, w.data]).toEqual([n.type, n.dims, n.location, n.data]);
+});
+
+/**
+ * onnxruntime-web whose 'webgpu' sessions are WASM ones (Node has no WebGPU), on a device that reports `errors`
+ * from its validation scopes: the WebGPU branch of the device rule and the run guard, run in Node.
+ */
+function playedWebGpu(errors: (string | null)[] = []): { ort: WebOrt; scopes: () => number } {
+  let open = 0;
+  const device = {
+    pushErrorScope: () => void open++,
+    popErrorScope: async () => {
+      open--;
+      const m = errors.shift() ?? null;
+      return m === null ? null : { message: m };
+    },
+  };
+  return {
+    ort: {
+      Tensor: ortWeb.Tensor,
+      env: { wasm: ortWeb.env.wasm, webgpu: { device } },
+      InferenceSession: {
+        create: (model, options) => {
+          const wasm = { ...options, executionProviders: ['wasm'] };
+          return typeof model === 'string' ? ortWeb.InferenceSession.create(model, wasm) : ortWeb.InferenceSession.create(model, wasm);
+        },
+      },
+    },
+    scopes: () => open,
+  };
+}
+
+function half(): Graph {
+  const g = new Graph({ name: 'half' });
+  const h = g.input('h', 'float16', [3]);
+  g.output(g.add(h, h), 'y');
+  return g;
+}
+
+describe('web sessions on a WebGPU adapter without shader-f16', () => {
+  const adapter = (features: string[]) => gpuWith({ info: { vendor: 'google', architecture: 'swiftshader' }, features });
+  const open = (ort: WebOrt, features: string[], opts: SessionOptions, g: Graph) =>
+    serializeModel(g).then((m) => createSessionOn(webBackend(ort, adapter(features)), m, opts));
+
+  it("'auto' runs a float16 graph (compute dtype, or float16 inputs) on WASM and says why; 'webgpu' refuses", async () => {
+    const { ort } = playedWebGpu();
+    const a = await open(ort, ['timestamp-query'], { computeDtype: 'float16' }, build().g);
+    expect(a.device).toBe('wasm');
+    expect(a.deviceReason).toMatch(
+      /^auto: WebGPU adapter \(google swiftshader\) has no 'shader-f16' feature, which a float16 graph needs; WASM/,
+    );
+    const b = await open(ort, [], {}, half());
+    expect(b.device).toBe('wasm');
+    expect(b.deviceReason).toMatch(/has no 'shader-f16' feature, and the model's inputs or outputs are float16; WASM/);
+    const y = await b.run({ h: hostTensor('float16', Uint16Array.of(0x3c00, 0x4000, 0xb800), [3]) });
+    expect(Array.from(y.y!.data as Uint16Array)).toEqual([0x4000, 0x4400, 0xbc00]); // 2, 4, -1
+    const e = await rejection(open(ort, [], { device: 'webgpu', name: 'h' }, half()));
+    expect(e.code).toBe('WEBGPU_UNAVAILABLE');
+    expect(e.message).toMatch(/^Session 'h': device 'webgpu' was requested but WebGPU adapter .* has no 'shader-f16' feature/);
+    // With the feature, the same graph goes to WebGPU.
+    const c = await open(ort, ['shader-f16'], {}, half());
+    expect(c.device).toBe('webgpu');
+    await Promise.all([a.release(), b.release(), c.release()]);
+  });
+
+  it('a run during which the device reports a validation error fails with it instead of returning its outputs', async () => {
+    const played = playedWebGpu([null, 'Invalid ShaderModule "Add"\n - While calling [Device].CreateShaderModule']);
+    const s = await createSessionOn(webBackend(played.ort, adapter(['shader-f16'])), await serializeModel(build().g), { name: 'g' });
+    expect(s.device).toBe('webgpu');
+    const ok = await s.run({ x });
+    expect(ok.y?.dims).toEqual([3, 4]);
+    const e = await rejection(s.run({ x }));
+    expect(e.code).toBe('ORT_RUN_FAILED');
+    expect(e.message).toMatch(
+      /Session 'g'.*the WebGPU device refused the run's work \(its outputs would be wrong\): Invalid ShaderModule "Add"$/,
+    );
+    expect(played.scopes()).toBe(0);
+    await s.release();
+  });
 });

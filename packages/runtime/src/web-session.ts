@@ -2,7 +2,7 @@
 // adapter, WASM otherwise. The ORT namespace is a parameter so that Node tests run this very code on
 // onnxruntime-web's WASM backend (platform.browser.ts passes the real one).
 import type { OrtSession, OrtSessionOptions, Tensor } from '#platform';
-import type { OpenContext, OpenedSession, SessionBackend } from './backend.js';
+import type { OpenContext, OpenedSession, RunGuard, SessionBackend } from './backend.js';
 import { WEB_DEVICE_REQUESTS } from './device.js';
 import { errorMessage, noKernelError, RuntimeError, wrapOrtError } from './errors.js';
 
@@ -10,7 +10,8 @@ import { errorMessage, noKernelError, RuntimeError, wrapOrtError } from './error
 export interface WebOrt {
   InferenceSession: { create(model: Uint8Array | string, options: OrtSessionOptions): Promise<OrtSession> };
   Tensor: typeof Tensor;
-  env: { wasm: { numThreads?: number } };
+  /** `webgpu.device`: the GPUDevice ORT runs on, once a WebGPU session exists (a Promise or the device). */
+  env: { wasm: { numThreads?: number }; webgpu?: { readonly device?: unknown } };
 }
 
 /** The part of WebGPU's `navigator.gpu` the device rule asks (no DOM types in this package). */
@@ -77,6 +78,44 @@ function threadsNote(ort: WebOrt, asked: number | undefined, isolated: boolean):
   return running === 1 && !isolated ? `${head} (${ISOLATION})` : head;
 }
 
+/** The part of a GPUDevice the run guard uses. */
+interface ErrorScopes {
+  pushErrorScope(filter: 'validation'): void;
+  popErrorScope(): Promise<{ message: string } | null>;
+}
+
+/**
+ * A WebGPU session's runs inside a validation error scope. ORT-web's WebGPU kernels do not check what the device
+ * refuses (it only logs it): a float16 shader on an adapter without 'shader-f16' fails to compile, the queue
+ * drops the work and every output of the run reads zeros (seen in headless Chromium, SwiftShader). A run during
+ * which the device reported a validation error fails instead. Runs of several sessions at once share the
+ * device's scope stack, so an error may be reported by another of those runs, never lost.
+ */
+function validationGuard(ort: WebOrt): RunGuard {
+  return async (run) => {
+    const device = (await ort.env.webgpu?.device) as Partial<ErrorScopes> | undefined;
+    if (typeof device?.pushErrorScope !== 'function' || typeof device.popErrorScope !== 'function') return run();
+    device.pushErrorScope('validation');
+    let result: Awaited<ReturnType<typeof run>>;
+    try {
+      result = await run();
+    } catch (e) {
+      await device.popErrorScope();
+      throw e;
+    }
+    const error = await device.popErrorScope();
+    if (error !== null) {
+      throw new Error(`the WebGPU device refused the run's work (its outputs would be wrong): ${error.message.split('\n')[0]}`);
+    }
+    return result;
+  };
+}
+
+/** Float16 inputs or outputs: a WebGPU adapter without 'shader-f16' cannot run the kernels that read them. */
+function float16Io(session: OrtSession): boolean {
+  return [...session.inputMetadata, ...session.outputMetadata].some((m) => m.isTensor && m.type === 'float16');
+}
+
 /** onnxruntime-web's backend: `ort` is `import * as ort from 'onnxruntime-web'`. */
 export function webBackend(ort: WebOrt, facts: () => WebFacts = pageFacts): SessionBackend {
   return { devices: WEB_DEVICE_REQUESTS, Tensor: ort.Tensor, open: (model, ctx) => openWeb(ort, model, ctx, facts()) };
@@ -106,13 +145,21 @@ async function openWeb(
   let noGpu: string | undefined;
   if (request === 'auto' || request === 'webgpu') {
     const probe = await probeWebGpu(facts.gpu);
+    const f16 = probe.features.includes('shader-f16');
+    const noF16 = `${probe.evidence} has no 'shader-f16' feature`;
     if (!probe.found) noGpu = probe.evidence;
+    else if (!f16 && opts.computeDtype === 'float16') noGpu = `${noF16}, which a float16 graph needs`;
     else {
-      const found = probe.evidence;
       try {
         const session = await create('webgpu');
-        // Nodes WebGPU has no kernel for run on WASM, with its threads.
-        return { session, device: 'webgpu', reason: `${request === 'auto' ? 'auto' : 'webgpu requested'}: ${found}; ${threads()}` };
+        if (!f16 && float16Io(session)) {
+          await session.release();
+          noGpu = `${noF16}, and the model's inputs or outputs are float16`;
+        } else {
+          // Nodes WebGPU has no kernel for run on WASM, with its threads.
+          const reason = `${request === 'auto' ? 'auto' : 'webgpu requested'}: ${probe.evidence}; ${threads()}`;
+          return { session, device: 'webgpu', reason, guard: validationGuard(ort) };
+        }
       } catch (e) {
         if (request === 'webgpu') throw loadError(e);
         noGpu = `the WebGPU backend failed (${errorMessage(e).split('\n')[0]})`;
