@@ -45,6 +45,9 @@ export async function describe(g: Graph): Promise<GraphDescription> {
     if (ref.kind === 'file') {
       if (!real.has(ref.path)) real.set(ref.path, realpath(ref.path));
       where = [await real.get(ref.path), ref.byteOffset, ref.byteLength];
+    } else if (ref.kind === 'source') {
+      // Read through a ByteSource (a URL, a Blob): keyed by where and which version of the file, as a path by its stamp.
+      where = [ref.kind, ref.source.name, ref.source.stamp, ref.byteOffset, ref.byteLength];
     }
     h.update(JSON.stringify([name, ref.dtype, ref.shape, where]));
   }

@@ -12,7 +12,9 @@ import { ModelError } from './errors.js';
 export function heldBytes(g: Graph): number {
   let n = 0;
   for (const { ref } of g.snapshot().initializers) {
-    const widened = ref.kind === 'file' && g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
+    // Checkpoint tensors (in a file, or read through a source) as stored: a float32 graph casts 16-bit ones.
+    const stored = ref.kind === 'file' || ref.kind === 'source';
+    const widened = stored && g.computeDtype === 'float32' && (ref.dtype === 'bfloat16' || ref.dtype === 'float16');
     n += (widened ? 2 : 1) * tensorByteLength(ref);
   }
   return n;

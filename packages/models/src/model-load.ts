@@ -15,7 +15,7 @@ import {
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint } from '@vlmkit/safetensors';
-import { cachedSession, openCheckpoint } from '#platform';
+import { cachedSession, openCheckpoint, planDevice } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import { LoadResources } from './load-resources.js';
@@ -57,7 +57,7 @@ export interface LoadOptions {
    */
   quantize?: QuantizeChoice | undefined;
   /**
-   * How the model runs: a profile by name ('cpu', 'cuda', 'web'), or profile fields over the device's profile (for
+   * How the model runs: a profile by name ('cpu', 'cuda', 'web', 'webgpu'), or profile fields over the device's profile (for
    * benchmarks: `{ loop: 'graph' }`, `{ ...PROFILES.cuda, threads: 4 }`). Default: the device's (`PROFILES`).
    */
   profile?: ProfileName | ProfileOverrides | undefined;
@@ -83,7 +83,7 @@ export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
   device: "'auto' (default: CUDA when its EP and a GPU answer, else CPU), 'cpu' or 'cuda'",
   dtype: "the float type the graphs compute in: 'float32' (default), 'float16' or 'bfloat16'; not with quantize",
   quantize: "block-quantized weights: 'int8' | 'int4' (the decoder) or { decoder, vision }",
-  profile: "how the model runs: 'cpu' | 'cuda' | 'web' (default: the device's) or profile fields over it (PROFILES)",
+  profile: "how the model runs: 'cpu' | 'cuda' | 'web' | 'webgpu' (default: the device's) or profile fields over it (PROFILES)",
   cacheDir: 'where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit)',
   onProgress: 'called as each load step (weights, each graph, each session) starts and ends, and with its work between',
   adapter: 'a PEFT LoRA adapter directory merged into the decoder at load (families that support adapters)',
@@ -160,9 +160,10 @@ export interface ResolvedLoad {
 
 /**
  * Checks the load options (BAD_LOAD_OPTIONS naming the option; INCOMPATIBLE_OPTIONS for a 16-bit dtype with
- * quantized weights) and resolves them with the profile, before anything is opened.
+ * quantized weights, or int8 weights on WebGPU) and resolves them with the profile, before anything is opened.
+ * `planned`: the device the profile plans for (default the request; a page resolves 'auto' first: `planDevice`).
  */
-export function resolveLoad(options: LoadOptions): ResolvedLoad {
+export function resolveLoad(options: LoadOptions, planned: DeviceRequest | undefined = options.device): ResolvedLoad {
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || key in LOAD_OPTIONS) continue;
     const now = (PROFILE_FIELDS as string[]).includes(key)
@@ -177,7 +178,8 @@ export function resolveLoad(options: LoadOptions): ResolvedLoad {
     quantize: quantize.decoder,
     'quantize.vision': quantize.vision,
   });
-  const profile = resolveProfile(options.profile, options.device);
+  if (planned === 'webgpu') checkWebGpuQuantize(quantize);
+  const profile = resolveProfile(options.profile, planned);
   return {
     profile,
     decoder: {
@@ -209,7 +211,7 @@ export function resolveLoad(options: LoadOptions): ResolvedLoad {
  */
 export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise<LoadedSessions> {
   const { name, root, options } = spec;
-  const { profile, decoder: build, vision: visionBuild, session } = resolveLoad(options);
+  const { profile, decoder: build, vision: visionBuild, session } = resolveLoad(options, await planDevice(options.device));
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
   try {
@@ -320,4 +322,17 @@ function quantizeParts(q: QuantizeChoice | undefined): { decoder?: QuantizeReque
     out[side] = request;
   }
   return out;
+}
+
+/** onnxruntime-web's WebGPU MatMulNBits takes 4-bit blocks only (it fails at session creation on 8-bit ones). */
+function checkWebGpuQuantize(q: { decoder?: QuantizeRequest; vision?: QuantizeRequest }): void {
+  for (const side of ['decoder', 'vision'] as const) {
+    const request = q[side];
+    if (request !== undefined && quantizeOptions(request).bits !== 4) {
+      throw new ModelError(
+        'INCOMPATIBLE_OPTIONS',
+        `quantize${side === 'vision' ? '.vision' : ''}: 8-bit weights cannot run on WebGPU (onnxruntime-web's WebGPU MatMulNBits takes 4-bit ones only); quantize 'int4', or load with device 'wasm'.`,
+      );
+    }
+  }
 }

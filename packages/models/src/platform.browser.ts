@@ -3,6 +3,7 @@
 // system: a model loads from its files (`ModelFiles`: urlFiles, blobFiles of @vlmkit/safetensors), its graphs are
 // built in memory (no graph cache yet: OPFS or Cache Storage later, keyed as Node's), and what needs the file
 // system (the graph cache, export, inspect, output files) refuses with UNSUPPORTED_PLATFORM, saying what to use.
+import { probeWebGpu } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import type * as NodePlatform from './platform.node.js';
 
@@ -103,5 +104,15 @@ export const warn: typeof NodePlatform.warn = (message, code) => {
   console.warn(`VlmkitWarning [${code}]: ${message}`);
 };
 
-/** Every device of a page (WASM, WebGPU) plans with the web profile (./profiles.ts). */
-export const deviceProfile: typeof NodePlatform.deviceProfile = () => 'web';
+/** A page's WebGPU plans with the webgpu profile, its WASM with the web profile (./profiles.ts). */
+export const deviceProfile: typeof NodePlatform.deviceProfile = (device) => (device === 'webgpu' ? 'webgpu' : 'web');
+
+/**
+ * 'auto' (and no device) planned as what the runtime will choose: WebGPU when `navigator.gpu` gives an adapter,
+ * else WASM; 'cpu' is WASM. The session still gets the request as given (the runtime falls back to WASM when
+ * WebGPU fails to start; the webgpu profile's graphs run there too).
+ */
+export const planDevice: typeof NodePlatform.planDevice = async (device) => {
+  if (device === 'auto' || device === undefined) return (await probeWebGpu()).found ? 'webgpu' : 'wasm';
+  return device === 'cpu' ? 'wasm' : device;
+};

@@ -57,10 +57,16 @@ export function warn(message: string, code: string): void {
 
 /**
  * The profile a device request plans for: 'cpu' or 'cuda' (runtime's `chooseDevice`: 'auto' is CUDA when its EP
- * and a GPU answer); a page's devices ('wasm', 'webgpu') plan with 'web' (the runtime refuses them in Node).
+ * and a GPU answer); a page's devices plan with 'web' ('wasm') and 'webgpu' (the runtime refuses them in Node).
  */
 export function deviceProfile(device: DeviceRequest | undefined): ProfileName {
   if (device === 'cpu' || device === 'cuda') return device;
-  if (device === 'wasm' || device === 'webgpu') return 'web';
+  if (device === 'wasm') return 'web';
+  if (device === 'webgpu') return 'webgpu';
   return chooseDevice(device ?? 'auto', { binaries: findCudaBinaries(), gpu: probeNvidiaGpu }).device;
+}
+
+/** The device a load's profile plans for, before anything is opened: in Node the request itself (`deviceProfile` reads it). */
+export async function planDevice(device: DeviceRequest | undefined): Promise<DeviceRequest | undefined> {
+  return device;
 }

@@ -10,7 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import { COMPUTE_DTYPES, type ComputeDType } from '@vlmkit/onnx-graph';
 import type { HostTensor } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LOAD_OPTIONS, type LoadOptions, type QuantizeChoice } from './model-load.js';
+import { LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
 import { PROFILE_NAMES, PROFILES, type ProfileName, resolveProfile } from './profiles.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { agreement, type FixtureCase, fixtureCases, meanRel, readTensors, relError } from './test-utils/fixtures.js';
@@ -170,6 +170,23 @@ describe('load options and profiles', () => {
     expect(resolveProfile({ loop: 'graph' }, 'cuda')).toEqual({ ...PROFILES.cuda, loop: 'graph' });
   });
 
+  it("a page's devices plan with the web profiles; 8-bit weights are refused on WebGPU by name", () => {
+    expect(resolveLoad({ device: 'wasm' }).profile).toBe(PROFILES.web);
+    expect(resolveLoad({ device: 'webgpu' }).profile).toBe(PROFILES.webgpu);
+    // A page plans 'auto' as the device the runtime will pick (platform.browser.ts `planDevice`).
+    expect(resolveLoad({ device: 'auto' }, 'webgpu').profile).toBe(PROFILES.webgpu);
+    expect(PROFILES.webgpu.decoderPasses.slice(-2)).toEqual(['webgpu-attention', 'non-empty-scatter']);
+    expect(PROFILES.webgpu.visionPasses).toEqual(['stored-layout', 'webgpu-attention', 'non-empty-scatter']);
+    expect(resolveLoad({ device: 'webgpu', quantize: 'int4' }).decoder.quantize).toBe('int4');
+    for (const quantize of ['int8', { decoder: 'int4', vision: 'int8' }] as const) {
+      expect(() => resolveLoad({ device: 'webgpu', quantize })).toThrow(
+        expect.objectContaining({ code: 'INCOMPATIBLE_OPTIONS', message: expect.stringContaining('8-bit weights cannot run on WebGPU') }),
+      );
+    }
+    expect(() => resolveLoad({ device: 'auto', quantize: 'int8' }, 'webgpu')).toThrow(/load with device 'wasm'/);
+    expect(resolveLoad({ device: 'wasm', quantize: 'int8' }).decoder.quantize).toBe('int8');
+  });
+
   it('an option of earlier builds is refused naming its replacement; a bad profile names the field', async () => {
     const dir = join(fixtureCases('ernie-tiny')[0]!.checkpoint);
     const refused = async (o: Record<string, unknown>) =>
@@ -184,7 +201,7 @@ describe('load options and profiles', () => {
     expect((await refused({ computeDtype: 'float16' })).message).toContain("load option 'computeDtype' is dtype now");
     expect((await refused({ quantizeVision: 'int8' })).message).toContain("'quantizeVision' is quantize: { decoder, vision");
     expect((await refused({ profile: 'gpu' })).message).toContain(
-      "profile must be one of cpu, cuda, web or an object of profile fields, got 'gpu'",
+      "profile must be one of cpu, cuda, web, webgpu or an object of profile fields, got 'gpu'",
     );
     expect((await refused({ profile: { visionSession: 'sometimes' } })).message).toBe(
       "profile.visionSession must be one of resident, per-call, got 'sometimes'",

@@ -3,18 +3,18 @@
 // here, and a benchmark overrides it by passing `profile: { loop: 'graph' }` or another profile by name.
 
 import type { KvCacheMode } from '@vlmkit/moe-decoder';
-import { type OpSet, PASS_NAMES, type PassName } from '@vlmkit/onnx-graph';
+import { type OpSet, PASS_NAMES, type PassName, WEBGPU_PASSES } from '@vlmkit/onnx-graph';
 import type { DeviceRequest } from '@vlmkit/runtime';
 import { deviceProfile } from '#platform';
 import { ModelError } from './errors.js';
 import { DECODE_LOOPS, type DecodeLoop } from './graph-loop.js';
 import { VISION_SESSION_MODES, type VisionSessionMode } from './vision-session.js';
 
-export type ProfileName = 'cpu' | 'cuda' | 'web';
+export type ProfileName = 'cpu' | 'cuda' | 'web' | 'webgpu';
 
 /** Everything about a load that is not the user's choice. */
 export interface Profile {
-  /** 'cpu', 'cuda', 'web', or a benchmark's own name for an overridden profile. */
+  /** 'cpu', 'cuda', 'web', 'webgpu', or a benchmark's own name for an overridden profile. */
   readonly name: string;
   /** The decoder's KV cache layout (moe-decoder `KvCacheMode`). */
   readonly kvCache: KvCacheMode;
@@ -75,6 +75,9 @@ const CPU: Profile = {
   logger: undefined,
 };
 
+const WEB: Profile = { ...CPU, name: 'web', memoryCheck: false };
+const WEBGPU_PASS_NAMES = WEBGPU_PASSES.map((p) => p.name as PassName);
+
 /**
  * One profile per device. The CUDA choices are stated ones that tools/gpu measures (tools/gpu/README.md, "What
  * the runs decide"); until then kvCache and loop are the CPU's (tools/gpu/bench.mjs times both loops).
@@ -93,14 +96,20 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
     emptyModalityIf: false,
   },
-  // onnxruntime-web in a page (every device there: WASM, WebGPU). Its WASM EP is ORT's CPU EP compiled to
-  // WebAssembly, contrib kernels included (FusedMatMul, MatMulNBits: models README, "In the browser"), so it starts
-  // from the CPU's measured choices. A page states no available memory (no check); its graphs are built in
-  // memory on every load, so the cache settings do not apply.
-  web: {
-    ...CPU,
-    name: 'web',
-    memoryCheck: false,
+  // onnxruntime-web's WASM EP, in a page. It is ORT's CPU EP compiled to WebAssembly, contrib kernels included:
+  // every graph the cpu and cuda profiles build runs there with the CPU's numbers (models README, "The web
+  // profile"), so it takes the CPU's measured choices. A page states no available memory (no check); its graphs
+  // are built in memory on every load, so the cache settings do not apply.
+  web: WEB,
+  // onnxruntime-web's WebGPU EP: the web profile's graphs, then onnx-graph's WEBGPU_PASSES (numbers-neutral) for
+  // the WebGPU kernels' limits (a MultiHeadAttention bias of the full shape, its `scale` folded into q, no
+  // zero-sized ScatterND input). The empty-modality If stays: without it ERNIE's vision experts run on zero
+  // rows, which WebGPU kernels refuse. Its own fused-kernel choices wait for measurements in Chromium.
+  webgpu: {
+    ...WEB,
+    name: 'webgpu',
+    decoderPasses: [...WEB.decoderPasses, ...WEBGPU_PASS_NAMES],
+    visionPasses: [...WEB.visionPasses, ...WEBGPU_PASS_NAMES],
   },
 };
 
