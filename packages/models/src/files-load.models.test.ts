@@ -95,6 +95,21 @@ describe('loads from ModelFiles', () => {
     }
   });
 
+  it("keeps a graph's bytes only for a vision session opened per call, which runs again from them", async () => {
+    const inputs = await readNamedTensors(join(FIXTURE_DIR, 'granite-tiny', 'cases', 'multi-image', 'inputs.safetensors'));
+    const files = urlFiles(`${server.url}granite-tiny/`);
+    const resident = await loadPretrained(files, { device: 'cpu' });
+    const perCall = await loadPretrained(files, { device: 'cpu', profile: { visionSession: 'per-call' } });
+    try {
+      const want = (await resident.forwardNamed(inputs)).logits!.data;
+      expect((await perCall.forwardNamed(inputs)).logits!.data).toEqual(want);
+      expect((await perCall.forwardNamed(inputs)).logits!.data).toEqual(want);
+    } finally {
+      await resident.release();
+      await perCall.release();
+    }
+  });
+
   it('refuses a LoRA adapter (read from a directory path) before anything is read', async () => {
     const files = urlFiles(`${server.url}granite-tiny/`);
     const before = server.requests.length;
