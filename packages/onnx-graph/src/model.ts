@@ -1,3 +1,4 @@
+import { SERIALIZE_INLINE_BELOW } from '#platform';
 import { onnxDataType } from './dtype.js';
 import { GraphError } from './errors.js';
 import { foldInitializerTransforms } from './fold.js';
@@ -22,8 +23,9 @@ export interface SerializedModel {
 
 export interface SerializeOptions {
   /**
-   * Initializers of at least this many bytes become external data (default:
-   * inline everything while the model stays under 1.5 GB, else 1 MiB).
+   * Initializers of at least this many bytes become external data (default: in Node, inline everything while
+   * the weights stay under 1.5 GB, else 1 MiB; in the browser 1 MiB, whose runtime holds external weights once
+   * and inline ones twice).
    */
   externalThreshold?: number;
   /**
@@ -79,8 +81,6 @@ export interface SavedModel {
   foldedNodes: number;
 }
 
-/** Below protobuf's 2 GiB message limit, with room for the graph itself. */
-const INLINE_LIMIT = 1.5 * 2 ** 30;
 const PROTOBUF_LIMIT = 2 ** 31;
 
 /**
@@ -90,11 +90,16 @@ const PROTOBUF_LIMIT = 2 ** 31;
  * second copy of the weights. The bytes are protobufjs' encoding of the same model, byte for byte.
  */
 export async function serializeModel(g: Graph, opts: SerializeOptions = {}): Promise<SerializedModel> {
+  return serializeWith(g, opts, SERIALIZE_INLINE_BELOW);
+}
+
+/** `serializeModel` with the platform's inline limit given (tests run the browser's in Node). */
+export async function serializeWith(g: Graph, opts: SerializeOptions, inlineBelow: number): Promise<SerializedModel> {
   const snap = g.snapshot();
   const folded = opts.fold ? foldInitializerTransforms(snap, tensorBytes) : undefined;
   const initializers = folded?.initializers ?? snap.initializers;
   const total = initializers.reduce((a, e) => a + tensorByteLength(e.ref), 0);
-  const threshold = opts.externalThreshold ?? (total < INLINE_LIMIT ? Number.POSITIVE_INFINITY : 2 ** 20);
+  const threshold = opts.externalThreshold ?? (total < inlineBelow ? Number.POSITIVE_INFINITY : 2 ** 20);
   const externalData: ExternalBuffer[] = [];
   // Every initializer's encoding but the inline ones' raw bytes, which are read into place below.
   const pieces: { head: Uint8Array; inline?: InitializerEntry; length: number }[] = [];

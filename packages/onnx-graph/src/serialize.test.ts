@@ -8,8 +8,10 @@ import ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { GraphError } from './errors.js';
 import { Graph } from './graph.js';
-import { encode, externalTensor, inlineTensor, modelBytes, serializeModel } from './model.js';
+import { encode, externalTensor, inlineTensor, modelBytes, serializeModel, serializeWith } from './model.js';
 import * as nn from './nn.js';
+import * as browser from './platform.browser.js';
+import * as node from './platform.node.js';
 import { onnx } from './proto.js';
 import type { FileRead } from './read-observer.js';
 import { observeFileReads } from './read-observer.node.js';
@@ -132,6 +134,30 @@ describe('serializeModel', () => {
       return r;
     };
     expect(await out((await serializeModel(g, { fold: true })).bytes)).toEqual(await out(await modelBytes(g)));
+  });
+
+  it('by default keeps a small model inline in Node, and gives the browser every tensor of 1 MiB and more apart', async () => {
+    const g = new Graph({ name: 'defaults' });
+    const big = g.initializer('big', tensorFromArray('float32', [512, 512], randn(512 * 512, 8))); // 1 MiB
+    const small = g.initializer('small', tensorFromArray('float32', [512], randn(512, 9)));
+    g.output(g.add(g.matmul(g.input('x', 'float32', [1, 512]), big), small), 'y');
+    const inNode = await serializeModel(g);
+    expect(inNode).toEqual(await serializeWith(g, {}, node.SERIALIZE_INLINE_BELOW));
+    expect(inNode.externalData).toEqual([]);
+    const inPage = await serializeWith(g, {}, browser.SERIALIZE_INLINE_BELOW);
+    expect(inPage.externalData.map((e) => [e.path, e.data.byteLength])).toEqual([['initializer_0.bin', 2 ** 20]]);
+    const x = randn(512, 10);
+    const run = async (m: typeof inNode) => {
+      const s = await ort.InferenceSession.create(m.bytes, {
+        externalData: m.externalData,
+        executionProviders: ['cpu'],
+        logSeverityLevel: 3,
+      });
+      const y = (await s.run({ x: new ort.Tensor('float32', x, [1, 512]) })).y!.data;
+      await s.release();
+      return y;
+    };
+    expect(await run(inPage)).toEqual(await run(inNode));
   });
 
   it("refuses a model over protobuf's 2 GiB limit before reading a weight", async () => {
