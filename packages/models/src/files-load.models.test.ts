@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ernie45VL, type ErnieInputs } from './ernie/model.js';
 import { FIXTURE_DIR } from './fixture-dir.node.js';
 import { readNamedTensors } from './inputs-file.node.js';
+import type { LoadProgress } from './progress.js';
 import { loadPretrained, type PretrainedModel } from './registry.js';
 import { caseMessages } from './test-utils/fixtures.js';
 import { type RangeServer, rangeServer } from './test-utils/range-server.js';
@@ -93,6 +94,33 @@ describe('loads from ModelFiles', () => {
       await byPath.release();
       await byFiles.release();
     }
+  });
+
+  it('reports its steps, and within each build the bytes read by URL (a progress bar in a page)', async () => {
+    const events: LoadProgress[] = [];
+    const url = `${server.url}ernie-tiny/`;
+    const m = await loadPretrained(urlFiles(url), { device: 'cpu', quantize: 'int4', onProgress: (p) => events.push({ ...p }) });
+    await m.release();
+    const steps = events.filter((p) => p.detail === undefined).map((p) => `${p.stage}:${p.name}:${p.done}/${p.total}`);
+    expect(steps).toEqual([
+      'weights:checkpoint:0/5',
+      'weights:checkpoint:1/5',
+      'build:ernie-vision:1/5',
+      'build:ernie-vision:2/5',
+      'session:ernie-vision:2/5',
+      'session:ernie-vision:3/5',
+      'build:ernie-decoder:3/5',
+      'build:ernie-decoder:4/5',
+      'session:ernie-decoder:4/5',
+      'session:ernie-decoder:5/5',
+    ]);
+    const reads = events.flatMap((p) => (p.detail?.kind === 'read' ? [{ step: `${p.stage}:${p.name}`, ...p.detail }] : []));
+    expect(new Set(reads.map((r) => r.file))).toEqual(new Set([`${url}model.safetensors`]));
+    expect(new Set(reads.map((r) => r.step))).toEqual(new Set(['build:ernie-vision', 'build:ernie-decoder']));
+    expect(reads.every((r, i) => i === 0 || r.bytes > reads[i - 1]!.bytes)).toBe(true);
+    // Every weight is read through the URL while the graphs are written (a tensor two graphs use, twice).
+    expect(reads.at(-1)!.bytes).toBeGreaterThanOrEqual(reads.at(-1)!.totalBytes);
+    expect(events.some((p) => p.detail?.kind === 'quantize' && p.name === 'ernie-decoder')).toBe(true);
   });
 
   it("keeps a graph's bytes only for a vision session opened per call, which runs again from them", async () => {
