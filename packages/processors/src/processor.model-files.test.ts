@@ -179,6 +179,12 @@ describe('the browser platform (platform.browser.ts, run in Node)', () => {
     await refuses(browser.decodeImageBytes(cmyk, 'cmyk.jpg', 1e9), /CMYK JPEG/);
   });
 
+  it('a WebP with a chunk cut short, which Pillow refuses and a browser may decode', async () => {
+    const webp = readFileSync(fixturePath('image-processors/decode/exif8.webp'));
+    const err = await browser.decodeImageBytes(webp.subarray(0, webp.length - 5), 'cut.webp', 1e9).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'NOT_AN_IMAGE', message: expect.stringMatching(/cut short/) });
+  });
+
   it('16-bit PNGs, which it decodes itself, as Pillow (the whole browser path, run in Node)', async () => {
     for (const f of ['i16.png', 'la16.png', 'rgb16.png']) {
       const got = await browser.decodeImageBytes(readFileSync(fixturePath('image-processors/decode', f)), f, 1e9);

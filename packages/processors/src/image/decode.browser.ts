@@ -7,7 +7,7 @@ import { ProcessorError } from '../errors.js';
 import type { ImageBitmapLike } from './decode.js';
 import { exifOrientation, jpegExif, orient, withoutExif } from './exif-orientation.js';
 import { checkImagePixels, readImageHeader, rgbaToRgb } from './image-header.js';
-import { checkExifHeader, checkPngChunks } from './pillow-checks.js';
+import { checkExifHeader, checkPngChunks, checkWebpChunks } from './pillow-checks.js';
 import { decodePng16 } from './png16.js';
 import type { RgbImage } from './rgb-image.js';
 
@@ -68,6 +68,7 @@ export async function decodeImageBytes(bytes: Uint8Array, name: string, maxPixel
   if (header.format === 'tiff') throw refuse('a TIFF image, which browsers do not decode');
   if (header.jpegComponents === 4) throw refuse("a CMYK JPEG, which browsers convert to RGB otherwise than Pillow's cmyk2rgb");
   if (header.format === 'png') checkPngChunks(bytes, name);
+  if (header.format === 'webp') checkWebpChunks(bytes, name);
   if (header.format === 'png' || header.format === 'webp') checkExifHeader(header.exif, name);
   checkImagePixels(name, header.width, header.height, maxPixels);
   // Pillow clips 16-bit grey to 255 and keeps the high byte of 16-bit colour; browsers scale: decoded here.
@@ -76,7 +77,7 @@ export async function decodeImageBytes(bytes: Uint8Array, name: string, maxPixel
     throw new ProcessorError('UNSUPPORTED_PLATFORM', `${name}: this platform has no createImageBitmap`);
   const format = header.format;
   const exif = format === 'jpeg' ? jpegExif(bytes) : header.exif;
-  const stored = exif === undefined || format === 'gif' ? bytes : withoutExif(bytes, format);
+  const stored = format === 'gif' ? bytes : withoutExif(bytes, format);
   let bitmap: ImageBitmapLike;
   try {
     bitmap = await page.createImageBitmap(new Blob([stored as Uint8Array<ArrayBuffer>]), {

@@ -45,7 +45,17 @@ describe('EXIF orientation as exif_transpose applies it', () => {
     expect(Buffer.from(turned.data).equals(Buffer.from(node.data))).toBe(true);
   });
 
-  it('reads 1 from a block without the tag, with a broken header or a count other than 1', () => {
+  it('takes every APP1 out of a JPEG, a damaged "Exif\\0\\0" one too (Chromium reads that as EXIF, Pillow does not)', () => {
+    const bytes = readBytes('image-processors/decode', 'exif2.jpg').slice();
+    const at = bytes.findIndex((_, i) => bytes[i] === 0xff && bytes[i + 1] === 0xe1);
+    bytes[at + 9] = 0x4a; // "Exif\0J"
+    expect(jpegExif(bytes)).toBeUndefined();
+    const stripped = withoutExif(bytes, 'jpeg');
+    expect(stripped.findIndex((_, i) => stripped[i] === 0xff && stripped[i + 1] === 0xe1)).toBe(-1);
+    expect(stripped.length).toBeLessThan(bytes.length);
+  });
+
+  it('reads 1 from a block without the tag, with a broken TIFF header, a count other than 1 or a value past 8', () => {
     expect(exifOrientation(undefined)).toBe(1);
     expect(exifOrientation(new Uint8Array([0x4d, 0x4d, 0, 0x2a, 0, 0, 0, 8, 0, 0]))).toBe(1);
     expect(exifOrientation(new Uint8Array([1, 2, 3]))).toBe(1);
@@ -54,5 +64,9 @@ describe('EXIF orientation as exif_transpose applies it', () => {
     expect(exifOrientation(tag(1, 6))).toBe(6);
     expect(exifOrientation(tag(2, 6))).toBe(1);
     expect(exifOrientation(tag(1, 9))).toBe(1);
+    // A damaged TIFF header (a fuzzed exif4.jpg: Pillow decodes it unturned).
+    const bad = tag(1, 6);
+    bad[2] = 0;
+    expect(exifOrientation(bad)).toBe(1);
   });
 });

@@ -16,7 +16,11 @@ const isExif = (b: Uint8Array, at: number) => String.fromCharCode(...b.subarray(
 function jpegSegments(b: Uint8Array): { marker: number; start: number; end: number }[] {
   const out: { marker: number; start: number; end: number }[] = [];
   let pos = 2;
-  while (pos + 4 <= b.length && b[pos] === 0xff) {
+  while (pos + 4 <= b.length) {
+    if (b[pos] !== 0xff) {
+      pos++; // stray bytes before a marker, skipped as libjpeg skips them
+      continue;
+    }
     const marker = b[pos + 1]!;
     if (marker === 0xff) {
       pos++;
@@ -45,9 +49,10 @@ export function exifOrientation(exif: Uint8Array | undefined): number {
   while (t.length >= 6 && isExif(t, 0)) t = t.subarray(6);
   if (t.length < 8) return 1;
   const view = new DataView(t.buffer, t.byteOffset, t.byteLength);
-  const order = String.fromCharCode(t[0]!, t[1]!);
-  if (order !== 'II' && order !== 'MM') return 1;
-  const le = order === 'II';
+  // TiffImagePlugin.PREFIXES without BigTIFF: anything else is no EXIF to Pillow (a JPEG's is then ignored).
+  const prefix = String.fromCharCode(...t.subarray(0, 4));
+  if (!['MM\x00\x2a', 'II\x2a\x00', 'MM\x2a\x00', 'II\x00\x2a'].includes(prefix)) return 1;
+  const le = prefix.startsWith('II');
   const ifd = view.getUint32(4, le);
   if (ifd + 2 > t.length) return 1;
   const count = view.getUint16(ifd, le);
@@ -63,13 +68,17 @@ export function exifOrientation(exif: Uint8Array | undefined): number {
   return 1;
 }
 
-/** The bytes without their EXIF block(s), so that no decoder orients the pixels itself. */
+/**
+ * The bytes without their EXIF block(s), so that no decoder orients the pixels itself. For JPEG every APP1
+ * segment goes (EXIF, XMP: metadata only): Chromium takes an APP1 whose "Exif\0\0" is damaged as EXIF
+ * where Pillow reads none (a fuzzed copy of exif2.jpg showed it).
+ */
 export function withoutExif(b: Uint8Array, format: 'jpeg' | 'png' | 'webp'): Uint8Array {
   const keep: [number, number][] = [];
   if (format === 'jpeg') {
     let from = 0;
     for (const s of jpegSegments(b)) {
-      if (s.marker !== 0xe1 || !isExif(b, s.start + 4)) continue;
+      if (s.marker !== 0xe1) continue;
       keep.push([from, s.start]);
       from = s.end;
     }

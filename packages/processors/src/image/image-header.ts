@@ -61,7 +61,10 @@ function pngExif(b: Uint8Array, view: DataView): { exif?: Uint8Array } {
 function jpegHeader(b: Uint8Array, view: DataView): ImageHeader | undefined {
   let pos = 2;
   while (pos + 4 <= b.length) {
-    if (b[pos] !== 0xff) return undefined;
+    if (b[pos] !== 0xff) {
+      pos++; // libjpeg (Pillow's, and browsers') skips stray bytes before a marker
+      continue;
+    }
     const marker = b[pos + 1]!;
     if (marker === 0xff) {
       pos++; // fill byte

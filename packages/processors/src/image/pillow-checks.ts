@@ -63,3 +63,17 @@ export function checkExifHeader(exif: Uint8Array | undefined, name: string): voi
     );
   }
 }
+
+/**
+ * A WebP whose RIFF chunks are not all whole: Pillow's reader (libwebp's demuxer) refuses it ("could not
+ * create decoder object"), as sharp does; a browser may decode what is there. For the browser decoder.
+ */
+export function checkWebpChunks(bytes: Uint8Array, name: string): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = 8 + view.getUint32(4, true);
+  let pos = 12;
+  while (pos + 8 <= Math.min(end, bytes.length)) pos += 8 + view.getUint32(pos + 4, true) + (view.getUint32(pos + 4, true) & 1);
+  if (end > bytes.length || pos > end) {
+    throw new ProcessorError('NOT_AN_IMAGE', `${name}: a broken WebP (a chunk or the file is cut short); Pillow refuses it.`);
+  }
+}
