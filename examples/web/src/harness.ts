@@ -1,16 +1,22 @@
 // The page `pnpm test:browser` drives (examples/web/test/run.mjs): each entry of window.vlmkitHarness runs one
 // check in the browser and returns what the runner compares with Node's result of the same check.
+import { loadPretrained, type PretrainedModel } from '@vlmkit/models';
 import { Processor } from '@vlmkit/processors';
 import { createSession, float32 } from '@vlmkit/runtime';
 import { urlFiles, urlSource } from '@vlmkit/safetensors';
 import {
+  FIXTURE_LOAD,
   graphCases,
+  type ModelCaseJson,
+  type ModelCaseResult,
   MROPE_FIXTURES,
   type MropeResult,
+  modelCase,
   mropePositions,
   type ProcessorCaseJson,
   processorCase,
   readFrames,
+  readTensors,
   sha256,
   toWire,
   type WireTensor,
@@ -48,6 +54,9 @@ async function fetchBytes(path: string): Promise<Uint8Array> {
   if (!res.ok) throw new Error(`GET ${res.url}: ${res.status} ${res.statusText}`);
   return new Uint8Array(await res.arrayBuffer());
 }
+
+/** The models loaded so far, by checkpoint and device: a checkpoint's cases share one load. */
+const models = new Map<string, Promise<PretrainedModel>>();
 
 export interface GraphResult {
   name: string;
@@ -91,6 +100,34 @@ const harness = {
     });
     note(`processor ${family}/${name}: ${Object.keys(out).join(', ')}`);
     return out;
+  },
+
+  /**
+   * One model fixture case (test-fixtures/<model>/cases/<name>): the checkpoint read over HTTP with range
+   * requests (urlFiles), its graphs built in the page and run on onnxruntime-web; forward's logits and greedy ids.
+   */
+  async modelCase(model: string, name: string, device: 'wasm' | 'webgpu'): Promise<ModelCaseResult & { loadMs: number }> {
+    const c = await fetchJson<ModelCaseJson>(`${model}/cases/${name}/case.json`);
+    const key = `${c.checkpoint}|${device}`;
+    let loading = models.get(key);
+    const t = performance.now();
+    if (!loading) {
+      loading = loadPretrained(urlFiles(new URL(`${c.checkpoint}/`, FIXTURES)), { device, ...FIXTURE_LOAD });
+      models.set(key, loading);
+    }
+    const m = await loading;
+    const loadMs = performance.now() - t;
+    const inputs = await readTensors(await urlSource(new URL(`${model}/cases/${name}/inputs.safetensors`, FIXTURES)));
+    const out = await modelCase(m, inputs, c.max_new_tokens);
+    note(`model ${model}/${name} (${m.device}): ${out.ids.map((r) => r.join(' ')).join(' | ')}`);
+    return { ...out, loadMs };
+  },
+
+  /** Releases every loaded model (their sessions' WASM or GPU memory). */
+  async releaseModels(): Promise<void> {
+    const all = [...models.values()];
+    models.clear();
+    for (const m of await Promise.allSettled(all)) if (m.status === 'fulfilled') await m.value.release();
   },
 
   /** Graphs built in the page by @vlmkit/onnx-graph, serialized in memory, run by @vlmkit/runtime on onnxruntime-web. */

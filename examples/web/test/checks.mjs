@@ -1,8 +1,8 @@
 // The checks of `pnpm test:browser`: each asks the page for a result, computes the same in Node, compares.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fromWire, PROCESSOR_FAMILIES } from '../dist-node/checks/index.js';
-import { nodeGraphs, nodeMrope, nodeProcessorCase, wireTensors } from './node-side.mjs';
+import { fromWire, MODEL_FIXTURES, PROCESSOR_FAMILIES } from '../dist-node/checks/index.js';
+import { NodeModels, nodeGraphs, nodeMrope, nodeProcessorCase, wireTensors } from './node-side.mjs';
 import { firstDifference, fmt, maxAbsDiff, relMaxDiff } from './report.mjs';
 
 /** Pixel values of PNG (lossless) images: the browser's decoder and sharp must give the same RGB. */
@@ -14,8 +14,14 @@ const PIXEL_TOLERANCE = 1e-5;
  */
 const JPEG_TOLERANCE = 0.1;
 
+/** Logits of the fixture models in the page against Node's: max |diff| / max |ref|, padding excluded (issue 21). */
+const LOGITS_TOLERANCE = 1e-4;
+
 /** Graph outputs: onnxruntime-web (WASM or WebGPU) against onnxruntime-node's CPU EP. */
 const GRAPH_TOLERANCE = 1e-5;
+
+/** Node's model results by case, computed once and compared with the page's on each device. */
+const nodeResults = new Map();
 
 export async function checks({ report, call, device, fixtures }) {
   if (device === 'wasm') {
@@ -34,7 +40,11 @@ export async function checks({ report, call, device, fixtures }) {
     }
   }
 
-  if (device === 'wasm') await processorChecks(report, call, fixtures);
+  if (device === 'wasm') {
+    const t = performance.now();
+    await processorChecks(report, call, fixtures);
+    report.info(`processor cases: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  }
 
   const [page, node] = [await call('graphs', device), await nodeGraphs()];
   for (const n of node) {
@@ -57,6 +67,74 @@ export async function checks({ report, call, device, fixtures }) {
         `model bytes ${bytes ? 'identical' : 'differ'}; ran on ${p.device}`,
     );
   }
+
+  if (device === 'wasm') {
+    const t = performance.now();
+    await modelChecks(report, call, fixtures, device);
+    report.info(`model cases on ${device}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  }
+}
+
+/**
+ * Every case of the fixture models: the page builds the model from its safetensors over HTTP and runs forward
+ * and greedy generation; Node loads the same checkpoint from its path. Logits within 1e-4 relative (padding
+ * excluded), ids equal; HF's expected values reported beside.
+ */
+async function modelChecks(report, call, fixtures, device) {
+  const node = new NodeModels();
+  try {
+    for (const model of MODEL_FIXTURES) {
+      const dir = join(fixtures, model, 'cases');
+      for (const name of (await readdir(dir)).sort()) {
+        const label = `model ${model}/${name} on ${device}`;
+        try {
+          const json = JSON.parse(await readFile(join(dir, name, 'case.json'), 'utf8'));
+          if (json.adapter !== undefined) {
+            report.skip(
+              label,
+              `a LoRA adapter (${json.adapter}): loadPretrained takes an adapter as a directory path only, which a page has not`,
+            );
+            continue;
+          }
+          const key = `${model}/${name}`;
+          if (!nodeResults.has(key)) nodeResults.set(key, node.case(fixtures, model, name));
+          // The page and Node work at once: each leaves cores idle part of the time.
+          const [page, { inputs, result: ref }] = await Promise.all([call('modelCase', model, name, device), nodeResults.get(key)]);
+          const hf = await wireTensors(join(dir, name, 'expected.safetensors'));
+          report.check(label, ...compareCase(page, ref, hf, inputs, device));
+        } catch (err) {
+          report.error(label, err);
+        }
+      }
+      await call('releaseModels');
+    }
+  } finally {
+    await node.release();
+  }
+}
+
+/** [ok, detail] of one model case: the page's logits and ids against Node's, HF's reported. */
+function compareCase(page, ref, hf, inputs, device) {
+  const [p, n] = [fromWire(page.logits), fromWire(ref.logits)];
+  const problems = [];
+  if (page.device !== device) problems.push(`ran on ${page.device}, not ${device}`);
+  if (firstDifference(p.dims, n.dims) !== -1) return [false, `logits dims [${p.dims}] != Node's [${n.dims}]`];
+  const V = n.dims.at(-1);
+  const mask = inputs.attention_mask?.data;
+  const real = (i) => !mask || mask[Math.floor(i / V)] === 1n;
+  const err = relMaxDiff(p.data, n.data, real);
+  if (!(err <= LOGITS_TOLERANCE)) problems.push(`logits max|diff|/max|ref| ${fmt(err)} > ${fmt(LOGITS_TOLERANCE)}`);
+  const [ids, refIds] = [page.ids.flat(), ref.ids.flat()];
+  const at = firstDifference(ids, refIds);
+  if (at !== -1) problems.push(`greedy ids differ at ${at}: [${page.ids.join(' | ')}] vs Node's [${ref.ids.join(' | ')}]`);
+  const hfLogits = hf.logits && fromWire(hf.logits);
+  const hfIds = hf.generated_ids && Array.from(fromWire(hf.generated_ids).data, Number);
+  const vsHf = [
+    hfLogits ? `vs HF ${fmt(relMaxDiff(p.data, hfLogits.data, real))}` : undefined,
+    hfIds ? `ids ${firstDifference(ids, hfIds) === -1 ? '= HF' : '!= HF'}` : undefined,
+  ].filter(Boolean);
+  const detail = `logits max|diff|/max|ref| ${fmt(err)} (<= ${fmt(LOGITS_TOLERANCE)}; ${vsHf.join(', ')}); ${ids.length} greedy ids ${at === -1 ? 'equal' : 'differ'}; ${page.device}, load ${(page.loadMs / 1000).toFixed(1)} s`;
+  return [problems.length === 0, problems.length ? `${problems.join('; ')}; ${detail}` : detail];
 }
 
 /** Every processor fixture case in the page against Node's processor on the same files; HF's numbers reported. */
@@ -68,11 +146,11 @@ async function processorChecks(report, call, fixtures) {
       try {
         const json = JSON.parse(await readFile(join(dir, name, 'case.json'), 'utf8'));
         const jpeg = json.images.some((p) => /\.jpe?g$/i.test(p));
-        const [page, node, hf] = [
-          await call('processorCase', family, name),
-          await nodeProcessorCase(fixtures, family, name),
-          await wireTensors(join(dir, name, 'expected.safetensors')),
-        ];
+        const [page, node, hf] = await Promise.all([
+          call('processorCase', family, name),
+          nodeProcessorCase(fixtures, family, name),
+          wireTensors(join(dir, name, 'expected.safetensors')),
+        ]);
         const keys = Object.keys(node).sort();
         const problems = [];
         if (firstDifference(Object.keys(page).sort(), keys) !== -1) problems.push(`outputs ${Object.keys(page)} != Node's ${keys}`);

@@ -1,11 +1,24 @@
 // Node's results of the checks the page runs: the same check code (src/checks, compiled to dist-node/), the
 // packages' Node entries (onnxruntime-node, the file system).
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadPretrained } from '@vlmkit/models';
 import { Processor } from '@vlmkit/processors';
 import { createSession } from '@vlmkit/runtime';
 import { fileSource, SafetensorsFile } from '@vlmkit/safetensors';
-import { graphCases, MROPE_FIXTURES, mropePositions, processorCase, readFrames, sha256, toWire } from '../dist-node/checks/index.js';
+import {
+  FIXTURE_LOAD,
+  graphCases,
+  MROPE_FIXTURES,
+  modelCase,
+  mropePositions,
+  processorCase,
+  readFrames,
+  readTensors,
+  sha256,
+  toWire,
+} from '../dist-node/checks/index.js';
 
 export async function nodeMrope(fixtures) {
   const out = [];
@@ -56,5 +69,34 @@ export async function wireTensors(path) {
     return out;
   } finally {
     await f.close();
+  }
+}
+
+/** Node's models, loaded from the checkpoint's path as a Node user loads them (graph cache in a temporary folder). */
+export class NodeModels {
+  #models = new Map();
+  #cacheDir;
+
+  async case(fixtures, model, name) {
+    const dir = join(fixtures, model, 'cases', name);
+    const c = JSON.parse(await readFile(join(dir, 'case.json'), 'utf8'));
+    const key = `${c.checkpoint}|${c.adapter ?? ''}`;
+    if (!this.#models.has(key)) {
+      this.#cacheDir ??= await mkdtemp(join(tmpdir(), 'vlmkit-test-browser-'));
+      const adapter = c.adapter === undefined ? {} : { adapter: join(fixtures, c.adapter) };
+      this.#models.set(
+        key,
+        loadPretrained(join(fixtures, c.checkpoint), { device: 'cpu', cacheDir: this.#cacheDir, ...FIXTURE_LOAD, ...adapter }),
+      );
+    }
+    const inputs = await readTensors(await fileSource(join(dir, 'inputs.safetensors')));
+    return { json: c, inputs, result: await modelCase(await this.#models.get(key), inputs, c.max_new_tokens) };
+  }
+
+  async release() {
+    for (const m of await Promise.allSettled(this.#models.values())) if (m.status === 'fulfilled') await m.value.release();
+    this.#models.clear();
+    if (this.#cacheDir) await rm(this.#cacheDir, { recursive: true, force: true });
+    this.#cacheDir = undefined;
   }
 }

@@ -54,11 +54,18 @@ export class Report {
     console.log(`skip  ${name}: ${why}`);
   }
 
-  /** A failure outside any single comparison (a build, a launch, a page error). */
-  error(name, err) {
-    // A StepError's message says it all; an unexpected exception keeps its stack.
-    const message = err instanceof StepError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
-    this.check(name, false, message);
+  /**
+   * A check that threw (an error in the page arrives as its message: the page's stack is minified code), or with
+   * `stack`, an unexpected exception of the runner itself (a StepError's message says it all).
+   */
+  error(name, err, { stack = false } = {}) {
+    const full = stack && !(err instanceof StepError) && err instanceof Error ? err.stack : undefined;
+    // Playwright puts the page's stack into the message.
+    const message = (err instanceof Error ? err.message : String(err))
+      .split('\n')
+      .filter((line) => !/^\s+at /.test(line))
+      .join('\n');
+    this.check(name, false, full ?? message);
   }
 
   info(line) {

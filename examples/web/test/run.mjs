@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bundleSizes, formatSizes } from './bundle-size.mjs';
+import { demoCheck } from './demo-check.mjs';
 import { Report, StepError } from './report.mjs';
 import { startServer } from './server.mjs';
 
@@ -117,6 +118,16 @@ async function serve() {
   await server.close();
 }
 
+/** The page's errors, each distinct one once (ORT logs a failing kernel at every run), at most 8. */
+function reportPageErrors(errors) {
+  // ORT's log lines carry ANSI colours and a timestamp.
+  const ansi = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
+  const plain = errors.map((e) => e.replace(ansi, '').replace(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ /, ''));
+  const distinct = [...new Set(plain)];
+  for (const e of distinct.slice(0, 8)) report.info(e);
+  if (distinct.length > 8) report.info(`(${distinct.length - 8} more distinct errors in the page)`);
+}
+
 async function main() {
   if (!args['skip-build']) await build();
   if (args.serve) return serve();
@@ -133,7 +144,8 @@ async function main() {
     const info = await call(wasm.page, 'info');
     report.info(`${info.userAgent}; cross-origin isolated: ${info.crossOriginIsolated}; WASM threads: ${info.wasmThreads}`);
     await checks({ report, call: (name, ...p) => call(wasm.page, name, ...p), device: 'wasm', fixtures: FIXTURES });
-    for (const e of wasm.errors) report.info(e);
+    await demoCheck(report, wasm.browser, server.url, FIXTURES, CHECK_LIMIT_MS);
+    reportPageErrors(wasm.errors);
     if (wasm.errors.some((e) => e.startsWith('page error'))) report.check('no uncaught errors in the page (wasm)', false);
 
     let gpu;
@@ -152,7 +164,7 @@ async function main() {
     for (const m of messages) report.info(`WebGPU ${m}`);
     if (gpu) {
       await checks({ report, call: (name, ...p) => call(gpu.page, name, ...p), device: 'webgpu', fixtures: FIXTURES });
-      for (const e of gpu.errors) report.info(e);
+      reportPageErrors(gpu.errors);
     } else {
       report.skip('WebGPU checks', `no adapter in headless Chromium (${messages.at(-1)})`);
     }
@@ -166,7 +178,7 @@ async function main() {
 try {
   await main();
 } catch (err) {
-  report.error('test:browser', err);
+  report.error('test:browser', err, { stack: true });
 }
 if (args.serve && report.failed === 0) process.exit(0);
 const [passed, failed, skipped] = ['pass', 'fail', 'skip'].map((s) => report.count(s));

@@ -1,4 +1,6 @@
 import type { NamedTensors, PretrainedModel } from '@vlmkit/models';
+import { fromSafetensors } from '@vlmkit/runtime';
+import { type ByteSource, SafetensorsFile } from '@vlmkit/safetensors';
 import { toWire, type WireTensor } from './wire.js';
 
 /** The tiny fixture checkpoints (test-fixtures/<name>) whose cases the check runs. */
@@ -23,6 +25,18 @@ export interface ModelCaseResult {
 
 /** Load options of every fixture model, in the page and in Node: HF's rules, as the fixtures were made. */
 export const FIXTURE_LOAD = { reference: 'hf' } as const;
+
+/** Every tensor of a .safetensors file by name, as host tensors (a case's HF forward kwargs), from any ByteSource. */
+export async function readTensors(source: ByteSource): Promise<NamedTensors> {
+  const file = await SafetensorsFile.fromSource(source);
+  try {
+    const out: NamedTensors = {};
+    for (const name of file.names()) out[name] = fromSafetensors(await file.read(name));
+    return out;
+  } finally {
+    await file.close();
+  }
+}
 
 /** One case on a loaded model: forward's logits, then greedy generation of the case's max_new_tokens. */
 export async function modelCase(model: PretrainedModel, inputs: NamedTensors, maxNewTokens: number): Promise<ModelCaseResult> {
