@@ -16,20 +16,20 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const WEB = join(REPO, 'examples/web');
-const MEDIUM = '/tmp/bench/head-cache/ernie-medium';
 /** vite and playwright-core are the web demo's dev dependencies: imported as examples/web resolves them. */
 const fromWeb = (name) => import(pathToFileURL(createRequire(join(WEB, 'package.json')).resolve(name)).href);
 
 const { values: o } = parseArgs({
   options: {
-    model: { type: 'string', default: MEDIUM },
+    cache: { type: 'string', default: join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'vlmkit-bench') },
+    model: { type: 'string' },
     inputs: { type: 'string' },
     quantize: { type: 'string', default: 'int4' },
     threads: { type: 'string', default: '2' },
@@ -50,7 +50,8 @@ if (o.help) {
   process.exit(0);
 }
 
-const modelDir = resolve(o.model);
+// The medium ERNIE as `pnpm bench` makes it in its cache (torch_side.py make: random weights, the 1280-token prompt).
+const modelDir = resolve(o.model ?? join(o.cache, 'ernie-medium'));
 const inputsFile = resolve(o.inputs ?? join(modelDir, 'inputs.safetensors'));
 const opts = {
   threads: Number(o.threads),
@@ -73,7 +74,10 @@ for (const [name, v] of [
 ]) {
   if (!Number.isInteger(v) || v < 1) fail(`${name} must be a positive integer, got ${v}`);
 }
-for (const f of [join(modelDir, 'config.json'), inputsFile]) if (!existsSync(f)) fail(`no ${f} (--model DIR, --inputs FILE)`);
+for (const f of [join(modelDir, 'config.json'), inputsFile]) {
+  if (!existsSync(f))
+    fail(`no ${f}: \`pnpm bench --cache ${o.cache}\` makes the medium checkpoint there, or give --model DIR (--inputs FILE)`);
+}
 
 const log = (msg) => process.stderr.write(`[bench:browser] ${msg}\n`);
 function fail(msg) {
@@ -189,7 +193,11 @@ async function browserSide() {
       }
     }, 200);
     log(`page: ${info.userAgent}; cross-origin isolated: ${info.crossOriginIsolated}; loading ${basename(modelDir)}`);
-    const run = { model: `${server.url}/bench-model/`, inputs: `${server.url}/bench-inputs/${basename(inputsFile)}`, ...opts };
+    const run = {
+      model: `${server.url}/bench-model/`,
+      inputs: `${server.url}/bench-inputs/${basename(inputsFile)}`,
+      ...opts,
+    };
     let result;
     try {
       result = await page.evaluate((r) => globalThis.vlmkitBench.run(r), run);
