@@ -28,7 +28,7 @@ export default defineConfig({
       // ORT starts its WASM threads as workers that import ORT's own module (its import.meta.url): in a chunk
       // of its own they load ORT alone, not the page's code with it.
       output: { codeSplitting: { groups: [{ name: 'ort', test: /onnxruntime-web/ }] } },
-      input: { index: `${root}index.html`, harness: `${root}harness.html` },
+      input: { index: `${root}index.html`, harness: `${root}harness.html`, bench: `${root}bench.html` },
     },
   },
 });
