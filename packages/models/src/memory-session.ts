@@ -1,9 +1,9 @@
 // A session on a graph built in memory: a load from `ModelFiles` (a page, a URL, a picked folder) has no disk
-// graph cache yet, so its graphs are rewritten as on a cache miss (the deferred passes), serialized into one
+// graph cache, so its graphs are rewritten as on a cache miss (the deferred passes), serialized into one
 // buffer (onnx-graph's `serializeModel`: the weights read through their sources once, bf16 casts folded as the
 // cache folds them) and handed to the runtime as bytes (onnxruntime-node in Node, onnxruntime-web in a page).
-// The seam for a browser cache (OPFS / Cache Storage, keyed as Node's: the graph's description and the files'
-// stamps) is here: look the bytes up before serializing, store them after.
+// In a page the bytes go through the page's graph cache (./graph-store.ts, OPFS: ./graph-cache.browser.ts):
+// looked up before the passes run (a hit skips them and reads no weight), stored after a build.
 
 import {
   type ComputeDType,
@@ -17,6 +17,8 @@ import {
 import { createSession, type VlmSession } from '@vlmkit/runtime';
 import { memAvailable } from '#platform';
 import { ModelError } from './errors.js';
+import { openPageCache } from './graph-cache.browser.js';
+import { type CheckpointVersion, cachedBuild } from './graph-store.js';
 import { ensureMemory, heldBytes } from './memory-check.js';
 import type { BuiltSession, CachedSessionExtras, SessionCacheOptions } from './session-cache.node.js';
 
@@ -26,6 +28,8 @@ export interface MemorySessionExtras extends Pick<CachedSessionExtras, 'onSessio
    * false: the runtime has copied them, so they are dropped and `reopen` refuses.
    */
   reopenable?: boolean | undefined;
+  /** The checkpoint's files and versions: the page graph cache keys the graph with them (none without). */
+  checkpoint?: CheckpointVersion | undefined;
 }
 
 /** Builds `g` in memory (its deferred passes, then its bytes) and opens a session on it; `from`: the checkpoint, for messages. */
@@ -37,15 +41,24 @@ export async function memorySession(
   extras: MemorySessionExtras = {},
 ): Promise<BuiltSession> {
   const t0 = performance.now();
-  const where = `${name} (built in memory from ${from})`;
-  runDeferredPasses(g);
-  if (o.memoryCheck !== false && o.device !== 'cuda') {
-    const available = await memAvailable();
-    if (available !== undefined) ensureMemory(name, heldBytes(g), available, where);
-  }
-  const quantized = [...everyNode(g.snapshot().nodes)].some((n) => n.opType === 'MatMulNBits');
-  const computeDtype = g.computeDtype;
-  const { bytes, externalData } = await serializeModel(g, { fold: true });
+  const built = await cachedBuild(
+    await openPageCache(o.cacheDir, { logger: o.logger, verify: o.verifyCache }),
+    g,
+    name,
+    { root: from, version: extras.checkpoint },
+    async () => {
+      runDeferredPasses(g);
+      if (o.memoryCheck !== false && o.device !== 'cuda') {
+        const available = await memAvailable();
+        if (available !== undefined) ensureMemory(name, heldBytes(g), available, `${name} (built in memory from ${from})`);
+      }
+      const quantized = [...everyNode(g.snapshot().nodes)].some((n) => n.opType === 'MatMulNBits');
+      return { ...(await serializeModel(g, { fold: true })), quantized, computeDtype: g.computeDtype };
+    },
+  );
+  const { bytes, externalData, quantized, computeDtype } = built;
+  const where =
+    built.key === undefined ? `${name} (built in memory from ${from})` : `${name} (page graph cache ${built.key}, from ${from})`;
   const model = o.emulateBfloat16 === true && computeDtype === 'bfloat16' ? emulateInFloat32(bytes, 'bfloat16') : bytes;
   const t1 = performance.now();
   extras.onSession?.();
@@ -54,7 +67,7 @@ export async function memorySession(
   return {
     session,
     modelPath: where,
-    cached: false,
+    cached: built.cached,
     buildMs: t1 - t0,
     sessionMs: performance.now() - t1,
     // Only a reopenable session's closure holds the bytes (the runtime has its own copy of them); made apart from

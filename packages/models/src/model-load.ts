@@ -62,9 +62,10 @@ export interface LoadOptions {
    */
   profile?: ProfileName | ProfileOverrides | undefined;
   /**
-   * Where built graphs are cached. Default: `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`; never the
-   * model directory unless it is passed here. Entries are keyed by the graph and the checkpoint files' stamps
-   * (a file changed in place is built again) and verified on load.
+   * Where built graphs are cached. Node: a directory; default `$XDG_CACHE_HOME/vlmkit`, else `~/.cache/vlmkit`;
+   * never the model directory unless it is passed here. A page: 'opfs:<folder>' (default 'opfs:vlmkit', a folder
+   * of the origin's private file system) or 'none' (no cache). Entries are keyed by the graph and the checkpoint
+   * files' stamps (a file changed in place, a URL with another ETag, is built again) and verified on load.
    */
   cacheDir?: string | undefined;
   /**
@@ -84,7 +85,7 @@ export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
   dtype: "the float type the graphs compute in: 'float32' (default), 'float16' or 'bfloat16'; not with quantize",
   quantize: "block-quantized weights: 'int8' | 'int4' (the decoder) or { decoder, vision }",
   profile: "how the model runs: 'cpu' | 'cuda' | 'web' | 'webgpu' (default: the device's) or profile fields over it (PROFILES)",
-  cacheDir: 'where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit)',
+  cacheDir: "where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit; a page: 'opfs:vlmkit' or 'none')",
   onProgress: 'called as each load step (weights, each graph, each session) starts and ends, and with its work between',
   adapter: 'a PEFT LoRA adapter directory merged into the decoder at load (families that support adapters)',
   reference: "where a family's vLLM and HF implementations differ, whose rule to follow: 'vllm' (default) or 'hf'",
@@ -216,10 +217,14 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   const held = new LoadResources();
   try {
     const open = () => (typeof root === 'string' ? openCheckpoint(root) : Checkpoint.fromFiles(root));
-    const mapped = await steps.weights(async () => spec.weights(held.checkpoint(steps.watch(await open())), build));
+    let checkpoint: Checkpoint | undefined;
+    const mapped = await steps.weights(async () => {
+      checkpoint = held.checkpoint(steps.watch(await open()));
+      return spec.weights(checkpoint, build);
+    });
     const t1 = performance.now();
     // A directory's graphs are found in the graph cache or built into it; the graphs of `ModelFiles` are built in
-    // memory (no cache for them yet: ./memory-session.ts).
+    // memory, in a page through its graph cache in OPFS (./memory-session.ts).
     const sessionOf = (
       g: Graph,
       sessionName: string,
@@ -228,7 +233,7 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
     ) =>
       typeof root === 'string'
         ? cachedSession(g, root, sessionName, session, { ...(extras.extraFiles ? { extraFiles: extras.extraFiles } : {}), onSession })
-        : memorySession(g, root.root, sessionName, session, { onSession, reopenable: extras.reopenable });
+        : memorySession(g, root.root, sessionName, session, { onSession, reopenable: extras.reopenable, checkpoint });
     const visionName = `${name}-vision`;
     // The graphs as the builders write them: the cache keys them with their passes and runs those on a miss only.
     // Each session is held as soon as it exists: a progress callback that throws after it still releases it.
