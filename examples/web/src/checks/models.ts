@@ -4,7 +4,7 @@ import { type ByteSource, SafetensorsFile } from '@vlmkit/safetensors';
 import { toWire, type WireTensor } from './wire.js';
 
 /** The tiny fixture checkpoints (test-fixtures/<name>) whose cases the check runs. */
-export const MODEL_FIXTURES = ['ernie-tiny', 'granite-tiny', 'qwen3-vl-tiny'] as const;
+export const MODEL_FIXTURES = ['ernie-tiny', 'granite-tiny', 'qwen3-vl-tiny', 'qwen3-vl-moe-tiny'] as const;
 
 /** The fields of a case.json (test-fixtures/<model>/cases/<case>) the check reads. */
 export interface ModelCaseJson {
