@@ -151,11 +151,11 @@ export async function openPageCache(
 ): Promise<PageGraphCache | undefined> {
   if (cacheDir === 'none') return undefined;
   const spec = cacheDir ?? DEFAULT_PAGE_CACHE;
-  const storage = (globalThis as { navigator?: { storage?: StorageLike } }).navigator?.storage;
+  const storage = (globalThis as unknown as { navigator?: { storage?: StorageLike } }).navigator?.storage;
   const logger = options.logger ?? ((m: string) => console.warn(`vlmkit: ${m}`));
   if (storage?.getDirectory === undefined) {
     // Node (a load from ModelFiles there builds in memory; its path loads have the disk cache) or no OPFS.
-    if (cacheDir !== undefined && (globalThis as { window?: unknown }).window !== undefined) {
+    if (cacheDir !== undefined && (globalThis as unknown as { window?: unknown }).window !== undefined) {
       logger(`no graph cache: this browser has no Origin Private File System (navigator.storage.getDirectory)`);
     }
     return undefined;
