@@ -220,16 +220,17 @@ export class PageGraphCache {
    * failing) is logged and the load goes on without it.
    */
   async put(key: string, name: string, checkpoint: string, built: MemoryBuild): Promise<boolean> {
-    const buffers: Manifest['data']['buffers'] = [];
-    let offset = 0;
-    for (const b of built.externalData) {
-      buffers.push({ path: b.path, offset, size: b.data.byteLength, sha256: await sha256(b.data) });
-      offset += b.data.byteLength;
-    }
+    const offset = built.externalData.reduce((n, b) => n + b.data.byteLength, 0);
     const size = built.bytes.byteLength + offset;
     if (!(await this.makeRoom(key, size))) {
       this.options.logger(`graph ${name} (${mib(size)}) not cached in ${this.store.name}: the origin's storage quota has no room for it`);
       return false;
+    }
+    const buffers: Manifest['data']['buffers'] = [];
+    let at = 0;
+    for (const b of built.externalData) {
+      buffers.push({ path: b.path, offset: at, size: b.data.byteLength, sha256: await sha256(b.data) });
+      at += b.data.byteLength;
     }
     const modelHash = await sha256(built.bytes);
     // A stale or unfinished entry of this key is removed first, manifest and all, so that none describes new files.
