@@ -90,16 +90,14 @@ export class OpfsStore implements GraphStore {
     }
     return {
       size: f.size,
-      modified: f.lastModified,
       read: async (offset, length) => new Uint8Array(await f.slice(offset, offset + length).arrayBuffer()),
     };
   }
 
-  async put(key: string, files: Record<string, Uint8Array[]>, manifest: (modified: Record<string, number>) => string): Promise<void> {
+  async put(key: string, files: Record<string, Uint8Array[]>, manifest: string): Promise<void> {
     const dir = await this.root.getDirectoryHandle(key, { create: true });
-    const modified: Record<string, number> = {};
-    for (const [name, chunks] of Object.entries(files)) modified[name] = await write(dir, name, chunks);
-    await write(dir, MANIFEST, [new TextEncoder().encode(manifest(modified))]);
+    for (const [name, chunks] of Object.entries(files)) await write(dir, name, chunks);
+    await write(dir, MANIFEST, [new TextEncoder().encode(manifest)]);
   }
 
   async delete(key: string): Promise<void> {
@@ -126,8 +124,8 @@ export class OpfsStore implements GraphStore {
   }
 }
 
-/** Writes `name` in `dir` from `chunks` through one atomic writable; its modification time after. */
-async function write(dir: DirHandle, name: string, chunks: Uint8Array[]): Promise<number> {
+/** Writes `name` in `dir` from `chunks` through one writable (atomic: the file is replaced on close). */
+async function write(dir: DirHandle, name: string, chunks: Uint8Array[]): Promise<void> {
   const handle = await dir.getFileHandle(name, { create: true });
   const w = await handle.createWritable!();
   try {
@@ -137,7 +135,6 @@ async function write(dir: DirHandle, name: string, chunks: Uint8Array[]): Promis
     await w.abort().catch(() => undefined);
     throw e;
   }
-  return (await handle.getFile()).lastModified;
 }
 
 /**
@@ -147,7 +144,7 @@ async function write(dir: DirHandle, name: string, chunks: Uint8Array[]): Promis
  */
 export async function openPageCache(
   cacheDir: string | undefined,
-  options: { logger?: ((msg: string) => void) | undefined; verify?: 'auto' | 'full' | undefined },
+  options: { logger?: ((msg: string) => void) | undefined },
 ): Promise<PageGraphCache | undefined> {
   if (cacheDir === 'none') return undefined;
   const spec = cacheDir ?? DEFAULT_PAGE_CACHE;
@@ -176,7 +173,7 @@ export async function openPageCache(
       return undefined;
     }
     await root.removeEntry('.probe').catch(() => undefined);
-    return new PageGraphCache(new OpfsStore(root, `OPFS ${folder}/`, storage), { logger, verify: options.verify });
+    return new PageGraphCache(new OpfsStore(root, `OPFS ${folder}/`, storage), { logger });
   } catch (e) {
     // A private window or a storage policy may refuse OPFS: the load goes on without a cache.
     logger(`no graph cache: OPFS ${folder}/ cannot be opened (${e instanceof Error ? e.message : String(e)})`);

@@ -42,7 +42,7 @@ export async function memorySession(
 ): Promise<BuiltSession> {
   const t0 = performance.now();
   const built = await cachedBuild(
-    await openPageCache(o.cacheDir, { logger: o.logger, verify: o.verifyCache }),
+    await openPageCache(o.cacheDir, { logger: o.logger }),
     g,
     name,
     { root: from, version: extras.checkpoint },
