@@ -1,7 +1,7 @@
 // The page `pnpm test:browser` drives (examples/web/test/run.mjs): each entry of window.vlmkitHarness runs one
 // check in the browser and returns what the runner compares with Node's result of the same check.
 import { loadPretrained, type PretrainedModel } from '@vlmkit/models';
-import { Processor } from '@vlmkit/processors';
+import { decodeImage, Processor } from '@vlmkit/processors';
 import { createSession, float32 } from '@vlmkit/runtime';
 import { urlFiles, urlSource } from '@vlmkit/safetensors';
 import {
@@ -128,6 +128,20 @@ const harness = {
     const all = [...models.values()];
     models.clear();
     for (const m of await Promise.allSettled(all)) if (m.status === 'fulfilled') await m.value.release();
+  },
+
+  /**
+   * One image of test-fixtures/processors/image-processors/decode, decoded by the processors' browser decoder
+   * from its bytes: the RGB bytes, or the refusal's code and message.
+   */
+  async decodeImage(name: string): Promise<{ width: number; height: number; rgb: WireTensor } | { error: string; code: string }> {
+    const bytes = await fetchBytes(`processors/image-processors/decode/${name}`);
+    try {
+      const image = await decodeImage(bytes, { name });
+      return { width: image.width, height: image.height, rgb: toWire(image.data, [image.height, image.width, 3]) };
+    } catch (err) {
+      return { error: err instanceof Error ? err.message : String(err), code: String((err as { code?: unknown }).code ?? '') };
+    }
   },
 
   /** Graphs built in the page by @vlmkit/onnx-graph, serialized in memory, run by @vlmkit/runtime on onnxruntime-web. */

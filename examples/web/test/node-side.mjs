@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadPretrained } from '@vlmkit/models';
-import { Processor } from '@vlmkit/processors';
+import { decodeImage, Processor } from '@vlmkit/processors';
 import { createSession } from '@vlmkit/runtime';
 import { fileSource, SafetensorsFile } from '@vlmkit/safetensors';
 import {
@@ -98,5 +98,16 @@ export class NodeModels {
     this.#models.clear();
     if (this.#cacheDir) await rm(this.#cacheDir, { recursive: true, force: true });
     this.#cacheDir = undefined;
+  }
+}
+
+/** One decode fixture decoded in Node (the same call as the page's, Node's decoder), or its refusal. */
+export async function nodeDecodeImage(fixtures, name) {
+  const bytes = new Uint8Array(await readFile(join(fixtures, 'processors', 'image-processors', 'decode', name)));
+  try {
+    const image = await decodeImage(bytes, { name });
+    return { width: image.width, height: image.height, rgb: toWire(image.data, [image.height, image.width, 3]) };
+  } catch (err) {
+    return { error: err.message, code: String(err.code ?? '') };
   }
 }
