@@ -20,8 +20,11 @@ class MemoryStore implements GraphStore {
   /** What a put throws instead (a QuotaExceededError), once. */
   putError: Error | undefined;
   quota: { usage: number; quota: number } | undefined;
+  /** What get and delete throw (a file another tab holds open), while set. */
+  busy: Error | undefined;
 
   async get(key: string): Promise<StoredEntry | undefined> {
+    if (this.busy) throw this.busy;
     const files = this.entries.get(key);
     if (files === undefined) return undefined;
     const manifest = files.get('manifest.json');
@@ -59,6 +62,7 @@ class MemoryStore implements GraphStore {
   }
 
   async delete(key: string): Promise<void> {
+    if (this.busy) throw this.busy;
     this.entries.delete(key);
   }
 
@@ -184,6 +188,25 @@ describe('the page graph cache', () => {
     store.entries.get(second.built.key!)!.delete('manifest.json');
     const third = await load(cache);
     expect([third.built.cached, third.builds]).toEqual([false, 1]);
+    expect((await load(cache)).built.cached).toBe(true);
+  });
+
+  it('loads without the cache when the store fails', async () => {
+    const store = new MemoryStore();
+    const { cache, logged } = cacheOf(store);
+    const first = await load(cache);
+    store.busy = new DOMException('the file is held open by another page', 'NoModificationAllowedError');
+    const second = await load(cache);
+    expect([second.built.cached, second.builds, same(second.built.bytes, first.built.bytes)]).toEqual([false, 1, true]);
+    expect(logged).toEqual([
+      expect.stringMatching(
+        /^graph ernie-vision: reading memory\/[0-9a-f]+ failed \(the file is held open by another page\); loading without it$/,
+      ),
+      expect.stringMatching(
+        /^graph ernie-vision: storing memory\/[0-9a-f]+ failed \(the file is held open by another page\); loading without it$/,
+      ),
+    ]);
+    store.busy = undefined;
     expect((await load(cache)).built.cached).toBe(true);
   });
 

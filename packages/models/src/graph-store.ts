@@ -320,10 +320,17 @@ export async function cachedBuild(
     cache.log(`graph ${name} not cached: ${k.uncacheable}`);
     return { ...(await build()), cached: false };
   }
-  const hit = await cache.get(k.key);
+  // A store that fails (another tab holding a file, storage cleared under the page) costs the cache, never the load.
+  const failed = (what: string) => (e: unknown) => {
+    cache.log(
+      `graph ${name}: ${what} ${cache.store.name}${k.key} failed (${e instanceof Error ? e.message : String(e)}); loading without it`,
+    );
+    return undefined;
+  };
+  const hit = await cache.get(k.key).catch(failed('reading'));
   if (hit) return { ...hit, cached: true, key: k.key };
   const built = await build();
-  await cache.put(k.key, name, checkpoint.root, built);
+  await cache.put(k.key, name, checkpoint.root, built).catch(failed('storing'));
   return { ...built, cached: false, key: k.key };
 }
 
