@@ -210,11 +210,18 @@ async function browserSide() {
     } catch (err) {
       second = { error: killed ?? err.message };
     }
+    let read;
+    try {
+      read = await page.evaluate((r) => globalThis.vlmkitBench.read(r), run);
+    } catch (err) {
+      read = { error: killed ?? err.message };
+    }
     for (const pid of await renderers()) pids.add(pid);
     const rendererPeakMb = Math.max(...[...pids].map((pid) => statusKb(pid, 'VmHWM') / 1024));
     return {
       ...result,
       second_load: second,
+      checkpoint_read: read,
       chromium: browser.version(),
       renderer_peak_rss_mb: rendererPeakMb,
       page_errors: errors.slice(0, 8),
@@ -253,6 +260,12 @@ function table(env, page, node) {
       `| Chromium, second load in the same page (${l.timings.buildMs < page.timings.buildMs / 4 ? 'page graph cache' : 'built again'}) | ${fmt(l.load_ms / 1000, 1)} s | | | | WASM heap ${fmt(mb(l.wasm_heap_bytes))} MB |`,
     );
   }
+  if (page?.checkpoint_read && !page.checkpoint_read.error) {
+    const r = page.checkpoint_read;
+    lines.push(
+      `| Chromium, the checkpoint's tensors read alone (HTTP, 127.0.0.1) | ${fmt(r.read_ms / 1000, 1)} s (${fmt(mb(r.read_bytes) / (r.read_ms / 1000))} MB/s) | | | | |`,
+    );
+  }
   if (node.first && !node.first.error)
     lines.push(
       row('Node, onnxruntime-node CPU, first load (empty graph cache)', node.first, `${fmt(node.first.peak_rss_mb)} MB RSS (VmHWM)`),
@@ -279,6 +292,7 @@ function table(env, page, node) {
   for (const [name, r] of [
     ['page', page],
     ['page second load', page?.second_load],
+    ['page checkpoint read', page?.checkpoint_read],
     ['Node first', node.first],
     ['Node cached', node.cached],
   ]) {

@@ -3,7 +3,7 @@
 // performance.now() exactly as tools/bench/vlmkit_side.mjs times the Node side (one untimed generate, then
 // `repeats` timed ones; vision, prefill and the median decode step of each, medians over the repeats).
 import { type LoadProgress, loadPretrained, type PretrainedModel, type QuantizeChoice } from '@vlmkit/models';
-import { urlFiles, urlSource } from '@vlmkit/safetensors';
+import { Checkpoint, urlFiles, urlSource } from '@vlmkit/safetensors';
 import { readTensors } from './checks/models.js';
 import { configureWasm, ort } from './ort-web.js';
 
@@ -142,6 +142,21 @@ const bench = {
     };
     await model.release();
     return result;
+  },
+
+  /** Every tensor of the checkpoint read over HTTP and dropped, as a load reads them: the load's read time alone. */
+  async read(o: BenchOptions) {
+    const t0 = performance.now();
+    const checkpoint = await Checkpoint.fromFiles(urlFiles(o.model));
+    let bytes = 0;
+    try {
+      for (const name of checkpoint.names()) bytes += (await checkpoint.read(name)).data.byteLength;
+    } finally {
+      await checkpoint.close();
+    }
+    const ms = performance.now() - t0;
+    note(`read ${(bytes / 2 ** 20).toFixed(0)} MiB of tensors in ${(ms / 1000).toFixed(1)} s`);
+    return { read_ms: ms, read_bytes: bytes };
   },
 
   /** A second load in the same page (after `run`): what a reload of the page costs, graph cache or none. */
