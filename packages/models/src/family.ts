@@ -4,8 +4,8 @@
 
 import type { Graph } from '@vlmkit/onnx-graph';
 import type { ProcessorFamily } from '@vlmkit/processors';
-import type { Checkpoint } from '@vlmkit/safetensors';
-import type { LoraAdapter, MappingReport, MappingTable, ParamSpec } from '@vlmkit/weight-mapper';
+import type { Checkpoint, ModelFiles } from '@vlmkit/safetensors';
+import { type LoraAdapter, type MappingReport, type MappingTable, type ParamSpec, readLoraAdapter } from '@vlmkit/weight-mapper';
 import { readAdapter, resolveDir } from '#platform';
 import { readConfigFile } from './config-file.js';
 import type { DecoderDims } from './decoder-model.js';
@@ -13,7 +13,7 @@ import { ModelError } from './errors.js';
 import { type GenerationTokens, readGenerationConfig } from './generation-tokens.js';
 import { maxPositionEmbeddings } from './inputs-check.js';
 import { type DecoderBuild, type LoadedSessions, type LoadOptions, loadSessions, type VisionBuild } from './model-load.js';
-import type { CheckpointSource } from './model-source.js';
+import { type CheckpointSource, sourceName } from './model-source.js';
 import type { ModelOrigin, PretrainedModel } from './pretrained-model.js';
 
 /** What shared code reads of every family's typed config: the decoder's sizes and the generation tokens. */
@@ -103,10 +103,10 @@ export interface ModelFamily<
 /** Refuses an adapter for a family that takes none: the one message, from `supports.adapter`. */
 export function checkAdapter(
   family: Pick<FamilyCheckpoint<FamilyConfig, FamilyWeights>, 'name' | 'supports'>,
-  adapter: string | undefined,
+  adapter: CheckpointSource | undefined,
 ): void {
   if (adapter !== undefined && adapter !== '' && !family.supports.adapter) {
-    throw new ModelError('BAD_INPUT', `LoRA adapters are not supported for ${family.name}: drop the adapter (${adapter}).`);
+    throw new ModelError('BAD_INPUT', `LoRA adapters are not supported for ${family.name}: drop the adapter (${sourceName(adapter)}).`);
   }
 }
 
@@ -128,10 +128,12 @@ export async function loadFamily<Config extends FamilyConfig, Weights extends Fa
 ): Promise<FamilyLoad<Config>> {
   const startedAt = performance.now();
   checkAdapter(family, options.adapter);
-  if (typeof dir !== 'string' && options.adapter !== undefined && options.adapter !== '') {
+  const adapter = options.adapter === '' ? undefined : options.adapter;
+  // A directory's graph cache keys the adapter by its files' paths: it takes an adapter directory's path.
+  if (typeof dir === 'string' && adapter !== undefined && typeof adapter !== 'string') {
     throw new ModelError(
       'BAD_LOAD_OPTIONS',
-      `a LoRA adapter is read from a directory path; ${dir.root} is loaded from its files: load it from its directory (Node), or without the adapter.`,
+      `the LoRA adapter ${adapter.root} is given as files, the checkpoint ${dir} as a directory: pass the adapter's directory path, or load the checkpoint from its files too.`,
     );
   }
   const root = typeof dir === 'string' ? resolveDir(dir) : dir;
@@ -144,13 +146,44 @@ export async function loadFamily<Config extends FamilyConfig, Weights extends Fa
     options,
     startedAt,
     weights: async (ckpt, decoder) => {
-      const read = options.adapter ? await readAdapter(options.adapter, ckpt) : undefined;
-      return { weights: await family.weights(ckpt, config, { adapter: read?.adapter, decoder }), adapterFiles: read?.files ?? [] };
+      const read: AdapterRead | undefined =
+        adapter === undefined
+          ? undefined
+          : typeof adapter === 'string'
+            ? await readAdapter(adapter, ckpt)
+            : await adapterFiles(adapter, ckpt);
+      return {
+        weights: await family.weights(ckpt, config, { adapter: read?.adapter, decoder }),
+        adapterFiles: read?.files ?? [],
+        adapterVersion: read?.version,
+      };
     },
     visionGraph: (m, build) => family.visionGraph(config, m.weights, build),
     decoderGraph: (m, build) => family.decoderGraph(config, m.weights, { ...build, logitsToKeep: true }),
-    // The adapter's files are part of what the decoder's cache entry was built from.
+    // The adapter's files are part of what the decoder's cache entry was built from (by path, or by stamp).
     extraFiles: ({ adapterFiles }) => adapterFiles,
+    extraVersion: ({ adapterVersion }) => adapterVersion,
   });
   return { config, loaded, origin };
+}
+
+const ADAPTER_FILES = ['adapter_model.safetensors', 'adapter_config.json'] as const;
+
+/** A LoRA adapter read at load: its files by path (the disk cache's key), or by name and stamp (the page cache's). */
+interface AdapterRead {
+  adapter: LoraAdapter;
+  files: string[];
+  version?: { files: string[]; stamps: string[] } | undefined;
+}
+
+/** A LoRA adapter read through its files, with their names and stamps (what the page cache keys the decoder by). */
+async function adapterFiles(files: ModelFiles, ckpt: Checkpoint): Promise<AdapterRead> {
+  const adapter = await readLoraAdapter(files, ckpt);
+  const stamps: string[] = [];
+  for (const name of ADAPTER_FILES) {
+    const source = await files.open(name);
+    stamps.push(source?.stamp ?? 'absent');
+    await source?.close();
+  }
+  return { adapter, files: [], version: { files: ADAPTER_FILES.map((n) => `adapter:${files.root}/${n}`), stamps } };
 }

@@ -138,15 +138,36 @@ describe('loads from ModelFiles', () => {
     }
   });
 
-  it('refuses a LoRA adapter (read from a directory path) before anything is read', async () => {
-    const files = urlFiles(`${server.url}granite-tiny/`);
-    const before = server.requests.length;
-    await expect(loadPretrained(files, { device: 'cpu', adapter: join(FIXTURE_DIR, 'granite-tiny-lora') })).rejects.toMatchObject({
-      code: 'BAD_LOAD_OPTIONS',
-      message: expect.stringContaining('a LoRA adapter is read from a directory path'),
+  it('merges a LoRA adapter given as files, as the path load merges it from its directory', async () => {
+    const inputs = await readNamedTensors(join(FIXTURE_DIR, 'granite-tiny', 'cases', 'lora', 'inputs.safetensors'));
+    const byPath = await loadPretrained(join(FIXTURE_DIR, 'granite-tiny'), {
+      device: 'cpu',
+      cacheDir,
+      adapter: join(FIXTURE_DIR, 'granite-tiny-lora'),
     });
-    // config.json only (its size, then its bytes): the family is chosen before the load refuses.
-    expect(new Set(server.requests.slice(before).map((r) => r.path))).toEqual(new Set(['/granite-tiny/config.json']));
+    const byUrl = await loadPretrained(urlFiles(`${server.url}granite-tiny/`), {
+      device: 'cpu',
+      adapter: urlFiles(`${server.url}granite-tiny-lora/`),
+    });
+    const plain = await loadPretrained(urlFiles(`${server.url}granite-tiny/`), { device: 'cpu' });
+    try {
+      const want = (await byPath.forwardNamed(inputs)).logits!.data;
+      expect((await byUrl.forwardNamed(inputs)).logits!.data).toEqual(want);
+      // The adapter changes the logits: it was merged, not dropped.
+      expect((await plain.forwardNamed(inputs)).logits!.data).not.toEqual(want);
+    } finally {
+      await byPath.release();
+      await byUrl.release();
+      await plain.release();
+    }
+  });
+
+  it("refuses an adapter given as files for a directory's load (its graph cache keys adapters by path), before reading", async () => {
+    const before = server.requests.length;
+    await expect(
+      loadPretrained(join(FIXTURE_DIR, 'granite-tiny'), { device: 'cpu', cacheDir, adapter: urlFiles(`${server.url}granite-tiny-lora/`) }),
+    ).rejects.toMatchObject({ code: 'BAD_LOAD_OPTIONS', message: expect.stringContaining("pass the adapter's directory path") });
+    expect(server.requests.length).toBe(before);
   });
 
   it('names the URL when config.json is missing there', async () => {

@@ -14,10 +14,11 @@ import {
   resolvePasses,
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
-import { Checkpoint } from '@vlmkit/safetensors';
+import { Checkpoint, type ModelFiles } from '@vlmkit/safetensors';
 import { cachedSession, openCheckpoint, planDevice } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
+import type { CheckpointVersion } from './graph-store.js';
 import { LoadResources } from './load-resources.js';
 import { memorySession } from './memory-session.js';
 import type { CheckpointSource } from './model-source.js';
@@ -73,8 +74,11 @@ export interface LoadOptions {
    * with how far its work is (`LoadProgress.detail`: bytes read, layer quantized): for progress bars.
    */
   onProgress?: OnLoadProgress | undefined;
-  /** A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) merged at load, for families whose spec supports adapters. */
-  adapter?: string | undefined;
+  /**
+   * A PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) merged at load, for families whose spec
+   * supports adapters: its directory's path, or its files (`ModelFiles`, for a load from `ModelFiles`).
+   */
+  adapter?: string | ModelFiles | undefined;
   /** Where a family's vLLM and HF transformers implementations differ, whose rule to follow: 'vllm' (default) or 'hf'. */
   reference?: Reference | undefined;
 }
@@ -132,6 +136,8 @@ export interface ModelLoadSpec<Mapped> {
   decoderGraph(mapped: Mapped, build: DecoderBuild): Graph;
   /** Files besides the checkpoint that the decoder's graph-cache entry depends on (a LoRA adapter's). */
   extraFiles?: ((mapped: Mapped) => string[]) | undefined;
+  /** The same for a load from `ModelFiles`: those files by name and `ByteSource.stamp` (the page cache's key). */
+  extraVersion?: ((mapped: Mapped) => { files: string[]; stamps: string[] } | undefined) | undefined;
 }
 
 export interface ModelTimings {
@@ -229,11 +235,15 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
       g: Graph,
       sessionName: string,
       onSession: () => void,
-      extras: { extraFiles?: string[] | undefined; reopenable?: boolean },
+      extras: { extraFiles?: string[] | undefined; extraVersion?: { files: string[]; stamps: string[] } | undefined; reopenable?: boolean },
     ) =>
       typeof root === 'string'
         ? cachedSession(g, root, sessionName, session, { ...(extras.extraFiles ? { extraFiles: extras.extraFiles } : {}), onSession })
-        : memorySession(g, root.root, sessionName, session, { onSession, reopenable: extras.reopenable, checkpoint });
+        : memorySession(g, root.root, sessionName, session, {
+            onSession,
+            reopenable: extras.reopenable,
+            checkpoint: withVersion(checkpoint, extras.extraVersion),
+          });
     const visionName = `${name}-vision`;
     // The graphs as the builders write them: the cache keys them with their passes and runs those on a miss only.
     // Each session is held as soon as it exists: a progress callback that throws after it still releases it.
@@ -251,13 +261,14 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
     );
     const decoderName = build.loop === 'graph' ? `${name}-decode-loop` : `${name}-decoder`;
     const extraFiles = spec.extraFiles?.(mapped);
+    const extraVersion = spec.extraVersion?.(mapped);
     const decoder = await steps.session(decoderName, { quantize: build.quantize !== undefined }, async (onSession) =>
       held.session(
         await sessionOf(
           deferPasses(() => spec.decoderGraph(mapped, build)),
           decoderName,
           onSession,
-          { extraFiles },
+          { extraFiles, extraVersion },
         ),
       ),
     );
@@ -278,6 +289,15 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   } finally {
     await held.dispose();
   }
+}
+
+/** The checkpoint's version with the files besides it that a graph depends on (a LoRA adapter's), for the page cache's key. */
+function withVersion(
+  checkpoint: Checkpoint | undefined,
+  extra: { files: string[]; stamps: string[] } | undefined,
+): CheckpointVersion | undefined {
+  if (checkpoint === undefined || extra === undefined || extra.files.length === 0) return checkpoint;
+  return { files: () => [...checkpoint.files(), ...extra.files], stamps: () => [...checkpoint.stamps(), ...extra.stamps] };
 }
 
 /**

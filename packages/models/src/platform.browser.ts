@@ -1,8 +1,9 @@
 // The browser's side of @vlmkit/models, reached as `#platform` under the "browser" condition (./platform.node.ts
 // is Node's; each export is typed against Node's so that the two cannot drift). A page has no paths and no file
 // system: a model loads from its files (`ModelFiles`: urlFiles, blobFiles of @vlmkit/safetensors), its graphs are
-// built in memory (no graph cache yet: OPFS or Cache Storage later, keyed as Node's), and what needs the file
-// system (the graph cache, export, inspect, output files) refuses with UNSUPPORTED_PLATFORM, saying what to use.
+// built in memory and cached in the origin's private file system (./graph-store.ts, ./graph-cache.browser.ts),
+// and what needs the file system (the disk graph cache, export, inspect, output files) refuses with
+// UNSUPPORTED_PLATFORM, saying what to use.
 import { probeWebGpu } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import type * as NodePlatform from './platform.node.js';
@@ -13,6 +14,7 @@ function unsupported(what: string, instead: string): ModelError {
 
 const BY_FILES =
   'load the model from its files instead: fromPretrained(urlFiles(url)) or fromPretrained(blobFiles(files)) (@vlmkit/safetensors)';
+const PAGE_CACHE = "a page caches its graphs in the origin's private file system instead (LoadOptions.cacheDir 'opfs:vlmkit', the default)";
 const NODE_ONLY = 'run it in Node (the vlmkit CLI or @vlmkit/models there)';
 
 export const sha256File: typeof NodePlatform.sha256File = async (path) => {
@@ -28,13 +30,13 @@ const here = import.meta.url;
 export const FIXTURE_DIR: typeof NodePlatform.FIXTURE_DIR = new URL('../../../test-fixtures/', here).href;
 
 export const defaultCacheDir: typeof NodePlatform.defaultCacheDir = () => {
-  throw unsupported('the graph cache directory', 'a page builds its graphs in memory on every load');
+  throw unsupported('the graph cache directory', PAGE_CACHE);
 };
 
-/** The disk graph cache: Node only. A page builds its graphs in memory (OPFS / Cache Storage later, keyed as Node's). */
+/** The disk graph cache: Node only. A page's is in OPFS (./graph-cache.browser.ts), keyed as Node's. */
 export const GraphCache: Pick<typeof NodePlatform.GraphCache, 'open'> = {
   open: async () => {
-    throw unsupported('the graph cache', 'a page builds its graphs in memory on every load');
+    throw unsupported('the graph cache', PAGE_CACHE);
   },
 };
 
@@ -61,11 +63,11 @@ export const outputDir: typeof NodePlatform.outputDir = async (path) => {
 };
 
 export const cachedSession: typeof NodePlatform.cachedSession = async () => {
-  throw unsupported('the graph cache', 'a page builds its graphs in memory on every load');
+  throw unsupported('the graph cache', PAGE_CACHE);
 };
 
 export const graphKey: typeof NodePlatform.graphKey = async () => {
-  throw unsupported('the graph cache key', 'a page builds its graphs in memory on every load');
+  throw unsupported('the graph cache key', PAGE_CACHE);
 };
 
 /** A page is told no figure of available memory: no check is made (WASM's own limit is 4 GiB, README). */
@@ -96,7 +98,7 @@ export const openCheckpoint: typeof NodePlatform.openCheckpoint = async (dir) =>
 };
 
 export const readAdapter: typeof NodePlatform.readAdapter = async (dir) => {
-  throw unsupported(`the LoRA adapter directory ${dir}`, 'load without an adapter (adapters are read from a directory path, in Node)');
+  throw unsupported(`the LoRA adapter directory ${dir}`, "pass the adapter's files instead: adapter: urlFiles(url) or blobFiles(files)");
 };
 
 /** Where Node emits a process warning, a page logs it. */
