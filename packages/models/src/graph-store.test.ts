@@ -242,6 +242,25 @@ describe('the page graph cache', () => {
       files.get('manifest.json')!.bytes = new TextEncoder().encode('{"format": 1, "key": 3}');
     });
     expect(bad.logged).toEqual([expect.stringMatching(/manifest\.json is not a manifest/)]);
+    // A graph without external buffers has an empty data.bin: one grown since is damage too.
+    const inline = new MemoryStore();
+    const { cache: inlineCache, logged: inlineLogged } = cacheOf(inline);
+    // Each load builds its graph anew (a graph's passes run once), all of its tensors inline.
+    const inlineLoad = async () => {
+      const { g, ckpt } = await visionGraph(1000);
+      return cachedBuild(inlineCache, g, 'ernie-vision', { root: 'x', version: ckpt }, async () => {
+        const { runDeferredPasses } = await import('@vlmkit/onnx-graph');
+        runDeferredPasses(g);
+        const model = await serializeModel(g, { fold: true, externalThreshold: Number.POSITIVE_INFINITY });
+        return { ...model, quantized: false, computeDtype: 'float32' };
+      });
+    };
+    const stored = await inlineLoad();
+    const empty = inline.entries.get(stored.key!)!.get('data.bin')!;
+    expect([stored.externalData.length, empty.bytes.byteLength]).toEqual([0, 0]);
+    empty.bytes = new Uint8Array([1]);
+    expect((await inlineLoad()).cached).toBe(false);
+    expect(inlineLogged).toEqual([expect.stringMatching(/data\.bin has 1 bytes, 0 were written/)]);
     // The entry built again is served.
     const store = new MemoryStore();
     const { cache } = cacheOf(store);

@@ -196,10 +196,11 @@ export class PageGraphCache {
     const bytes = await model.read(0, model.size);
     if ((await sha256(bytes)) !== m.model.sha256) return 'model.onnx does not have the sha256 it was written with';
     const externalData: ExternalBuffer[] = [];
-    if (m.data.buffers.length > 0) {
-      const data = await entry.file('data.bin');
-      if (data === undefined) return 'data.bin is missing';
-      if (data.size !== m.data.size) return `data.bin has ${data.size} bytes, ${m.data.size} were written`;
+    // Checked even when it should be empty (a graph without external buffers): nothing else may have grown it.
+    const data = await entry.file('data.bin');
+    if (data === undefined && m.data.size > 0) return 'data.bin is missing';
+    if (data !== undefined && data.size !== m.data.size) return `data.bin has ${data.size} bytes, ${m.data.size} were written`;
+    if (data !== undefined) {
       for (const b of m.data.buffers) {
         const part = await data.read(b.offset, b.size);
         if ((await sha256(part)) !== b.sha256) return `data.bin's buffer ${b.path} does not have the sha256 it was written with`;

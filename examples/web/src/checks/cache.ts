@@ -1,7 +1,9 @@
 // The page graph cache through the real Origin Private File System: ERNIE-tiny loaded twice from its URL in one
 // page; the first load builds its graphs and stores them, the second opens its sessions from OPFS and reads no
 // tensor from the network (only the safetensors header, which the checkpoint reads at open), with the same
-// logits. Runs in the page only (it needs OPFS); the runner checks the counts it returns.
+// logits. Then one byte of a stored entry is changed in place: the third load finds the entry damaged and
+// builds that graph again (tensors fetched), still with the same logits. Runs in the page only (it needs OPFS);
+// the runner checks the counts it returns.
 import { loadPretrained, type NamedTensors } from '@vlmkit/models';
 import { urlFiles, urlSource } from '@vlmkit/safetensors';
 import { FIXTURE_LOAD, readTensors } from './models.js';
@@ -29,10 +31,28 @@ export interface CacheCheckResult {
   /** max |a - b| of the two loads' logits on the text-only case, and their count. */
   maxAbsDiff: number;
   logits: number;
+  /** The third load, after one byte in the middle of the first entry's larger file was changed in place. */
+  damaged: {
+    entry: string;
+    file: string;
+    /** Whether the file's lastModified stayed as it was through the write (why a hit hashes every buffer). */
+    lastModifiedKept: boolean;
+    fetches: LoadFetches;
+    maxAbsDiff: number;
+  };
+}
+
+interface WritableFile {
+  getFile(): Promise<{ size: number; lastModified: number; slice(a: number, b: number): { arrayBuffer(): Promise<ArrayBuffer> } }>;
+  createWritable(o: { keepExistingData: boolean }): Promise<{
+    write(o: { type: 'write'; position: number; data: Uint8Array }): Promise<void>;
+    close(): Promise<void>;
+  }>;
 }
 
 interface Dir {
   getDirectoryHandle(name: string, o?: { create?: boolean }): Promise<Dir>;
+  getFileHandle(name: string): Promise<WritableFile>;
   removeEntry(name: string, o?: { recursive?: boolean }): Promise<void>;
   entries(): AsyncIterable<[string, { kind: string }]>;
 }
@@ -97,12 +117,45 @@ export async function cacheCheck(fixtures: URL): Promise<CacheCheckResult> {
     const entries = await listFolder(await root.getDirectoryHandle(CACHE_CHECK_FOLDER));
     const second = await counting(weights, dataStart, run);
     const logits2 = await logitsOf(second.value, inputs);
-    let maxAbsDiff = logits1.length === logits2.length ? 0 : Number.POSITIVE_INFINITY;
-    for (let i = 0; i < logits1.length; i++) maxAbsDiff = Math.max(maxAbsDiff, Math.abs(logits1[i]! - logits2[i]!));
-    return { dataStart, first: first.fetches, second: second.fetches, entries, maxAbsDiff, logits: logits1.length };
+    const entry = Object.keys(entries).sort()[0] ?? '';
+    const { file, lastModifiedKept } = await flipByte(await (await root.getDirectoryHandle(CACHE_CHECK_FOLDER)).getDirectoryHandle(entry));
+    const third = await counting(weights, dataStart, run);
+    const logits3 = await logitsOf(third.value, inputs);
+    return {
+      dataStart,
+      first: first.fetches,
+      second: second.fetches,
+      entries,
+      maxAbsDiff: maxAbsDiff(logits1, logits2),
+      logits: logits1.length,
+      damaged: { entry, file, lastModifiedKept, fetches: third.fetches, maxAbsDiff: maxAbsDiff(logits1, logits3) },
+    };
   } finally {
     await root.removeEntry(CACHE_CHECK_FOLDER, { recursive: true }).catch(() => undefined);
   }
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let m = a.length === b.length ? 0 : Number.POSITIVE_INFINITY;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
+/**
+ * Changes the middle byte of the entry's larger file in place (as a stray write of this origin's code would):
+ * data.bin, or model.onnx where the graph has no external buffers (ERNIE-tiny's tensors are all under 1 MiB).
+ */
+async function flipByte(entry: Dir): Promise<{ file: string; lastModifiedKept: boolean }> {
+  const [data, model] = [await entry.getFileHandle('data.bin'), await entry.getFileHandle('model.onnx')];
+  const sizes = [(await data.getFile()).size, (await model.getFile()).size];
+  const [file, handle, size] = sizes[0]! >= sizes[1]! ? ['data.bin', data, sizes[0]!] : ['model.onnx', model, sizes[1]!];
+  const before = await handle.getFile();
+  const at = Math.floor(size / 2);
+  const byte = new Uint8Array(await before.slice(at, at + 1).arrayBuffer())[0]!;
+  const w = await handle.createWritable({ keepExistingData: true });
+  await w.write({ type: 'write', position: at, data: new Uint8Array([byte ^ 0xff]) });
+  await w.close();
+  return { file, lastModifiedKept: (await handle.getFile()).lastModified === before.lastModified };
 }
 
 /** Forward's logits on `inputs`; the model is released after. */
