@@ -27,7 +27,15 @@ export default defineConfig({
     rolldownOptions: {
       // ORT starts its WASM threads as workers that import ORT's own module (its import.meta.url): in a chunk
       // of its own they load ORT alone, not the page's code with it.
-      output: { codeSplitting: { groups: [{ name: 'ort', test: /onnxruntime-web/ }] } },
+      // The vlmkit packages get a chunk of their own too, so that the size report shows what they weigh.
+      output: {
+        codeSplitting: {
+          groups: [
+            { name: 'ort', test: /onnxruntime-web/ },
+            { name: 'vlmkit', test: /packages\/[^/]+\/dist\// },
+          ],
+        },
+      },
       input: { index: `${root}index.html`, harness: `${root}harness.html`, bench: `${root}bench.html` },
     },
   },

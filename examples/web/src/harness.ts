@@ -4,6 +4,7 @@ import { loadPretrained, type PretrainedModel } from '@vlmkit/models';
 import { decodeImage, Processor } from '@vlmkit/processors';
 import { createSession, float32 } from '@vlmkit/runtime';
 import { urlFiles, urlSource } from '@vlmkit/safetensors';
+import { cacheCheck } from './checks/cache.js';
 import {
   FIXTURE_LOAD,
   graphCases,
@@ -143,6 +144,9 @@ const harness = {
       return { error: err instanceof Error ? err.message : String(err), code: String((err as { code?: unknown }).code ?? '') };
     }
   },
+
+  /** The page graph cache (OPFS): a second load of ERNIE-tiny reads no tensor and gives the same logits. */
+  cache: () => cacheCheck(FIXTURES),
 
   /** Graphs built in the page by @vlmkit/onnx-graph, serialized in memory, run by @vlmkit/runtime on onnxruntime-web. */
   async graphs(device: 'wasm' | 'webgpu' = 'wasm'): Promise<GraphResult[]> {

@@ -74,6 +74,30 @@ export async function checks({ report, call, device, fixtures }) {
     await modelChecks(report, call, fixtures, device);
     report.info(`model cases on ${device}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
+  if (device === 'wasm') await cacheCheck(report, call);
+}
+
+/** The page's graph cache in OPFS (G's check, src/checks/cache.ts): ERNIE-tiny loaded twice in one page. */
+async function cacheCheck(report, call) {
+  const label = 'graph cache (OPFS): a second load reads no tensor and gives the same logits';
+  try {
+    const c = await call('cache');
+    const entries = Object.values(c.entries);
+    report.check(
+      label,
+      c.first.tensorRequests > 0 &&
+        c.second.tensorRequests === 0 &&
+        c.second.bytes <= c.dataStart + 1 &&
+        entries.length === 2 &&
+        entries.every((f) => f.join() === 'data.bin,manifest.json,model.onnx') &&
+        c.maxAbsDiff === 0,
+      `first load ${c.first.requests} requests / ${c.first.bytes} B (${(c.first.loadMs / 1000).toFixed(1)} s), ` +
+        `second ${c.second.requests} / ${c.second.bytes} B, ${c.second.tensorRequests} tensor reads (${(c.second.loadMs / 1000).toFixed(1)} s); ` +
+        `${entries.length} entries; logits max|diff| ${c.maxAbsDiff}`,
+    );
+  } catch (err) {
+    report.error(label, err);
+  }
 }
 
 /**
