@@ -109,11 +109,12 @@ const harness = {
    */
   async modelCase(model: string, name: string, device: 'wasm' | 'webgpu'): Promise<ModelCaseResult & { loadMs: number }> {
     const c = await fetchJson<ModelCaseJson>(`${model}/cases/${name}/case.json`);
-    const key = `${c.checkpoint}|${device}`;
+    const key = `${c.checkpoint}|${c.adapter ?? ''}|${device}`;
     let loading = models.get(key);
     const t = performance.now();
     if (!loading) {
-      loading = loadPretrained(urlFiles(new URL(`${c.checkpoint}/`, FIXTURES)), { device, ...FIXTURE_LOAD });
+      const adapter = c.adapter === undefined ? {} : { adapter: urlFiles(new URL(`${c.adapter}/`, FIXTURES)) };
+      loading = loadPretrained(urlFiles(new URL(`${c.checkpoint}/`, FIXTURES)), { device, ...FIXTURE_LOAD, ...adapter });
       models.set(key, loading);
     }
     const m = await loading;

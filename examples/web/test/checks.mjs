@@ -113,14 +113,6 @@ async function modelChecks(report, call, fixtures, device) {
       for (const name of (await readdir(dir)).sort()) {
         const label = `model ${model}/${name} on ${device}`;
         try {
-          const json = JSON.parse(await readFile(join(dir, name, 'case.json'), 'utf8'));
-          if (json.adapter !== undefined) {
-            report.skip(
-              label,
-              `a LoRA adapter (${json.adapter}): loadPretrained takes an adapter as a directory path only, which a page has not`,
-            );
-            continue;
-          }
           const key = `${model}/${name}`;
           if (!nodeResults.has(key)) nodeResults.set(key, node.case(fixtures, model, name));
           // The page and Node work at once: each leaves cores idle part of the time.
