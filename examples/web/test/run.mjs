@@ -17,7 +17,6 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bundleSizes, formatSizes } from './bundle-size.mjs';
-import { demoCheck } from './demo-check.mjs';
 import { Report, StepError } from './report.mjs';
 import { startServer } from './server.mjs';
 
@@ -135,7 +134,9 @@ async function main() {
   for (const line of formatSizes(sizes)) report.info(`bundle ${line}`);
 
   const { chromium } = await import('playwright-core');
+  // Imported once built: they import the packages' dist/ and the checks compiled to dist-node/.
   const { checks } = await import('./checks.mjs');
+  const { demoCheck } = await import('./demo-check.mjs');
   const server = await startServer({ '/fixtures/': FIXTURES, '/': join(WEB, 'dist') }, (line) => report.info(`server: ${line}`));
   const browsers = [];
   try {
