@@ -113,7 +113,10 @@ async function serve() {
   const server = await startServer({ '/fixtures/': FIXTURES, '/': join(WEB, 'dist') }, (line) => console.log(line));
   console.log(`demo:    ${server.url}/index.html  (checkpoint URL: ${server.url}/fixtures/ernie-tiny/)`);
   console.log(`harness: ${server.url}/harness.html`);
-  await new Promise((resolve) => process.once('SIGINT', resolve));
+  await new Promise((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
   await server.close();
 }
 
