@@ -175,8 +175,8 @@ describe('load options and profiles', () => {
     expect(resolveLoad({ device: 'webgpu' }).profile).toBe(PROFILES.webgpu);
     // A page plans 'auto' as the device the runtime will pick (platform.browser.ts `planDevice`).
     expect(resolveLoad({ device: 'auto' }, 'webgpu').profile).toBe(PROFILES.webgpu);
-    expect(PROFILES.webgpu.decoderPasses.slice(-2)).toEqual(['webgpu-attention', 'non-empty-scatter']);
-    expect(PROFILES.webgpu.visionPasses).toEqual(['stored-layout', 'webgpu-attention', 'non-empty-scatter']);
+    expect(PROFILES.webgpu.decoderPasses.slice(-3)).toEqual(['webgpu-attention', 'non-empty-scatter', 'webgpu-gelu']);
+    expect(PROFILES.webgpu.visionPasses).toEqual(['stored-layout', 'webgpu-attention', 'non-empty-scatter', 'webgpu-gelu']);
     expect(resolveLoad({ device: 'webgpu', quantize: 'int4' }).decoder.quantize).toBe('int4');
     for (const quantize of ['int8', { decoder: 'int4', vision: 'int8' }] as const) {
       expect(() => resolveLoad({ device: 'webgpu', quantize })).toThrow(

@@ -7,6 +7,7 @@ import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 import { storedLayoutPass } from './stored-layout.js';
 import { webgpuAttentionPass } from './webgpu-attention.js';
+import { webgpuGeluPass } from './webgpu-gelu.js';
 
 /**
  * The passes a profile names, by their stable `name` (`resolvePasses`; the CLI's and the benchmarks'
@@ -24,6 +25,7 @@ export const PASSES = {
   'stored-layout': storedLayoutPass,
   'webgpu-attention': webgpuAttentionPass,
   'non-empty-scatter': nonEmptyScatterPass,
+  'webgpu-gelu': webgpuGeluPass,
 } as const satisfies Readonly<Record<string, GraphPass>>;
 
 export type PassName = keyof typeof PASSES;
@@ -55,6 +57,6 @@ export const APPEND_ATTENTION_PASSES: readonly GraphPass[] = [PASSES['append-att
  * What a graph for onnxruntime-web's WebGPU EP runs last (after `CONTRIB_PASSES`, which make attention
  * MultiHeadAttention): its kernels' limits met without changing a number beyond one rounding. MultiHeadAttention
  * takes only a full [B, num_heads, S, T] bias and ignores `scale`; ScatterND takes no zero-sized input (a prompt
- * without image rows).
+ * without image rows); Gelu's tanh form is off by up to ~8e-5.
  */
-export const WEBGPU_PASSES: readonly GraphPass[] = [PASSES['webgpu-attention'], PASSES['non-empty-scatter']];
+export const WEBGPU_PASSES: readonly GraphPass[] = [PASSES['webgpu-attention'], PASSES['non-empty-scatter'], PASSES['webgpu-gelu']];

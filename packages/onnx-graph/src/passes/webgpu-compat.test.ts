@@ -7,6 +7,7 @@ import { maxAbsDiff, passDiffs, randn, runGraph } from '../test-utils/ort.js';
 import { nonEmptyScatterPass } from './non-empty-scatter.js';
 import { applyPasses } from './rewrite.js';
 import { webgpuAttentionPass } from './webgpu-attention.js';
+import { webgpuGeluPass } from './webgpu-gelu.js';
 
 const [S, H, HD] = [6, 2, 4];
 
@@ -100,5 +101,29 @@ describe('non-empty-scatter pass', () => {
       [],
       [['reduction', 'add']],
     ]);
+  });
+});
+
+describe('webgpu-gelu pass', () => {
+  /** Gelu in both forms over x [n, 8]; the exact one (erf) must stay. */
+  function gelus(): Graph {
+    const g = new Graph();
+    const x = g.input('x', 'float32', ['n', 8]);
+    g.output(g.gelu(x, 'tanh'), 'tanh');
+    g.output(g.gelu(x), 'erf');
+    return g;
+  }
+
+  it('writes the tanh form as x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)): within a few roundings; erf left', async () => {
+    // Values from -12 to 12: both tails (sigmoid of a large |z|) and the curved middle.
+    const data = Float32Array.from({ length: 8 * 64 }, (_, k) => -12 + (24 * k) / (8 * 64 - 1));
+    const { rewrites, diffs } = await passDiffs(gelus, [webgpuGeluPass], { x: { dtype: 'float32', dims: [64, 8], data } });
+    expect(rewrites).toEqual({ 'webgpu-gelu': 1 });
+    expect(diffs.erf).toBe(0);
+    expect(diffs.tanh).toBeLessThan(2e-6);
+    const g = gelus();
+    applyPasses(g, [webgpuGeluPass]);
+    expect(ops(g).filter((o) => o === 'Gelu')).toHaveLength(1);
+    expect(ops(g)).toContain('Sigmoid');
   });
 });
