@@ -14,14 +14,6 @@ const PIXEL_TOLERANCE = 1e-5;
  */
 const JPEG_TOLERANCE = 0.1;
 
-/**
- * The checkpoints whose cases run on WebGPU by default. Granite's SigLIP and Qwen3-VL's ViT use
- * gelu_pytorch_tanh, and onnxruntime-web 1.30's WebGPU Gelu(approximate='tanh') is 7.9e-5 off on its own
- * (Tanh alone: 2.4e-7), which puts their logits 2e-4..9e-4 from Node's, over the bound, until the webgpu
- * profile rewrites that Gelu (requested of onnx-graph's WEBGPU_PASSES). VLMKIT_WEBGPU_MODELS=all runs them all.
- */
-const WEBGPU_MODELS = process.env.VLMKIT_WEBGPU_MODELS === 'all' ? MODEL_FIXTURES : ['ernie-tiny'];
-
 /** Logits of the fixture models in the page against Node's: max |diff| / max |ref|, padding excluded (issue 21). */
 const LOGITS_TOLERANCE = 1e-4;
 
@@ -115,10 +107,6 @@ async function modelChecks(report, call, fixtures, device) {
   const node = new NodeModels();
   try {
     for (const model of MODEL_FIXTURES) {
-      if (device === 'webgpu' && !WEBGPU_MODELS.includes(model)) {
-        report.skip(`model ${model} on webgpu`, `its vision Gelu(tanh) on WebGPU needs a rewrite first; VLMKIT_WEBGPU_MODELS=all runs it`);
-        continue;
-      }
       const dir = join(fixtures, model, 'cases');
       for (const name of (await readdir(dir)).sort()) {
         const label = `model ${model}/${name} on ${device}`;
