@@ -1,10 +1,11 @@
 // The browser side of #platform: what a bundle reaches from index.ts has no Node built-in, native addon or
 // Node-only module; the browser's SHA-256 gives node:crypto's digests; what needs files is refused by name.
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { browserReach, sourceFiles, valueImports } from '../../../platform-check.shared.js';
 import { GraphError } from './errors.js';
 import { Graph } from './graph.js';
 import * as browser from './platform.browser.js';
@@ -12,16 +13,8 @@ import * as node from './platform.node.js';
 import type { FileRead } from './read-observer.js';
 import { ReadScopes } from './read-scope.js';
 import { jsSha256 } from './sha256.js';
-import { browserReach, valueImports } from './test-utils/platform-check.js';
 
 const src = dirname(fileURLToPath(import.meta.url));
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
-    if (d.isDirectory()) return d.name === 'test-utils' ? [] : sourceFiles(join(dir, d.name));
-    return d.name.endsWith('.ts') && !d.name.endsWith('.test.ts') ? [join(dir, d.name)] : [];
-  });
-}
 
 describe('browser entry', () => {
   it('reaches no Node built-in, native addon, Node global or *.node.ts module from index.ts', () => {

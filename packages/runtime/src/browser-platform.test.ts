@@ -1,21 +1,14 @@
 // The browser side of #platform: what a bundle reaches from index.ts has no Node built-in, onnxruntime-node or
 // other native addon, Node global or Node-only module; what only Node can do is refused by name.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { browserReach, sourceFiles, valueImports } from '../../../platform-check.shared.js';
 import * as browser from './platform.browser.js';
 import * as node from './platform.node.js';
-import { browserReach, valueImports } from './test-utils/platform-check.js';
 
 const src = dirname(fileURLToPath(import.meta.url));
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
-    if (d.isDirectory()) return d.name === 'test-utils' ? [] : sourceFiles(join(dir, d.name));
-    return d.name.endsWith('.ts') && !d.name.endsWith('.test.ts') ? [join(dir, d.name)] : [];
-  });
-}
 
 describe('browser entry', () => {
   it('reaches no Node built-in, native addon, Node global or *.node.ts module from index.ts', () => {

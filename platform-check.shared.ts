@@ -1,7 +1,8 @@
-// What a browser bundle of a package would reach: the modules imported (type-only imports left out, as a
-// bundler drops them) from the entry, with #platform resolved to platform.browser.ts, and what each uses
-// that a page does not have (node: modules and other built-ins, native addons, Node globals).
-import { readFileSync } from 'node:fs';
+// The browser-build check every browser-safe package's tests run (one copy, beside vitest.shared.ts): what a
+// bundle of the package would reach: the modules imported (type-only imports left out, as a bundler drops
+// them) from the entry, with #platform resolved to platform.browser.ts, and what each uses that a page does not
+// have (node: modules and other built-ins, native addons, Node globals).
+import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -50,4 +51,12 @@ export function browserReach(srcDir: string, entry: string, forbiddenPackages: r
   };
   visit(entry);
   return { files: [...seen].map((f) => relative(srcDir, f)).sort(), problems };
+}
+
+/** The package's non-test sources under `dir` (absolute paths; test-utils/ left out). */
+export function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
+    if (d.isDirectory()) return d.name === 'test-utils' ? [] : sourceFiles(join(dir, d.name));
+    return d.name.endsWith('.ts') && !d.name.endsWith('.test.ts') ? [join(dir, d.name)] : [];
+  });
 }
