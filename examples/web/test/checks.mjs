@@ -93,6 +93,15 @@ async function cacheCheck(report, call) {
         `second ${c.second.requests} / ${c.second.bytes} B, ${c.second.tensorRequests} tensor reads (${(c.second.loadMs / 1000).toFixed(1)} s); ` +
         `${entries.length} entries; logits max|diff| ${c.maxAbsDiff}`,
     );
+    // One byte of a stored entry changed in place: the hash finds it, that graph is built again from the
+    // checkpoint (tensors read), and the logits are the first load's.
+    const d = c.damaged;
+    report.check(
+      'graph cache (OPFS): an entry changed in place is rebuilt, never served',
+      d.fetches.tensorRequests > 0 && d.maxAbsDiff === 0,
+      `${d.entry}/${d.file} changed (lastModified kept: ${d.lastModifiedKept}); third load ${d.fetches.requests} requests, ` +
+        `${d.fetches.tensorRequests} tensor reads; logits max|diff| ${d.maxAbsDiff}`,
+    );
   } catch (err) {
     report.error(label, err);
   }
