@@ -5,7 +5,7 @@
 //   node tools/bench/quant-matmul.mjs [--k 1024] [--n 4096] [--m 1,512] [--rounds 7] [--threads 2]
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { Graph, modelBytes, nn, tensorFromArray, Weights } from '../../packages/onnx-graph/dist/index.js';
+import { applyPasses, Graph, modelBytes, nn, quantizeLinearPass, tensorFromArray, Weights } from '../../packages/onnx-graph/dist/index.js';
 import ort from '../../packages/runtime/node_modules/onnxruntime-node/dist/index.js';
 
 const { values: o } = parseArgs({
@@ -22,8 +22,12 @@ const w = new Float32Array(N * K).map(() => (Math.random() - 0.5) * 0.1);
 const weights = Weights.from({ 'fc.weight': tensorFromArray('float32', [N, K], w) });
 
 async function session(quantize, prepack) {
-  const g = new Graph(quantize ? { quantize } : {});
+  const g = new Graph();
   g.output(nn.linear(g, g.input('x', 'float32', ['m', K]), weights, 'fc', { bias: false, out: N }), 'y');
+  // Quantized as a load quantizes: the pass rewrites the MatMul into MatMulNBits (a Graph option no longer does).
+  if (quantize) applyPasses(g, [quantizeLinearPass(quantize)]);
+  const ops = g.snapshot().nodes.map((n) => n.opType);
+  if (quantize && !ops.includes('MatMulNBits')) throw new Error(`expected MatMulNBits for ${JSON.stringify(quantize)}, found ${ops}`);
   const opts = { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1, logSeverityLevel: 3 };
   if (!prepack) opts.extra = { session: { disable_prepacking: '1' } };
   return ort.InferenceSession.create(await modelBytes(g), opts);

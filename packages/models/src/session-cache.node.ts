@@ -20,7 +20,7 @@ export interface SessionCacheOptions {
   /**
    * ORT's prepacking of constant weights at session creation (see `SessionOptions.prepack`). Default false,
    * except for a quantized graph (MatMulNBits nodes): MatMulNBits runs on its packed blocks only (unpacked it
-   * dequantizes the weight on every run: one [1, 1024] x [1024, 4096] product 28-45x slower, tools/bench/quant-matmul.mjs).
+   * dequantizes the weight on every run: an order of magnitude slower, models README and tools/bench/quant-matmul.mjs).
    */
   prepack?: boolean | undefined;
   /**
