@@ -1,15 +1,19 @@
-// One linear layer, y = x W^T with W [N, K], timed in one process: float32 MatMul against MatMulNBits
-// int8/int4 at accuracy levels 0 and 4, with ORT's prepacking on and off; rounds interleaved so that a noisy
-// machine slows every variant alike. Needs `pnpm build`. Not part of the tests or CI.
+// One linear layer, y = x W^T with W [N, K], on onnxruntime-node (default) or onnxruntime-web's WASM backend (run
+// in Node: the kernels a page runs; one thread there, Node being no cross-origin isolated page): float32 MatMul against
+// MatMulNBits int8/int4 at accuracy levels 0 and 4 (quantized by onnx-graph's quantizeLinearPass, as a load
+// quantizes), ORT's prepacking on and off; rounds interleaved so that a noisy machine slows every variant alike.
+// Shows why a quantized session prepacks (models README, "Quantized weights") and why int4 decodes slower than
+// float32 in a page (docs/benchmarks.md, "The medium ERNIE in the browser"). Needs `pnpm build`. Not part of the
+// tests or CI.
 //
-//   node tools/bench/quant-matmul.mjs [--k 1024] [--n 4096] [--m 1,512] [--rounds 7] [--threads 2]
+//   node tools/bench/quant-matmul.mjs [--runtime node|web] [--k 1024] [--n 4096] [--m 1,512] [--rounds 7] [--threads 2]
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { applyPasses, Graph, modelBytes, nn, quantizeLinearPass, tensorFromArray, Weights } from '../../packages/onnx-graph/dist/index.js';
-import ort from '../../packages/runtime/node_modules/onnxruntime-node/dist/index.js';
 
 const { values: o } = parseArgs({
   options: {
+    runtime: { type: 'string', default: 'node' },
     k: { type: 'string', default: '1024' },
     n: { type: 'string', default: '4096' },
     m: { type: 'string', default: '1,512' },
@@ -17,6 +21,11 @@ const { values: o } = parseArgs({
     threads: { type: 'string', default: '2' },
   },
 });
+if (!['web', 'node'].includes(o.runtime)) throw new Error(`--runtime must be web or node, got '${o.runtime}'`);
+const ort =
+  o.runtime === 'web'
+    ? await import('../../packages/runtime/node_modules/onnxruntime-web/dist/ort.node.min.mjs')
+    : (await import('../../packages/runtime/node_modules/onnxruntime-node/dist/index.js')).default;
 const [K, N, rounds, threads] = [Number(o.k), Number(o.n), Number(o.rounds), Number(o.threads)];
 const w = new Float32Array(N * K).map(() => (Math.random() - 0.5) * 0.1);
 const weights = Weights.from({ 'fc.weight': tensorFromArray('float32', [N, K], w) });
@@ -24,11 +33,15 @@ const weights = Weights.from({ 'fc.weight': tensorFromArray('float32', [N, K], w
 async function session(quantize, prepack) {
   const g = new Graph();
   g.output(nn.linear(g, g.input('x', 'float32', ['m', K]), weights, 'fc', { bias: false, out: N }), 'y');
-  // Quantized as a load quantizes: the pass rewrites the MatMul into MatMulNBits (a Graph option no longer does).
   if (quantize) applyPasses(g, [quantizeLinearPass(quantize)]);
   const ops = g.snapshot().nodes.map((n) => n.opType);
   if (quantize && !ops.includes('MatMulNBits')) throw new Error(`expected MatMulNBits for ${JSON.stringify(quantize)}, found ${ops}`);
-  const opts = { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1, logSeverityLevel: 3 };
+  const opts = {
+    executionProviders: [o.runtime === 'web' ? 'wasm' : 'cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    logSeverityLevel: 3,
+  };
   if (!prepack) opts.extra = { session: { disable_prepacking: '1' } };
   return ort.InferenceSession.create(await modelBytes(g), opts);
 }
@@ -57,6 +70,9 @@ for (const m of ms) {
     }
   }
 }
-process.stdout.write(`${cpus()[0]?.model}, ${threads} threads, K=${K} N=${N}: median ms per run (${rounds} interleaved rounds)\n`);
+const runtime = o.runtime === 'web' ? 'onnxruntime-web (WASM, in Node)' : 'onnxruntime-node (CPU)';
+process.stdout.write(
+  `${cpus()[0]?.model}, ${runtime}, ${threads} threads, K=${K} N=${N}: median ms per run (${rounds} interleaved rounds)\n`,
+);
 process.stdout.write(`| variant | ${ms.map((m) => `M=${m}`).join(' | ')} |\n|---|${ms.map(() => '---|').join('')}\n`);
 for (const r of rows) process.stdout.write(`| ${r.name} | ${ms.map((m) => median(r.t[m]).toFixed(3)).join(' | ')} |\n`);
