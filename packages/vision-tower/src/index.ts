@@ -26,30 +26,8 @@ export {
   patchEmbed,
 } from './ernie/vision-transformer.js';
 export { VisionTowerError, type VisionTowerErrorCode } from './errors.js';
-export { Qwen3VlVisionConfig, qwen3VlPatchDim, qwen3VlVisionHeadDim } from './qwen3vl/config.js';
-export { patchEmbed as qwen3VlPatchEmbed, positionEmbedding as qwen3VlPositionEmbedding } from './qwen3vl/embeddings.js';
-export {
-  POSITION_TAPS,
-  type PositionInterpolation,
-  positionInterpolation,
-  type Qwen3VlVisionInputs,
-  qwen3VlVisionInputs,
-} from './qwen3vl/inputs.js';
-export { patchMerger } from './qwen3vl/merger.js';
-export { expectedQwen3VlVisionParameters } from './qwen3vl/parameters.js';
-export {
-  buildQwen3VlVisionTower,
-  buildQwen3VlVisionTowerModel,
-  QWEN3VL_VISION_TOWER_INPUTS,
-  QWEN3VL_VISION_TOWER_OUTPUTS,
-  type Qwen3VlVisionBuildOptions,
-  type Qwen3VlVisionTowerFeeds,
-  type Qwen3VlVisionTowerInputs,
-  type Qwen3VlVisionTowerModelOptions,
-  type Qwen3VlVisionTowerOutputs,
-  qwen3VlVisionMlp,
-  qwen3VlVisionTowerSizes,
-} from './qwen3vl/vision-transformer.js';
+// Qwen3-VL's tower and mergers.
+export * from './qwen3vl/index.js';
 export { SiglipVisionConfig, siglipNumPatches } from './siglip/config.js';
 export { siglipVisionEmbeddings } from './siglip/embeddings.js';
 export { siglipAttention, siglipEncoderLayer, siglipMlp } from './siglip/encoder-layer.js';
