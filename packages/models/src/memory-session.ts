@@ -19,10 +19,10 @@ import { memAvailable } from '#platform';
 import { ModelError } from './errors.js';
 import { openPageCache } from './graph-cache.browser.js';
 import { type CheckpointVersion, cachedBuild } from './graph-store.js';
-import { ensureMemory, heldBytes } from './memory-check.js';
+import { heldBytes, MemoryBudget } from './memory-check.js';
 import type { BuiltSession, CachedSessionExtras, SessionCacheOptions } from './session-cache.node.js';
 
-export interface MemorySessionExtras extends Pick<CachedSessionExtras, 'onSession'> {
+export interface MemorySessionExtras extends Pick<CachedSessionExtras, 'onSession' | 'memory'> {
   /**
    * Keep the model's bytes for `reopen` (the vision encoder's 'per-call' mode opens a session per run). Default
    * false: the runtime has copied them, so they are dropped and `reopen` refuses.
@@ -41,6 +41,8 @@ export async function memorySession(
   extras: MemorySessionExtras = {},
 ): Promise<BuiltSession> {
   const t0 = performance.now();
+  const checking = o.memoryCheck !== false && o.device !== 'cuda';
+  const memory = extras.memory ?? new MemoryBudget(memAvailable);
   const built = await cachedBuild(
     await openPageCache(o.cacheDir, { logger: o.logger }),
     g,
@@ -48,10 +50,7 @@ export async function memorySession(
     { root: from, version: extras.checkpoint },
     async () => {
       runDeferredPasses(g);
-      if (o.memoryCheck !== false && o.device !== 'cuda') {
-        const available = await memAvailable();
-        if (available !== undefined) ensureMemory(name, heldBytes(g), available, `${name} (built in memory from ${from})`);
-      }
+      if (checking) await memory.check(name, heldBytes(g), `${name} (built in memory from ${from})`);
       const quantized = [...everyNode(g.snapshot().nodes)].some((n) => n.opType === 'MatMulNBits');
       return { ...(await serializeModel(g, { fold: true })), quantized, computeDtype: g.computeDtype };
     },
@@ -64,6 +63,8 @@ export async function memorySession(
   extras.onSession?.();
   const open = opener(name, o, { externalData, quantized, computeDtype });
   const session = await open(model);
+  // The runtime holds what it was handed (the fold has cast 16-bit weights already).
+  if (checking) memory.hold(model.byteLength + externalData.reduce((n, e) => n + e.data.byteLength, 0));
   return {
     session,
     modelPath: where,

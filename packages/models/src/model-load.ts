@@ -15,11 +15,12 @@ import {
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint, type ModelFiles } from '@vlmkit/safetensors';
-import { cachedSession, openCheckpoint, planDevice } from '#platform';
+import { cachedSession, memAvailable, openCheckpoint, planDevice } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import type { CheckpointVersion } from './graph-store.js';
 import { LoadResources } from './load-resources.js';
+import { MemoryBudget } from './memory-check.js';
 import { memorySession } from './memory-session.js';
 import type { CheckpointSource } from './model-source.js';
 import { PROFILE_FIELDS, type Profile, type ProfileName, type ProfileOverrides, resolveProfile } from './profiles.js';
@@ -221,6 +222,8 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
   const { profile, decoder: build, vision: visionBuild, session } = resolveLoad(options, await planDevice(options.device));
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
+  // The vision encoder's and the decoder's sessions are checked together against the memory available.
+  const memory = new MemoryBudget(memAvailable);
   try {
     const open = () => (typeof root === 'string' ? openCheckpoint(root) : Checkpoint.fromFiles(root));
     let checkpoint: Checkpoint | undefined;
@@ -238,9 +241,14 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
       extras: { extraFiles?: string[] | undefined; extraVersion?: { files: string[]; stamps: string[] } | undefined; reopenable?: boolean },
     ) =>
       typeof root === 'string'
-        ? cachedSession(g, root, sessionName, session, { ...(extras.extraFiles ? { extraFiles: extras.extraFiles } : {}), onSession })
+        ? cachedSession(g, root, sessionName, session, {
+            ...(extras.extraFiles ? { extraFiles: extras.extraFiles } : {}),
+            onSession,
+            memory,
+          })
         : memorySession(g, root.root, sessionName, session, {
             onSession,
+            memory,
             reopenable: extras.reopenable,
             checkpoint: withVersion(checkpoint, extras.extraVersion),
           });

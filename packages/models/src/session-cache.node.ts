@@ -3,7 +3,7 @@ import { emulateInFloat32, type Graph } from '@vlmkit/onnx-graph';
 import { createSession, type DeviceRequest, type VlmSession } from '@vlmkit/runtime';
 import { ModelError } from './errors.js';
 import { type CacheHit, GraphCache } from './graph-cache.node.js';
-import { ensureMemory } from './memory-check.js';
+import { MemoryBudget } from './memory-check.js';
 
 export interface SessionCacheOptions {
   /**
@@ -43,6 +43,11 @@ export interface CachedSessionExtras {
   extraFiles?: readonly string[];
   /** Called when the graph is in the cache (built, or found and verified) and its session is being created: progress. */
   onSession?: (() => void) | undefined;
+  /**
+   * The memory check shared by one load's sessions (`MemoryBudget`), so that each is checked beside the ones
+   * made before it. Default: a budget of this session alone.
+   */
+  memory?: MemoryBudget | undefined;
 }
 
 export interface BuiltSession {
@@ -82,10 +87,8 @@ export async function cachedSession(
   const t0 = performance.now();
   const cache = await GraphCache.open(o.cacheDir, { logger: o.logger, verify: o.verifyCache });
   const checking = o.memoryCheck !== false && o.device !== 'cuda';
-  const check = async (bytes: number, modelPath: string) => {
-    const available = await memAvailable();
-    if (available !== undefined) ensureMemory(name, bytes, available, modelPath);
-  };
+  const memory = extras.memory ?? new MemoryBudget(memAvailable);
+  const check = (bytes: number, modelPath: string) => memory.check(name, bytes, modelPath);
   // A first load is checked before it quantizes or writes anything; a cached one before ORT loads it.
   const lookUp = () => cache.get(g, name, checkpointDir, extras.extraFiles, checking ? check : undefined);
   let hit = await lookUp();
@@ -123,6 +126,7 @@ export async function cachedSession(
     }
   }
   const opened = hit;
+  if (checking) memory.hold(opened.bytes);
   return {
     session,
     modelPath: opened.modelPath,
