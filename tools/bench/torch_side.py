@@ -3,8 +3,11 @@
 Subcommands (each prints one JSON line last; bench.mjs reads it):
 
   make   --config medium|granite|ernie28b|qwen3vl-2b|qwen3vl-moe --dir D [--layers N] [--vision-layers N]
+         [--experts N]
          Builds a random-weight checkpoint of that config into D (once: skipped when D/bench.json exists),
          D/inputs.safetensors (the benchmark prompt) and D/bench.json (what was built, parameter counts).
+         --experts: routed experts per MoE layer other than the config's (medium and ernie28b: per modality;
+         qwen3vl-moe), at the same expert width and top-k: where ORT's MoE kernel pays off (issue 20).
   size   --config ernie28b --dir D --layers N --vision-layers N
          The bytes that checkpoint will have (whole, the decoder's linear weights, the vision side), built on meta.
   run    --dir D --threads T --repeats R --new-tokens N --out F [--device cpu|cuda] [--dtype float32|bfloat16|float16]
@@ -48,7 +51,7 @@ ERNIE_28B_IDS = dict(pad=0, bos=1, eos=2, image_token_id=100295, image_start_tok
                      video_token_id=103367)
 
 
-def ernie_config(kind: str, layers: int | None, vision_layers: int | None):
+def ernie_config(kind: str, layers: int | None, vision_layers: int | None, experts: int | None = None):
     from transformers import Ernie4_5_VLMoeConfig
 
     if kind == "medium":
@@ -60,7 +63,7 @@ def ernie_config(kind: str, layers: int | None, vision_layers: int | None):
         text = dict(vocab_size=32000, hidden_size=1024, intermediate_size=1024, num_hidden_layers=n_layers,
                     num_attention_heads=16, num_key_value_heads=4, head_dim=64,
                     rope_parameters={"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [12, 12, 8]},
-                    moe_intermediate_size=[1024, 512], moe_k=2, moe_num_experts=8, moe_num_shared_experts=1)
+                    moe_intermediate_size=[1024, 512], moe_k=2, moe_num_experts=experts or 8, moe_num_shared_experts=1)
     else:
         # ERNIE-4.5-VL-28B-A3B at its published width (MODEL_NOTES.md, packages/models/src/published-configs.ts),
         # fewer layers: layer 0 dense, the rest MoE, as the published model.
@@ -70,7 +73,7 @@ def ernie_config(kind: str, layers: int | None, vision_layers: int | None):
         text = dict(vocab_size=103424, hidden_size=2560, intermediate_size=12288, num_hidden_layers=n_layers,
                     num_attention_heads=20, num_key_value_heads=4, head_dim=128,
                     rope_parameters={"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [22, 22, 20]},
-                    moe_intermediate_size=[1536, 512], moe_k=6, moe_num_experts=64, moe_num_shared_experts=2)
+                    moe_intermediate_size=[1536, 512], moe_k=6, moe_num_experts=experts or 64, moe_num_shared_experts=2)
     vision.update(hidden_act="quick_gelu", in_channels=3, patch_size=14, spatial_merge_size=2, temporal_merge_size=2,
                   rms_norm_eps=1e-6, rope_parameters={"rope_type": "axial", "rope_theta": 10000.0})
     text.update(hidden_act="silu", max_position_embeddings=8192, rms_norm_eps=1e-5, use_bias=False,
@@ -252,16 +255,21 @@ def make(args) -> dict:
 
     torch.set_num_threads(os.cpu_count() or 1)
     g = torch.Generator().manual_seed(1)
-    info: dict = {"config": args.config}
+    info: dict = {"config": args.config, **({"experts": args.experts} if args.experts else {})}
     if args.config in qwen3vl_side.CONFIGS:  # `pnpm bench --qwen3vl` (issue 20): qwen3vl_side.py
-        info, inputs = qwen3vl_side.make_qwen3vl(args, dir_, init_weights_nondegenerate)
+        if args.experts:
+            if "num_experts" not in qwen3vl_side.PUBLISHED[args.config]["text"]:
+                raise SystemExit(f"--experts: {args.config} has no routed experts")
+            qwen3vl_side.PUBLISHED[args.config]["text"]["num_experts"] = args.experts
+        made, inputs = qwen3vl_side.make_qwen3vl(args, dir_, init_weights_nondegenerate)
+        info.update(made)
         save_file({k: v.contiguous() for k, v in inputs.items()}, str(dir_ / "inputs.safetensors"))
-        done.write_text(json.dumps({"config": args.config, **info}, indent=1))
-        return {"config": args.config, **info}
+        done.write_text(json.dumps(info, indent=1))
+        return info
     if args.config in ("medium", "ernie28b"):
         from transformers import Ernie4_5_VLMoeForConditionalGeneration
 
-        cfg, ids = ernie_config(args.config, args.layers, args.vision_layers)
+        cfg, ids = ernie_config(args.config, args.layers, args.vision_layers, args.experts)
         torch.manual_seed(0)
         dtype = torch.float32 if args.config == "medium" else torch.bfloat16
         if dtype == torch.float32:
@@ -337,7 +345,7 @@ def size(args) -> dict:
     MLPs, experts and the tied LM head) and the vision side's (tower and resampler)."""
     from transformers import Ernie4_5_VLMoeForConditionalGeneration
 
-    cfg, _ = ernie_config(args.config, args.layers, args.vision_layers)
+    cfg, _ = ernie_config(args.config, args.layers, args.vision_layers, args.experts)
     with torch.device("meta"):
         model = Ernie4_5_VLMoeForConditionalGeneration(cfg)
     total = linear = vision = 0
@@ -563,6 +571,7 @@ def main() -> None:
     ap.add_argument("--layers", type=int)
     ap.add_argument("--vision-layers", type=int)
     ap.add_argument("--prompt", type=int)
+    ap.add_argument("--experts", type=int)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--decode-repeats", type=int, default=2)
