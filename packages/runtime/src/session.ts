@@ -80,6 +80,13 @@ export interface SessionOptions {
   /** ORT's CPU memory arena (default true, ORT's default); false returns freed activations to the system. */
   cpuMemArena?: boolean;
   /**
+   * Node, CPU, with `prepack`: also write the model as this session runs it to `modelPath`, every weight in
+   * `dataFile` (a file name, beside `modelPath`) together with the packed copies ORT made of them (ORT's
+   * optimizedModelFilePath and session.save_external_prepacked_constant_initializers). A session created from
+   * that file later memory-maps the packed weights instead of packing them again into its own memory.
+   */
+  savePacked?: { modelPath: string; dataFile: string };
+  /**
    * The float type the graph computes in ('float32', 'float16', 'bfloat16': onnx-graph's `ComputeDType`), named
    * in the NO_KERNEL error a session with an op the EP has no kernel for fails with. Default: not named.
    */
@@ -208,6 +215,13 @@ export function ortSessionOptions(opts: SessionOptions, logging: boolean): OrtSe
   const session: Record<string, string> = {};
   if (opts.prepack !== true) session.disable_prepacking = '1';
   if (opts.externalDataFolder !== undefined) session.model_external_initializers_file_folder_path = opts.externalDataFolder;
+  if (opts.savePacked !== undefined) {
+    base.optimizedModelFilePath = opts.savePacked.modelPath;
+    session.save_external_prepacked_constant_initializers = '1';
+    session.optimized_model_external_initializers_file_name = opts.savePacked.dataFile;
+    // Every tensor but scalars and shapes goes to the data file, where ORT can map it.
+    session.optimized_model_external_initializers_min_size_in_bytes = '1024';
+  }
   if (Object.keys(session).length > 0) base.extra = { session };
   if (opts.cpuMemArena === false) base.enableCpuMemArena = false;
   return base;
