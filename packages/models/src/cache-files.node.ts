@@ -14,6 +14,12 @@ const HASH_CHUNK = 4 * 2 ** 20;
 /** An entry is a few KB; anything larger in its place is not one. */
 const MAX_JSON_BYTES = 16 * 2 ** 20;
 
+/** A cache file as written: its size and SHA-256. */
+export interface FileRecord {
+  size: number;
+  sha256: string;
+}
+
 /** What identifies a file's bytes without reading them; ctime changes on every write and cannot be set back. */
 export interface Stamp {
   size: number;

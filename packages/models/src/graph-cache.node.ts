@@ -24,10 +24,12 @@ import { homedir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { type ComputeDType, everyNode, type Graph, relocateExternalData, runDeferredPasses, saveModel } from '@vlmkit/onnx-graph';
 import { checkpointFiles, describeFileKind } from '@vlmkit/safetensors';
+import { alive, type Entry, entryShape } from './cache-entry.node.js';
 import {
   cacheFileStamp,
   entryFolder,
   externalLocations,
+  type FileRecord,
   makeDirectory,
   readJson,
   readRegular,
@@ -42,6 +44,7 @@ import {
 import { describe, FORMAT, type GraphDescription, rewritten } from './cache-key.node.js';
 import { ModelError } from './errors.js';
 import { heldBytes } from './memory-check.js';
+import { PACKED_SUFFIXES, PACKING_DIR, type PackedTarget, packedFor, verifyPacked, writePacked } from './packed-weights.node.js';
 
 /** Unfinished builds of a process that is gone, or older than this, are removed. */
 const STALE_TMP_MS = 24 * 3600_000;
@@ -53,36 +56,6 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CACHE_HOME;
   // The spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
   return xdg?.startsWith('/') ? join(xdg, 'vlmkit') : join(homedir(), '.cache', 'vlmkit');
-}
-
-interface FileRecord {
-  size: number;
-  sha256: string;
-}
-
-interface Entry {
-  format: number;
-  name: string;
-  key: string;
-  /** The checkpoint directory it was built from (realpath). */
-  checkpoint: string;
-  /** Every file the graph or its build reads (realpath), with its stamp: part of the key. */
-  inputs: Record<string, Stamp>;
-  /** The checkpoint files (realpath) the .onnx's external data lies in, by the logical name the build gave each. */
-  references: Record<string, string>;
-  /** The folder the .onnx's locations are relative to: the deepest one above the cache and `references`. */
-  folder: string;
-  /** The cache folder (realpath) it was built in: its data file's location was written from there. */
-  root: string;
-  onnx: FileRecord;
-  data?: FileRecord & { stamp: Stamp };
-  /** The float type the written graph computes in (onnx-graph's `ComputeDType`). */
-  computeDtype: ComputeDType;
-  /** The written graph has block-quantized weights (MatMulNBits): its session prepacks them. */
-  quantized: boolean;
-  /** Bytes of checkpoint tensors the written graph uses as ORT holds them (16-bit ones twice in a float32 graph). */
-  referenced: number;
-  createdAt: number;
 }
 
 export interface GraphCacheOptions {
@@ -116,6 +89,13 @@ export interface CacheHit {
   quantized: boolean;
   /** Whether every input file still has the stamp the key was made from (false: changed since; look up again). */
   unchanged(): Promise<boolean>;
+  /**
+   * The entry's packed copy (./packed-weights.node.ts): its .onnx, verified; 'refused' when ORT's copy was found
+   * unusable on this machine (its sessions pack in memory); undefined when it has none yet.
+   */
+  packed(): Promise<{ path: string } | 'refused' | undefined>;
+  /** Has `write` make the entry's packed copy (a session created with runtime's `savePacked`) and records it. */
+  writePacked<T>(write: (target: PackedTarget) => Promise<T>): Promise<T>;
 }
 
 const CHECKPOINT = 'checkpoint:';
@@ -235,7 +215,41 @@ export class GraphCache {
         }
         return true;
       },
+      packed: () => this.packed(base),
+      writePacked: async (write) => {
+        const { result, record } = await writePacked(this.root, base, write);
+        if ('refused' in record)
+          this.log(`no packed copy of cached graph ${join(this.root, base)} (${record.refused}); ORT packs it in memory`);
+        await this.updateEntry(base, (e) => ({ ...e, packed: record }));
+        return result;
+      },
     };
+  }
+
+  /** The verified packed copy of `base`, if its entry has one; a damaged one is removed and logged. */
+  private async packed(base: string): Promise<{ path: string } | 'refused' | undefined> {
+    const record = entryShape(await readJson<unknown>(join(this.root, `${base}.json`)))?.packed;
+    if (record === undefined) return undefined;
+    // Refused by another ORT or CPU: this one may write a usable copy.
+    if ('refused' in record) return record.for === packedFor() ? 'refused' : undefined;
+    const full = this.options.verify === 'full';
+    const found = await verifyPacked(this.root, base, record, full, (stamp) =>
+      this.updateEntry(base, (e) =>
+        e.packed && 'data' in e.packed ? { ...e, packed: { ...e.packed, data: { ...e.packed.data, stamp } } } : e,
+      ),
+    );
+    if (typeof found === 'string') return { path: found };
+    this.log(`packed copy of cached graph ${join(this.root, base)} is damaged (${found.damaged}); writing it again`);
+    await this.updateEntry(base, ({ packed: _, ...e }) => e);
+    for (const suffix of PACKED_SUFFIXES) await removeFile(join(this.root, `${base}${suffix}`));
+    return undefined;
+  }
+
+  /** Rewrites the entry of `base` as it is on disk now (another process may have rewritten it meanwhile). */
+  private async updateEntry(base: string, change: (e: Entry) => Entry): Promise<void> {
+    const path = join(this.root, `${base}.json`);
+    const e = entryShape(await readJson<unknown>(path));
+    if (e !== undefined && e.format === FORMAT) await writeAtomic(path, JSON.stringify(change(e), null, 1));
   }
 
   /** `onnx` (locations relative to `entry.folder`) with its locations relative to `folder`. */
@@ -354,7 +368,7 @@ export class GraphCache {
 
   private async remove(base: string): Promise<void> {
     // The entry first: without it the rest is an unfinished build, never served.
-    for (const suffix of ['.json', '.onnx', '.onnx.data']) {
+    for (const suffix of ['.json', '.onnx', '.onnx.data', ...PACKED_SUFFIXES]) {
       const path = join(this.root, `${base}${suffix}`);
       if (!(await removeFile(path))) {
         throw new ModelError(
@@ -383,6 +397,13 @@ export class GraphCache {
     const names = await readdir(this.root);
     const entries = new Set(names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length)));
     for (const n of names) {
+      // A packing process's private folder: removed once the process is gone (or a day old).
+      const packing = PACKING_DIR.exec(n);
+      if (packing !== null && (!alive(Number(packing[1])) || (await age(join(this.root, n))) > STALE_TMP_MS)) {
+        await rm(join(this.root, n), { recursive: true, force: true });
+        removed.push(n);
+        continue;
+      }
       if (!n.startsWith('vlmkit-')) continue;
       const path = join(this.root, n);
       if (OLD_BLOB.test(n)) {
@@ -391,7 +412,7 @@ export class GraphCache {
       }
       let stale = await unfinished(path, n);
       if (!stale && !n.includes('.tmp-')) {
-        const base = n.replace(/\.onnx(\.data)?$/, '');
+        const base = n.replace(/(?:\.packed\.(?:onnx|data)|\.onnx(?:\.data)?)$/, '');
         stale = base !== n && !entries.has(base) && (await age(path)) > STALE_TMP_MS;
       }
       if (stale && (await removeFile(path))) removed.push(n);
@@ -439,49 +460,5 @@ export class GraphCache {
       await this.remove(base);
       this.log(`removed superseded cached graph ${base}`);
     }
-  }
-}
-
-/**
- * `json` when it has an entry's shape (the fields `get`, `verify` and `prune` read), else undefined: a file
- * edited or written by something else is a missing entry, never a crash.
- */
-function entryShape(json: unknown): Entry | undefined {
-  const e = json as Partial<Entry> | undefined;
-  const record = (r: unknown) =>
-    typeof r === 'object' && r !== null && typeof (r as FileRecord).size === 'number' && typeof (r as FileRecord).sha256 === 'string';
-  if (typeof e !== 'object' || e === null || typeof e.format !== 'number') return undefined;
-  // Another format is reported as such (and removed) whatever else it holds.
-  if (e.format !== FORMAT) return e as Entry;
-  const stamp = (t: unknown) =>
-    typeof t === 'object' &&
-    t !== null &&
-    ['size', 'mtimeMs', 'ctimeMs', 'ino', 'dev'].every((k) => typeof (t as Record<string, unknown>)[k] === 'number');
-  const ok =
-    typeof e.checkpoint === 'string' &&
-    typeof e.createdAt === 'number' &&
-    typeof e.inputs === 'object' &&
-    e.inputs !== null &&
-    Object.values(e.inputs).every(stamp) &&
-    typeof e.references === 'object' &&
-    e.references !== null &&
-    Object.values(e.references).every((f) => typeof f === 'string') &&
-    typeof e.folder === 'string' &&
-    typeof e.root === 'string' &&
-    typeof e.computeDtype === 'string' &&
-    typeof e.quantized === 'boolean' &&
-    typeof e.referenced === 'number' &&
-    record(e.onnx) &&
-    (e.data === undefined || (record(e.data) && typeof e.data.stamp === 'object' && e.data.stamp !== null));
-  return ok ? (e as Entry) : undefined;
-}
-
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

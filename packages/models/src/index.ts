@@ -108,8 +108,8 @@ export {
   type InspectProblem,
   type InspectReport,
 } from './inspect-report.js';
-export { type DecoderBuild, LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
 export { MemoryBudget } from './memory-check.js';
+export { type DecoderBuild, LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
 export { type CheckpointSource, sourceName } from './model-source.js';
 export type { OutputDir, OutputFile, ReadPaths } from './output-file.node.js';
 export { FamilyModel, type ModelChatOptions, type ModelOrigin, type NamedTensors, type PretrainedModel } from './pretrained-model.js';

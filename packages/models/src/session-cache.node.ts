@@ -24,6 +24,12 @@ export interface SessionCacheOptions {
    */
   prepack?: boolean | undefined;
   /**
+   * Where a session that prepacks (a quantized one, or any with `prepack`) keeps ORT's packed weights: 'memory'
+   * (default): packed at every session creation, in ORT's own memory; 'cache': packed once and written to the
+   * graph cache beside the entry (./packed-weights.node.ts), then memory-mapped by later sessions. CPU only.
+   */
+  packedWeights?: 'memory' | 'cache' | undefined;
+  /**
    * Refuse (INSUFFICIENT_MEMORY) a CPU session whose graph and weights are larger than the memory the
    * system says is available (/proc/meminfo MemAvailable) before ORT loads them, instead of being killed
    * part-way. Default true; no check where /proc/meminfo is missing or the device is 'cuda'.
@@ -96,16 +102,29 @@ export async function cachedSession(
   if (checking) await check(hit.bytes, hit.modelPath);
   extras.onSession?.();
   const emulate = (from: CacheHit) => o.emulateBfloat16 === true && from.computeDtype === 'bfloat16';
-  const open = async (from: CacheHit) =>
-    createSession(emulate(from) ? emulateInFloat32(from.model, 'bfloat16') : from.model, {
+  const open = async (from: CacheHit) => {
+    const prepack = o.prepack ?? from.quantized;
+    const options = {
       name,
-      externalDataFolder: from.folder,
       ...(o.device !== undefined ? { device: o.device } : {}),
       ...(o.threads !== undefined ? { threads: o.threads } : {}),
       ...(o.logger !== undefined ? { logger: o.logger } : {}),
-      ...(o.prepack !== undefined ? { prepack: o.prepack } : from.quantized ? { prepack: true } : {}),
+      prepack,
       computeDtype: from.computeDtype,
+    };
+    if (o.packedWeights === 'cache' && prepack && o.device !== 'cuda' && !emulate(from)) {
+      // The packed copy holds every weight itself: no external data folder.
+      const packed = await from.packed();
+      if (packed === undefined) {
+        return from.writePacked((target) => createSession(from.model, { ...options, externalDataFolder: from.folder, savePacked: target }));
+      }
+      if (packed !== 'refused') return createSession(packed.path, options);
+    }
+    return createSession(emulate(from) ? emulateInFloat32(from.model, 'bfloat16') : from.model, {
+      ...options,
+      externalDataFolder: from.folder,
     });
+  };
   let session: VlmSession | undefined;
   // Another process may remove the entry (pruned as superseded, or found damaged) between the lookup and the
   // session, and a checkpoint file may change while ORT reads it: look it up (rebuild it) again, a few times

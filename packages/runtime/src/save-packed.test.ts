@@ -6,8 +6,9 @@ import { createSession, ortSessionOptions } from './session.js';
 import { float32 } from './tensor.js';
 import { float32Init, modelBytes, node, valueInfo } from './test-utils/onnx-models.js';
 
-const K = 256;
-const N = 384;
+// A weight over 1 MiB, so that it goes to the data file.
+const K = 768;
+const N = 512;
 /** y = x W with a [K, N] constant W: a weight ORT's CPU MatMul prepacks. */
 function matmulModel(): Uint8Array {
   const w = Array.from({ length: K * N }, (_, i) => Math.sin(i * 0.37) * 0.1);
@@ -36,7 +37,7 @@ describe('savePacked: the model with its packed weights written beside it', () =
       session: {
         save_external_prepacked_constant_initializers: '1',
         optimized_model_external_initializers_file_name: 'm.packed.data',
-        optimized_model_external_initializers_min_size_in_bytes: '1024',
+        optimized_model_external_initializers_min_size_in_bytes: '1048577',
       },
     });
   });

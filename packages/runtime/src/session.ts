@@ -80,10 +80,10 @@ export interface SessionOptions {
   /** ORT's CPU memory arena (default true, ORT's default); false returns freed activations to the system. */
   cpuMemArena?: boolean;
   /**
-   * Node, CPU, with `prepack`: also write the model as this session runs it to `modelPath`, every weight in
-   * `dataFile` (a file name, beside `modelPath`) together with the packed copies ORT made of them (ORT's
-   * optimizedModelFilePath and session.save_external_prepacked_constant_initializers). A session created from
-   * that file later memory-maps the packed weights instead of packing them again into its own memory.
+   * Node, CPU, with `prepack`: also write the model as this session runs it to `modelPath`, every weight over
+   * 1 MiB in `dataFile` (a file name, beside `modelPath`; smaller ones in the model) together with the packed
+   * copies ORT made of them (ORT's optimizedModelFilePath and session.save_external_prepacked_constant_initializers).
+   * A session created from that file later memory-maps those packed weights instead of packing them again.
    */
   savePacked?: { modelPath: string; dataFile: string };
   /**
@@ -219,8 +219,10 @@ export function ortSessionOptions(opts: SessionOptions, logging: boolean): OrtSe
     base.optimizedModelFilePath = opts.savePacked.modelPath;
     session.save_external_prepacked_constant_initializers = '1';
     session.optimized_model_external_initializers_file_name = opts.savePacked.dataFile;
-    // Every tensor but scalars and shapes goes to the data file, where ORT can map it.
-    session.optimized_model_external_initializers_min_size_in_bytes = '1024';
+    // ORT 1.29 aligns only tensors over 1 MiB in the data file, and maps the packed copies where they lie: one
+    // at an unaligned offset computes garbage (NaN, int4 MatMulNBits at accuracy level 4). Smaller tensors stay
+    // in the model, where ORT packs them at load as without a saved copy.
+    session.optimized_model_external_initializers_min_size_in_bytes = String(2 ** 20 + 1);
   }
   if (Object.keys(session).length > 0) base.extra = { session };
   if (opts.cpuMemArena === false) base.enableCpuMemArena = false;
