@@ -15,7 +15,7 @@ import {
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint, type ModelFiles } from '@vlmkit/safetensors';
-import { cachedSession, memAvailable, openCheckpoint, planDevice } from '#platform';
+import { cachedSession, deviceProfile, memAvailable, openCheckpoint, planDevice } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import type { CheckpointVersion } from './graph-store.js';
@@ -206,6 +206,8 @@ export function resolveLoad(options: LoadOptions, planned: DeviceRequest | undef
       threads: profile.threads,
       logger: profile.logger,
       prepack: profile.prepack === 'quantized' ? undefined : profile.prepack,
+      // The packed layouts are the CPU EP's; 'auto' may be CUDA.
+      packedWeights: deviceProfile(planned) === 'cpu' ? profile.packedWeights : 'memory',
       memoryCheck: profile.memoryCheck,
       emulateBfloat16: profile.emulateBfloat16,
     },

@@ -5,8 +5,10 @@ import { applyPasses, deferPasses, Graph, nn, quantizeLinearPass, tensorFromSafe
 import { float32 } from '@vlmkit/runtime';
 import { Checkpoint, writeSafetensors } from '@vlmkit/safetensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ernie45VL } from './ernie/model.js';
 import { packedFor } from './packed-weights.node.js';
 import { cachedSession, type SessionCacheOptions } from './session-cache.node.js';
+import { FIXTURES, fixtureCases, readTensors } from './test-utils/fixtures.js';
 
 // One int4 Linear of 2048 x 2048: its MatMulNBits blocks (2 MiB) are over the 1 MiB a packed copy maps.
 const K = 2048;
@@ -118,5 +120,30 @@ describe("packedWeights 'cache': ORT's packed weights written once to the graph 
     expect((await readdir(cacheDir)).filter((f) => f.includes('.packed.'))).toEqual([]);
     expect((await run(o, at)).y).toEqual(expected);
     expect(logged.filter((m) => m.startsWith('no packed copy'))).toHaveLength(1);
+  });
+
+  it("the profile field reaches a model's sessions (ERNIE-tiny int4: every tensor small, so packed in memory)", async () => {
+    const c = fixtureCases('ernie-tiny').find((x) => x.name === 'text-only')!;
+    const inputs = await readTensors(join(c.dir, 'inputs.safetensors'));
+    const logits = async (cacheDir: string, packedWeights: 'memory' | 'cache') => {
+      const m = await Ernie45VL.fromPretrained(join(FIXTURES, 'ernie-tiny'), {
+        device: 'cpu',
+        reference: 'hf',
+        cacheDir,
+        quantize: 'int4',
+        profile: { packedWeights, logger: () => {} },
+      });
+      try {
+        return (await m.forward(inputs as never)).logits.data as Float32Array;
+      } finally {
+        await m.release();
+      }
+    };
+    const cacheDir = join(work, 'ernie-cache');
+    expect(await logits(cacheDir, 'cache')).toEqual(await logits(join(work, 'ernie-memory'), 'memory'));
+    const entries = (await readdir(cacheDir)).filter((f) => f.endsWith('.json'));
+    const packed = await Promise.all(entries.map(async (f) => JSON.parse(await readFile(join(cacheDir, f), 'utf8')).packed));
+    // The decoder (MatMulNBits) prepacks, the float32 vision encoder does not.
+    expect(packed.filter((p) => p !== undefined).map((p) => p.refused)).toEqual([expect.stringMatching(/over 1 MiB/)]);
   });
 });

@@ -33,6 +33,12 @@ export interface Profile {
   readonly visionSession: VisionSessionMode;
   /** ORT's prepacking of constant weights: always, never, or for quantized graphs only (MatMulNBits needs it). */
   readonly prepack: boolean | 'quantized';
+  /**
+   * Where a prepacking session's packed weights live: 'memory' (packed at every session creation, in ORT's
+   * memory) or 'cache' (packed once, written beside the graph-cache entry with every weight the session holds,
+   * then memory-mapped: page cache, reclaimable). CPU only; other devices take 'memory'.
+   */
+  readonly packedWeights: 'memory' | 'cache';
   /** ORT's intra-op threads; undefined: ORT's default (one per physical core). */
   readonly threads: number | undefined;
   /** Refuse a CPU session larger than the memory available (INSUFFICIENT_MEMORY) before ORT loads it. */
@@ -68,6 +74,9 @@ const CPU: Profile = {
   // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
   // models do not fit); "Quantized weights": MatMulNBits runs on packed blocks only (tools/bench/quant-matmul.mjs).
   prepack: 'quantized',
+  // models README "Packed weights in the graph cache": 'cache' trades disk (the packed copy holds every weight
+  // over 1 MiB again) for load time and resident memory; the default keeps the checkpoint the weight store.
+  packedWeights: 'memory',
   threads: undefined,
   memoryCheck: true,
   verifyCache: 'auto',
@@ -141,6 +150,7 @@ const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) =
   emptyModalityIf: [true, false],
   visionSession: VISION_SESSION_MODES,
   prepack: [true, false, 'quantized'],
+  packedWeights: ['memory', 'cache'],
   threads: [(v) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1), 'an integer >= 1, or undefined'],
   memoryCheck: [true, false],
   verifyCache: ['auto', 'full'],
