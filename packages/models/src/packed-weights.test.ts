@@ -75,6 +75,13 @@ describe("packedWeights 'cache': ORT's packed weights written once to the graph 
     const second = await run(o);
     expect(second.cached).toBe(true);
     expect(second.y).toEqual(want);
+
+    // What a killed writer leaves (its private folder) is removed once its process is gone.
+    const dead = join(cacheDir, '.vlmkit-packing-999999999-abc123');
+    await mkdir(dead);
+    await writeFile(join(dead, 'x.packed.data'), 'partial');
+    await run(o);
+    expect((await readdir(cacheDir)).some((f) => f.startsWith('.vlmkit-packing-'))).toBe(false);
   });
 
   it('a damaged packed copy is written again, never served; the entry itself stays', async () => {
