@@ -142,7 +142,9 @@ async function refusal(h, dir, layers) {
   h.log(`ernie28b ${layers} layers: float32 decoder load (expected: INSUFFICIENT_MEMORY when it cannot fit)`);
   const t0 = performance.now();
   const res = await h.vlmkitSide('load', dir, graphs, {}, `float32 load ${layers}`, () =>
-    decoderBytes(graphs) > GB ? `killed by the bench: the float32 load wrote more than 1 GB of decoder files to its graph cache` : undefined,
+    decoderBytes(graphs) > GB
+      ? `killed by the bench: the float32 load wrote more than 1 GB of decoder files to its graph cache`
+      : undefined,
   );
   const written = dirBytes(graphs);
   const decoderWritten = decoderBytes(graphs);
