@@ -14,6 +14,9 @@
 //                                           4 KiB aligned so that ORT memory-maps them
 //   <root>/vlmkit-<name>-<key>.json        the entry: the input files' stamps, the digests of the two files
 //                                           above; written last, so an entry without it is an unfinished build
+//   <root>/vlmkit-<name>-<key>.packed.*    with the profile's packedWeights 'cache': the model as ORT runs it,
+//                                           with its packed weights (./packed-weights.node.ts), recorded in the
+//                                           entry once written
 //
 // The key (cache-key.ts) reads no weight bytes.
 // Nothing in the cache is an alias (hard link, symlink) of a user's file: the cache is disposable, and whatever
