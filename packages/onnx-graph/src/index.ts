@@ -81,7 +81,15 @@ export {
   resolvePasses,
   WEBGPU_PASSES,
 } from './passes/index.js';
-export { markRoutedExperts, moeExpertsPass, qmoeExpertsPass, ROUTED_EXPERTS, type RoutedExperts } from './passes/moe-experts.js';
+export {
+  markRoutedExperts,
+  moeExpertsPass,
+  qmoeExpertsPass,
+  ROUTED_EXPERTS,
+  type RoutedExperts,
+  WIDE_MOE_EXPERTS,
+  wideMoeExpertsPass,
+} from './passes/moe-experts.js';
 export { nonEmptyScatterPass } from './passes/non-empty-scatter.js';
 export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {

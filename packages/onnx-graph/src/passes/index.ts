@@ -1,7 +1,7 @@
 import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
-import { moeExpertsPass, qmoeExpertsPass } from './moe-experts.js';
+import { moeExpertsPass, qmoeExpertsPass, wideMoeExpertsPass } from './moe-experts.js';
 import { nonEmptyScatterPass } from './non-empty-scatter.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
@@ -21,6 +21,7 @@ export const PASSES = {
   'contrib-attention-gqa': contribAttentionPass({ kernel: 'gqa' }),
   'append-attention': appendAttentionPass,
   'moe-experts': moeExpertsPass,
+  'moe-experts-wide': wideMoeExpertsPass,
   'qmoe-experts': qmoeExpertsPass,
   'stored-layout': storedLayoutPass,
   'webgpu-attention': webgpuAttentionPass,

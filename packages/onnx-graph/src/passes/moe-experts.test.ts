@@ -5,17 +5,17 @@ import { tensorFromArray } from '../tensor-ref.js';
 import { type Feed, maxAbsDiff, passDiffs, randn, runGraph } from '../test-utils/ort.js';
 import type { Value } from '../value.js';
 import { Weights } from '../weights.js';
-import { markRoutedExperts, moeExpertsPass, qmoeExpertsPass } from './moe-experts.js';
+import { markRoutedExperts, moeExpertsPass, qmoeExpertsPass, WIDE_MOE_EXPERTS, wideMoeExpertsPass } from './moe-experts.js';
 import { quantizeLinearPass } from './quantize-linear.js';
 import { applyPasses } from './rewrite.js';
 
 // Routed experts in their plain math form: a router choosing k of E experts by softmax + bias (as ERNIE's),
 // weights renormalized over the chosen, every expert run on every token and weighted (zero when not chosen),
 // rows outside the modality zero.
-const [N, D, E, k] = [7, 64, 4, 2];
+const [N, D, DEFAULT_E, k] = [7, 64, 4, 2];
 
-/** `I`: the experts' intermediate size (default 64: two blocks of 32 per down row). */
-function checkpoint(I = 64): Weights {
+/** `I`: the experts' intermediate size (default 64: two blocks of 32 per down row); `E`: how many experts. */
+function checkpoint(I = 64, E = DEFAULT_E): Weights {
   const t = (shape: number[], seed: number, scale = 1 / Math.sqrt(shape[shape.length - 1]!)) =>
     tensorFromArray(
       'float32',
@@ -47,6 +47,7 @@ function build(w: Weights, alsoReturn?: 'gate' | 'topk_ids'): Graph {
 }
 
 function routedExperts(g: Graph, w: Weights, x: Value, inModality: Value): { out: Value; gate: Value; topkIds: Value } {
+  const E = w.read('gate.weight', undefined).shape[0]!;
   const routerLogits = g.matmul(x, g.transpose(g.param(w, 'gate.weight', [E, D]), [1, 0]));
   const probs = g.softmax(routerLogits, -1);
   const [, topkIds] = g.topk(g.add(probs, g.param(w, 'bias', [E])), k, -1);
@@ -125,7 +126,7 @@ describe('moeExpertsPass / qmoeExpertsPass: routed experts -> com.microsoft MoE 
       applyPasses(sparse, [quantize()]);
       const fused = build(w);
       expect(applyPasses(fused, [quantize(), moeExpertsPass, qmoeExpertsPass])).toEqual({
-        'quantize-linear': 3 * E,
+        'quantize-linear': 3 * DEFAULT_E,
         'moe-experts': 0,
         'qmoe-experts': 1,
       });
@@ -143,8 +144,21 @@ describe('moeExpertsPass / qmoeExpertsPass: routed experts -> com.microsoft MoE 
   it('leaves 4-bit experts with zero points and one block per row as MatMulNBits (ORT 1.29 reads them wrong)', () => {
     const g = build(checkpoint(32));
     expect(applyPasses(g, [quantizeLinearPass({ bits: 4, blockSize: 32 }), qmoeExpertsPass])).toEqual({
-      'quantize-linear': 3 * E,
+      'quantize-linear': 3 * DEFAULT_E,
       'qmoe-experts': 0,
     });
+  });
+
+  it("'moe-experts-wide' rewrites a region of WIDE_MOE_EXPERTS experts or more and leaves a narrower one", async () => {
+    const narrow = checkpoint(64, WIDE_MOE_EXPERTS - 1);
+    const g = build(narrow);
+    expect(applyPasses(g, [wideMoeExpertsPass])).toEqual({ 'moe-experts-wide': 0 });
+    expect(g.nodes.map((n) => n.opType)).not.toContain('MoE');
+    // The narrow region stays marked: the unconditional pass still takes it.
+    expect(applyPasses(g, [moeExpertsPass])).toEqual({ 'moe-experts': 1 });
+    const wide = checkpoint(64, WIDE_MOE_EXPERTS);
+    const { rewrites, diffs } = await passDiffs(() => build(wide), [wideMoeExpertsPass], feeds);
+    expect(rewrites).toEqual({ 'moe-experts-wide': 1 });
+    expect(diffs.y).toBeLessThan(2e-6);
   });
 });

@@ -81,16 +81,28 @@ export const moeExpertsPass: GraphPass = routedExpertsPass('moe-experts', 'float
 /** `moeExpertsPass`'s quantized twin: block-quantized routed experts -> one com.microsoft QMoE per region. */
 export const qmoeExpertsPass: GraphPass = routedExpertsPass('qmoe-experts', 'quantized');
 
-function routedExpertsPass(name: string, form: LinearForm): GraphPass {
+/**
+ * The fewest routed experts per region for which models' cpu profile makes them one MoE ('moe-experts-wide'):
+ * ORT's CPU kernel saves the per-expert dispatch of the MatMul form, which pays only with many experts: at 128
+ * it won in every shape measured, at 64 in one of three (docs/benchmarks.md, "Where ORT's MoE kernel pays off
+ * on CPU").
+ */
+export const WIDE_MOE_EXPERTS = 128;
+
+/** `moeExpertsPass` on regions of `WIDE_MOE_EXPERTS` routed experts or more; narrower ones stay as they are. */
+export const wideMoeExpertsPass: GraphPass = routedExpertsPass('moe-experts-wide', 'float', WIDE_MOE_EXPERTS);
+
+function routedExpertsPass(name: string, form: LinearForm, minExperts = 0): GraphPass {
   return {
     name,
+    ...(minExperts > 0 ? { key: `minExperts=${minExperts}` } : {}),
     run(body) {
       const byOut = records.get(body.graph.root);
       if (byOut === undefined) return 0;
       return rewriteEach(body, (node, index) => {
         const out = node.output?.[0] ?? '';
         const r = byOut.get(out);
-        if (r === undefined || body.graph.markOf(out) !== ROUTED_EXPERTS) return false;
+        if (r === undefined || body.graph.markOf(out) !== ROUTED_EXPERTS || r.experts.length < minExperts) return false;
         const insert = replacement(new PassBuilder(body), index, r, out, form);
         if (insert === undefined) return false;
         const keep = new Set(insert.flatMap((n) => n.input ?? []));
