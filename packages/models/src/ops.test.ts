@@ -6,7 +6,15 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { APPEND_ATTENTION_PASSES, CONTRIB_PASSES, moeExpertsPass, OP_SETS, type OpSet, storedLayoutPass } from '@vlmkit/onnx-graph';
+import {
+  APPEND_ATTENTION_PASSES,
+  CONTRIB_PASSES,
+  moeExpertsPass,
+  OP_SETS,
+  type OpSet,
+  storedLayoutPass,
+  wideMoeExpertsPass,
+} from '@vlmkit/onnx-graph';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveLoad } from './model-load.js';
 import { OPS_FIELDS, PROFILES, resolveProfile } from './profiles.js';
@@ -104,9 +112,9 @@ describe('the graphs built', () => {
 });
 
 describe('the decoder passes of each profile', () => {
-  it("cpu: the append pass, cuda: the contrib passes and the MoE one before it, no empty-modality If; both: stored-layout last; '--ops' sets both fields", () => {
+  it("cpu: MoE on wide layers and the append pass, cuda: the contrib passes and MoE before it, no empty-modality If; both: stored-layout last; '--ops' sets both fields", () => {
     const names = (passes: readonly { name: string }[]) => passes.map((p) => p.name);
-    const cpuPasses = [...APPEND_ATTENTION_PASSES, storedLayoutPass];
+    const cpuPasses = [wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
     const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
     expect(PROFILES.cpu).toMatchObject({ decoderPasses: names(cpuPasses), visionPasses: ['stored-layout'], emptyModalityIf: true });
     expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), visionPasses: ['stored-layout'], emptyModalityIf: false });
@@ -118,7 +126,7 @@ describe('the decoder passes of each profile', () => {
     const cuda = resolveLoad({ device: 'cpu', profile: 'cuda' }).decoder;
     expect(cuda.passes).toEqual([...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass]);
     expect(cuda.emptyModalityIf).toBe(false);
-    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual([...APPEND_ATTENTION_PASSES, storedLayoutPass]);
+    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual([wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass]);
     expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutPass]);
   });
 

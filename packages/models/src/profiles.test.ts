@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { COMPUTE_DTYPES, type ComputeDType } from '@vlmkit/onnx-graph';
+import { COMPUTE_DTYPES, type ComputeDType, WEBGPU_PASSES, wideMoeExpertsPass } from '@vlmkit/onnx-graph';
 import type { HostTensor } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
@@ -185,6 +185,14 @@ describe('load options and profiles', () => {
     }
     expect(() => resolveLoad({ device: 'auto', quantize: 'int8' }, 'webgpu')).toThrow(/load with device 'wasm'/);
     expect(resolveLoad({ device: 'wasm', quantize: 'int8' }).decoder.quantize).toBe('int8');
+  });
+
+  it('cpu and web: the routed experts as one MoE in wide layers only, before the append and layout passes; webgpu: never', () => {
+    for (const name of ['cpu', 'web'] as const) {
+      expect(PROFILES[name].decoderPasses).toEqual(['moe-experts-wide', 'append-attention', 'stored-layout']);
+    }
+    expect(resolveLoad({ device: 'cpu' }).decoder.passes[0]).toBe(wideMoeExpertsPass);
+    expect(PROFILES.webgpu.decoderPasses).toEqual(['append-attention', 'stored-layout', ...WEBGPU_PASSES.map((p) => p.name)]);
   });
 
   it('an option of earlier builds is refused naming its replacement; a bad profile names the field', async () => {

@@ -63,9 +63,12 @@ const CPU: Profile = {
   loop: 'host',
   // models README "Decoder passes" (tools/bench/ops-ab.mjs): the contrib passes prefill faster but decode slower.
   // An 'append' cache is read in place (float32 only; the pass matches nothing in a 'concat' or loop graph).
-  // No 'moe-experts' (ops-decode-ab.mjs): ORT's MoE kernel is slower than the sparse experts.
+  // 'moe-experts-wide' (tools/bench/moe-crossover.mjs, docs/benchmarks.md "Where ORT's MoE kernel pays off on
+  // CPU"): a layer's routed experts as one MoE where it has onnx-graph's WIDE_MOE_EXPERTS (128) or more, as
+  // Qwen3-VL-30B's; fewer (ERNIE's 64 or 8 per modality) run faster as per-expert MatMuls. Before 'stored-layout',
+  // which then finds only the Linears left (MoE's packed weights are its own copy).
   // models README "The graph cache": float32 weights read as the checkpoint stores them, no transposed copy.
-  decoderPasses: ['append-attention', 'stored-layout'],
+  decoderPasses: ['moe-experts-wide', 'append-attention', 'stored-layout'],
   visionPasses: ['stored-layout'],
   // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
   emptyModalityIf: true,
@@ -113,11 +116,12 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
   // onnxruntime-web's WebGPU EP: the web profile's graphs, then onnx-graph's WEBGPU_PASSES (numbers-neutral) for
   // the WebGPU kernels' limits (a MultiHeadAttention bias of the full shape, its `scale` folded into q, no
   // zero-sized ScatterND input). The empty-modality If stays: without it ERNIE's vision experts run on zero
-  // rows, which WebGPU kernels refuse. Its own fused-kernel choices wait for measurements in Chromium.
+  // rows, which WebGPU kernels refuse. Its own fused-kernel choices wait for measurements in Chromium: the
+  // experts stay per-expert MatMuls (the MoE choice is the CPU kernel's measurement).
   webgpu: {
     ...WEB,
     name: 'webgpu',
-    decoderPasses: [...WEB.decoderPasses, ...WEBGPU_PASS_NAMES],
+    decoderPasses: [...WEB.decoderPasses.filter((p) => p !== 'moe-experts-wide'), ...WEBGPU_PASS_NAMES],
     visionPasses: [...WEB.visionPasses, ...WEBGPU_PASS_NAMES],
   },
 };
