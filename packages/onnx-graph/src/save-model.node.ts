@@ -114,8 +114,13 @@ async function writeTensor(ref: TensorRef, out: FileHandle, offset: number, hash
   }
   if (ref.kind !== 'file') {
     const bytes = await tensorBytes(ref);
-    hash?.update(bytes);
-    await out.write(bytes, 0, bytes.byteLength, offset);
+    // In chunks: one write (and one hash update) takes at most 2 GiB, and a computed tensor can be larger
+    // (128 experts' stacked weights for a MoE node).
+    for (let done = 0; done < bytes.byteLength; done += CHUNK) {
+      const part = bytes.subarray(done, Math.min(done + CHUNK, bytes.byteLength));
+      hash?.update(part);
+      await out.write(part, 0, part.byteLength, offset + done);
+    }
     return;
   }
   // Stream a file range in bounded chunks: a multi-GB tensor never sits in memory whole.
