@@ -14,6 +14,8 @@ import type { Weights } from './weights.js';
 
 /** What a root graph and its subgraphs share: one name space (ONNX resolves outer-scope names), the initializers. */
 interface SharedState {
+  /** The ai.onnx opset the model imports (`lowerOpset`). */
+  opset: number;
   readonly initializerList: InitializerEntry[];
   readonly domains: Set<string>;
   readonly counters: Map<string, number>;
@@ -56,7 +58,6 @@ interface SharedState {
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the op methods declared by the interface below are installed there.
 export class Graph {
   readonly name: string;
-  readonly opset: number;
   /** The graph this one is a body of; undefined for the root (model) graph. */
   readonly parent: Graph | undefined;
   private readonly nodeList: OnnxTypes.INodeProto[] = [];
@@ -70,13 +71,12 @@ export class Graph {
     this.name = options.name ?? 'vlmkit';
     this.parent = parent;
     if (parent !== undefined) {
-      this.opset = parent.opset;
       this.shared = parent.shared;
       // A body's nodes are named in the scope it was opened in.
       this.scopeStack.push(...parent.scopeStack);
     } else {
-      this.opset = options.opset ?? 23;
       this.shared = {
+        opset: options.opset ?? 23,
         initializerList: [],
         domains: new Set(),
         counters: new Map(),
@@ -92,6 +92,21 @@ export class Graph {
         dims: 0,
       };
     }
+  }
+
+  /** The ai.onnx opset the model imports (its bodies' too). */
+  get opset(): number {
+    return this.shared.opset;
+  }
+
+  /**
+   * Declares an older ai.onnx opset for the whole model, for a runtime whose kernels stop at it (onnxruntime-web's
+   * WebGPU EP: `webgpuOpsetPass`). The caller has checked that no op newer than it is left; raising is refused.
+   */
+  lowerOpset(version: number): void {
+    if (!Number.isInteger(version) || version > this.shared.opset)
+      throw new GraphError('BAD_ARGUMENT', `lowerOpset: ${version} is not at or below the model's opset ${this.shared.opset}`);
+    this.shared.opset = version;
   }
 
   /**

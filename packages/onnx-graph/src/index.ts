@@ -109,6 +109,7 @@ export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
 export { storedLayoutPass } from './passes/stored-layout.js';
 export { webgpuAttentionPass } from './passes/webgpu-attention.js';
 export { webgpuGeluPass } from './passes/webgpu-gelu.js';
+export { WEBGPU_OPSET, webgpuOpsetPass } from './passes/webgpu-opset.js';
 export { onnx } from './proto.js';
 export {
   QUANTIZE_MODES,

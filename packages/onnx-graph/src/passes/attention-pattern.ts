@@ -87,3 +87,30 @@ export function castOnlyFor(index: NodeIndex, name: string, reader: Node): Node 
   const p = index.producer(name);
   return p?.opType === 'Cast' && (p.domain ?? '') === '' && index.onlyReadBy(name, reader) ? p : undefined;
 }
+
+/**
+ * What the rewrites of one body share (contrib_attention.*: the rotary caches, the bias): made by the first
+ * rewrite that needs them, kept only once that rewrite is committed.
+ */
+export class SharedInputs {
+  private readonly made = new Map<string, string[]>();
+  private pending: string[] = [];
+
+  /** The values under `key` as operands of `b`, made by `make` on first use (kept once the rewrite is committed). */
+  get(key: string, b: PassBuilder, make: () => Value[]): Value[] {
+    const hit = this.made.get(key);
+    if (hit !== undefined) return hit.map((name) => b.value(name)!);
+    const vs = make();
+    this.made.set(
+      key,
+      vs.map((v) => v.name),
+    );
+    this.pending.push(key);
+    return vs;
+  }
+
+  settle(committed: boolean): void {
+    if (!committed) for (const key of this.pending) this.made.delete(key);
+    this.pending = [];
+  }
+}

@@ -2,7 +2,7 @@ import type { Graph } from '../graph.js';
 import { maskToBias, repeatKvHeads } from '../nn.js';
 import type { OnnxTypes } from '../proto.js';
 import type { Value } from '../value.js';
-import { castOnlyFor, type OpAttention, opAttention, PassBuilder, scopeOf } from './attention-pattern.js';
+import { castOnlyFor, type OpAttention, opAttention, PassBuilder, SharedInputs, scopeOf } from './attention-pattern.js';
 import { attrNumber, type GraphPass, type NodeIndex, type PassBody, replaceNodes, rewriteEach } from './rewrite.js';
 
 type Node = OnnxTypes.INodeProto;
@@ -87,30 +87,6 @@ function rotaryOf(body: PassBody, index: NodeIndex, name: string): Rotary | unde
   // The pattern ends in the dtype it started in; the tables are per token ([B, S, hd/2]).
   if (body.graph.typeOf(r.x)?.dtype !== body.graph.typeOf(name)?.dtype || body.graph.typeOf(r.cos)?.shape.length !== 3) return undefined;
   return { ...r, interleaved: attrNumber(rot, 'interleaved', 0) === 1, numHeads: attrNumber(rot, 'num_heads', 0), nodes };
-}
-
-/** What every layer's fused attention in one body shares (contrib_attention.*): made by the first rewrite. */
-class SharedInputs {
-  private readonly made = new Map<string, string[]>();
-  private pending: string[] = [];
-
-  /** The values under `key` as operands of `b`, made by `make` on first use (kept once the rewrite is committed). */
-  get(key: string, b: PassBuilder, make: () => Value[]): Value[] {
-    const hit = this.made.get(key);
-    if (hit !== undefined) return hit.map((name) => b.value(name)!);
-    const vs = make();
-    this.made.set(
-      key,
-      vs.map((v) => v.name),
-    );
-    this.pending.push(key);
-    return vs;
-  }
-
-  settle(committed: boolean): void {
-    if (!committed) for (const key of this.pending) this.made.delete(key);
-    this.pending = [];
-  }
 }
 
 function rewrite(

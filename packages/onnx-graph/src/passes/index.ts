@@ -8,6 +8,7 @@ import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 import { storedLayoutPass } from './stored-layout.js';
 import { webgpuAttentionPass } from './webgpu-attention.js';
 import { webgpuGeluPass } from './webgpu-gelu.js';
+import { webgpuOpsetPass } from './webgpu-opset.js';
 
 /**
  * The passes a profile names, by their stable `name` (`resolvePasses`; the CLI's and the benchmarks'
@@ -27,6 +28,7 @@ export const PASSES = {
   'webgpu-attention': webgpuAttentionPass,
   'non-empty-scatter': nonEmptyScatterPass,
   'webgpu-gelu': webgpuGeluPass,
+  'webgpu-opset': webgpuOpsetPass,
 } as const satisfies Readonly<Record<string, GraphPass>>;
 
 export type PassName = keyof typeof PASSES;
@@ -58,6 +60,11 @@ export const APPEND_ATTENTION_PASSES: readonly GraphPass[] = [PASSES['append-att
  * What a graph for onnxruntime-web's WebGPU EP runs last (after `CONTRIB_PASSES`, which make attention
  * MultiHeadAttention): its kernels' limits met without changing a number beyond one rounding. MultiHeadAttention
  * takes only a full [B, num_heads, S, T] bias and ignores `scale`; ScatterND takes no zero-sized input (a prompt
- * without image rows); Gelu's tanh form is off by up to ~8e-5.
+ * without image rows); Gelu's tanh form is off by up to ~8e-5; its kernels stop at opset 21 (`WEBGPU_OPSET`).
  */
-export const WEBGPU_PASSES: readonly GraphPass[] = [PASSES['webgpu-attention'], PASSES['non-empty-scatter'], PASSES['webgpu-gelu']];
+export const WEBGPU_PASSES: readonly GraphPass[] = [
+  PASSES['webgpu-attention'],
+  PASSES['non-empty-scatter'],
+  PASSES['webgpu-gelu'],
+  PASSES['webgpu-opset'],
+];

@@ -1,5 +1,5 @@
-// The two passes onnxruntime-web's WebGPU kernels need (webgpu-attention.ts, non-empty-scatter.ts): each
-// graph run before and after on ORT's CPU EP gives the same numbers, the empty scatter included.
+// The passes onnxruntime-web's WebGPU kernels need (WEBGPU_PASSES): each graph run before and after on ORT's
+// CPU EP gives the same numbers (to a rounding), the empty scatter included.
 import { describe, expect, it } from 'vitest';
 import { Graph } from '../graph.js';
 import { everyNode } from '../nodes.js';
@@ -8,6 +8,7 @@ import { nonEmptyScatterPass } from './non-empty-scatter.js';
 import { applyPasses } from './rewrite.js';
 import { webgpuAttentionPass } from './webgpu-attention.js';
 import { webgpuGeluPass } from './webgpu-gelu.js';
+import { WEBGPU_OPSET, webgpuOpsetPass } from './webgpu-opset.js';
 
 const [S, H, HD] = [6, 2, 4];
 
@@ -125,5 +126,70 @@ describe('webgpu-gelu pass', () => {
     applyPasses(g, [webgpuGeluPass]);
     expect(ops(g).filter((o) => o === 'Gelu')).toHaveLength(1);
     expect(ops(g)).toContain('Sigmoid');
+  });
+});
+
+describe('webgpu-opset pass', () => {
+  const [B, T, NH, D] = [2, 5, 2, 8];
+  /** RMSNormalization and RotaryEmbedding (halves and pairs, per-token tables) over x [B, T, NH*D], then a Transpose. */
+  function opset23(withAttention = false): Graph {
+    const g = new Graph();
+    const x = g.input('x', 'float32', [B, T, NH * D]);
+    const cos = g.input('cos', 'float32', [B, T, D / 2]);
+    const sin = g.input('sin', 'float32', [B, T, D / 2]);
+    const n = g.rmsNorm(x, g.constant('float32', [NH * D], randn(NH * D, 3)), 1e-6);
+    const halves = g.rotaryEmbedding(n, cos, sin, { interleaved: false, numHeads: NH });
+    const pairs = g.rotaryEmbedding(n, cos, sin, { interleaved: true, numHeads: NH });
+    g.output(g.transpose(g.reshape(halves, [B, T, NH, D]), [0, 2, 1, 3]), 'halves');
+    g.output(pairs, 'pairs');
+    // Rotary tables made in the graph (angles up to ~3000 rad), and a Conv.
+    const angle = g.mul(cos, g.scalar(1500, 'float32'));
+    g.output(g.emit('Cos', [angle], [{ dtype: 'float32', shape: angle.shape }])[0]!, 'cos_angle');
+    g.output(g.emit('Sin', [angle], [{ dtype: 'float32', shape: angle.shape }])[0]!, 'sin_angle');
+    const img = g.reshape(x, [B, T, NH, D]);
+    g.output(g.conv(img, g.constant('float32', [3, T, 2, 2], randn(3 * T * 4, 4)), undefined, { strides: [2, 2] }), 'conv');
+    if (withAttention) g.output(g.attention(halves, pairs, n, { qNumHeads: NH, kvNumHeads: NH }).out, 'attn');
+    return g;
+  }
+  const feeds = {
+    x: { dtype: 'float32' as const, dims: [B, T, NH * D], data: randn(B * T * NH * D, 1) },
+    cos: { dtype: 'float32' as const, dims: [B, T, D / 2], data: randn(B * T * (D / 2), 2).map(Math.cos) },
+    sin: { dtype: 'float32' as const, dims: [B, T, D / 2], data: randn(B * T * (D / 2), 2).map(Math.sin) },
+  };
+
+  it('rewrites the opset-23 norm and rotary (to a rounding) and declares opset 21', async () => {
+    const { rewrites, diffs } = await passDiffs(opset23, [webgpuOpsetPass], feeds);
+    expect(rewrites).toEqual({ 'webgpu-opset': 6 });
+    expect(diffs.halves).toBeLessThan(1e-6);
+    expect(diffs.pairs).toBeLessThan(1e-6);
+    // float64 rounded to float32: the float32 kernel's result to an ulp.
+    expect(diffs.cos_angle).toBeLessThan(2e-7);
+    expect(diffs.sin_angle).toBeLessThan(2e-7);
+    expect(diffs.conv).toBe(0);
+    const g = opset23();
+    applyPasses(g, [webgpuOpsetPass]);
+    expect(g.opset).toBe(WEBGPU_OPSET);
+    expect(ops(g)).toEqual(expect.arrayContaining(['SimplifiedLayerNormalization', 'RotaryEmbedding']));
+    expect([...everyNode(g.snapshot().nodes)].filter((n) => n.opType === 'RotaryEmbedding').map((n) => n.domain)).toEqual([
+      'com.microsoft',
+      'com.microsoft',
+    ]);
+    // The two rotaries share one cache of the tables.
+    expect(ops(g).filter((o) => o === 'Range')).toHaveLength(1);
+    const nodes = [...everyNode(g.snapshot().nodes)];
+    const conv = nodes.find((n) => n.opType === 'Conv')!;
+    expect(conv.attribute?.find((a) => a.name === 'dilations')?.ints).toEqual([1, 1]);
+    const producer = (name: string) => nodes.find((n) => n.output?.includes(name));
+    for (const trig of nodes.filter((n) => n.opType === 'Cos' || n.opType === 'Sin')) {
+      expect(producer(trig.input![0]!)?.opType).toBe('Cast');
+    }
+  });
+
+  it('keeps opset 23 while an op it cannot rewrite (the opset Attention) is left', () => {
+    const g = opset23(true);
+    applyPasses(g, [webgpuOpsetPass]);
+    expect(g.opset).toBe(23);
+    expect(ops(g)).toContain('Attention');
+    expect(() => g.lowerOpset(24)).toThrow(/not at or below/);
   });
 });
