@@ -15,7 +15,7 @@ import {
 } from '@vlmkit/onnx-graph';
 import type { DeviceRequest, VlmSession } from '@vlmkit/runtime';
 import { Checkpoint, type ModelFiles } from '@vlmkit/safetensors';
-import { cachedSession, deviceProfile, memAvailable, openCheckpoint, planDevice } from '#platform';
+import { cachedSession, deviceProfile, hasFloat16Kernels, memAvailable, openCheckpoint, planDevice } from '#platform';
 import { ModelError } from './errors.js';
 import type { DecodeLoop } from './graph-loop.js';
 import type { CheckpointVersion } from './graph-store.js';
@@ -169,9 +169,14 @@ export interface ResolvedLoad {
 /**
  * Checks the load options (BAD_LOAD_OPTIONS naming the option; INCOMPATIBLE_OPTIONS for a 16-bit dtype with
  * quantized weights, or int8 weights on WebGPU) and resolves them with the profile, before anything is opened.
- * `planned`: the device the profile plans for (default the request; a page resolves 'auto' first: `planDevice`).
+ * `planned`: the device the profile plans for (default the request; a page resolves 'auto' first: `planDevice`);
+ * `float16Kernels`: whether it has float16 kernels (`hasFloat16Kernels`), for the profile's `preferFloat16`.
  */
-export function resolveLoad(options: LoadOptions, planned: DeviceRequest | undefined = options.device): ResolvedLoad {
+export function resolveLoad(
+  options: LoadOptions,
+  planned: DeviceRequest | undefined = options.device,
+  float16Kernels = false,
+): ResolvedLoad {
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || key in LOAD_OPTIONS) continue;
     const now = (PROFILE_FIELDS as string[]).includes(key)
@@ -182,12 +187,14 @@ export function resolveLoad(options: LoadOptions, planned: DeviceRequest | undef
     throw new ModelError('BAD_LOAD_OPTIONS', `load option '${key}' ${now} (load options: ${Object.keys(LOAD_OPTIONS).join(', ')})`);
   }
   const quantize = quantizeParts(options.quantize);
-  const computeDtype = checkDtypeQuantize(options.dtype, 'dtype', {
+  const profile = resolveProfile(options.profile, planned);
+  const quantized = quantize.decoder !== undefined || quantize.vision !== undefined;
+  const dtype = options.dtype ?? (profile.preferFloat16 && float16Kernels && !quantized ? 'float16' : undefined);
+  const computeDtype = checkDtypeQuantize(dtype, 'dtype', {
     quantize: quantize.decoder,
     'quantize.vision': quantize.vision,
   });
   if (planned === 'webgpu') checkWebGpuQuantize(quantize);
-  const profile = resolveProfile(options.profile, planned);
   return {
     profile,
     decoder: {
@@ -221,7 +228,9 @@ export function resolveLoad(options: LoadOptions, planned: DeviceRequest | undef
  */
 export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise<LoadedSessions> {
   const { name, root, options } = spec;
-  const { profile, decoder: build, vision: visionBuild, session } = resolveLoad(options, await planDevice(options.device));
+  const planned = await planDevice(options.device);
+  const resolved = resolveLoad(options, planned, await hasFloat16Kernels(planned));
+  const { profile, decoder: build, vision: visionBuild, session } = resolved;
   const steps = new LoadSteps(2, options.onProgress);
   const held = new LoadResources();
   // The vision encoder's and the decoder's sessions are checked together against the memory available.

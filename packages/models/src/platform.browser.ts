@@ -118,3 +118,7 @@ export const planDevice: typeof NodePlatform.planDevice = async (device) => {
   if (device === 'auto' || device === undefined) return (await probeWebGpu()).found ? 'webgpu' : 'wasm';
   return device === 'cpu' ? 'wasm' : device;
 };
+
+/** WebGPU has float16 kernels where the adapter has 'shader-f16' (runtime refuses float16 graphs elsewhere). */
+export const hasFloat16Kernels: typeof NodePlatform.hasFloat16Kernels = async (device) =>
+  device === 'webgpu' && (await probeWebGpu()).features.includes('shader-f16');

@@ -70,3 +70,8 @@ export function deviceProfile(device: DeviceRequest | undefined): ProfileName {
 export async function planDevice(device: DeviceRequest | undefined): Promise<DeviceRequest | undefined> {
   return device;
 }
+
+/** Whether the planned device computes float16 natively (a profile's `preferFloat16`): CUDA does, ORT's x86 CPU EP not. */
+export async function hasFloat16Kernels(device: DeviceRequest | undefined): Promise<boolean> {
+  return deviceProfile(device) === 'cuda';
+}

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { COMPUTE_DTYPES, type ComputeDType, WEBGPU_PASSES, wideMoeExpertsPass } from '@vlmkit/onnx-graph';
-import type { HostTensor } from '@vlmkit/runtime';
+import type { DeviceRequest, HostTensor } from '@vlmkit/runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LOAD_OPTIONS, type LoadOptions, type QuantizeChoice, resolveLoad } from './model-load.js';
 import { PROFILE_NAMES, PROFILES, type ProfileName, resolveProfile } from './profiles.js';
@@ -89,11 +89,11 @@ const family = (c: FixtureCase) => basename(dirname(dirname(c.dir)));
 const float32Logits = new Map<string, Float32Array>();
 
 /**
- * bfloat16 with the 'cuda' profile's fused attention (GroupQueryAttention) runs on CUDA only: its emulation on
- * float32 kernels fails in ORT's CPU EP (a buffer re-used at the rounding Cast of the present key/value, shape
- * mismatch); tools/gpu/fixture-check.mjs runs it on the device.
+ * bfloat16 with the fused attention (GroupQueryAttention: the cuda and webgpu profiles) runs on a GPU only: its
+ * emulation on float32 kernels fails in ORT's CPU EP (a buffer re-used at the rounding Cast of the present
+ * key/value, shape mismatch); tools/gpu/fixture-check.mjs runs it on the device.
  */
-const cpuCannotRun = (c: Combo) => c.profile === 'cuda' && c.dtype === 'bfloat16';
+const cpuCannotRun = (c: Combo) => PROFILES[c.profile].decoderPasses.includes('contrib-attention') && c.dtype === 'bfloat16';
 
 describe.each(COMBOS.filter(allowed).map((c) => [label(c), c] as const))('%s', (_, combo) => {
   it.skipIf(cpuCannotRun(combo)).each(CASES.map((c) => [`${family(c)} ${c.name}`, c] as const))(
@@ -175,8 +175,9 @@ describe('load options and profiles', () => {
     expect(resolveLoad({ device: 'webgpu' }).profile).toBe(PROFILES.webgpu);
     // A page plans 'auto' as the device the runtime will pick (platform.browser.ts `planDevice`).
     expect(resolveLoad({ device: 'auto' }, 'webgpu').profile).toBe(PROFILES.webgpu);
-    expect(PROFILES.webgpu.decoderPasses.slice(-3)).toEqual(['webgpu-attention', 'non-empty-scatter', 'webgpu-gelu']);
-    expect(PROFILES.webgpu.visionPasses).toEqual(['stored-layout', 'webgpu-attention', 'non-empty-scatter', 'webgpu-gelu']);
+    const webgpuPasses = WEBGPU_PASSES.map((p) => p.name);
+    expect(PROFILES.webgpu.decoderPasses.slice(-webgpuPasses.length)).toEqual(webgpuPasses);
+    expect(PROFILES.webgpu.visionPasses).toEqual(['skip-layer-norm', ...webgpuPasses]);
     expect(resolveLoad({ device: 'webgpu', quantize: 'int4' }).decoder.quantize).toBe('int4');
     for (const quantize of ['int8', { decoder: 'int4', vision: 'int8' }] as const) {
       expect(() => resolveLoad({ device: 'webgpu', quantize })).toThrow(
@@ -192,7 +193,31 @@ describe('load options and profiles', () => {
       expect(PROFILES[name].decoderPasses).toEqual(['moe-experts-wide', 'append-attention', 'stored-layout']);
     }
     expect(resolveLoad({ device: 'cpu' }).decoder.passes[0]).toBe(wideMoeExpertsPass);
-    expect(PROFILES.webgpu.decoderPasses).toEqual(['append-attention', 'stored-layout', ...WEBGPU_PASSES.map((p) => p.name)]);
+    // FusedMatMul ('stored-layout'), the opset Attention 'append-attention' keeps and MoE have no WebGPU kernel
+    // (test:browser's placement check lists where every node of the fixture models runs).
+    expect(PROFILES.webgpu.decoderPasses).toEqual([
+      'skip-rms-norm',
+      'skip-layer-norm',
+      'contrib-attention',
+      ...WEBGPU_PASSES.map((p) => p.name),
+    ]);
+  });
+
+  it('float16 by default only where the profile prefers it and the device has float16 kernels, never over a choice', () => {
+    const dtypes = (o: LoadOptions, planned: DeviceRequest, f16: boolean) => {
+      const r = resolveLoad(o, planned, f16);
+      return [r.decoder.computeDtype, r.vision.computeDtype];
+    };
+    expect(dtypes({ device: 'webgpu' }, 'webgpu', true)).toEqual(['float16', 'float16']);
+    expect(dtypes({ device: 'auto' }, 'webgpu', true)).toEqual(['float16', 'float16']);
+    // An adapter without shader-f16, the load's own dtype, quantized weights (built in float32), other profiles.
+    expect(dtypes({ device: 'webgpu' }, 'webgpu', false)).toEqual(['float32', 'float32']);
+    expect(dtypes({ device: 'webgpu', dtype: 'float32' }, 'webgpu', true)).toEqual(['float32', 'float32']);
+    expect(dtypes({ device: 'webgpu', quantize: 'int4' }, 'webgpu', true)).toEqual(['float32', 'float32']);
+    expect(dtypes({ device: 'webgpu', quantize: { vision: 'int4' } }, 'webgpu', true)).toEqual(['float32', 'float32']);
+    expect(dtypes({ device: 'cuda' }, 'cuda', true)).toEqual(['float32', 'float32']);
+    expect(dtypes({ device: 'webgpu', profile: { preferFloat16: false } }, 'webgpu', true)).toEqual(['float32', 'float32']);
+    expect(dtypes({ device: 'cpu', profile: { preferFloat16: true } }, 'cpu', false)).toEqual(['float32', 'float32']);
   });
 
   it('an option of earlier builds is refused naming its replacement; a bad profile names the field', async () => {

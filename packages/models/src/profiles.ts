@@ -31,6 +31,11 @@ export interface Profile {
   readonly emptyModalityIf: boolean;
   /** How long the vision encoder's session lives (`VisionSessionMode`). */
   readonly visionSession: VisionSessionMode;
+  /**
+   * The compute dtype of a load that names none and quantizes nothing: float16 where the device has float16
+   * kernels (a WebGPU adapter with 'shader-f16'), else float32. A load's own `dtype` always wins.
+   */
+  readonly preferFloat16: boolean;
   /** ORT's prepacking of constant weights: always, never, or for quantized graphs only (MatMulNBits needs it). */
   readonly prepack: boolean | 'quantized';
   /**
@@ -74,6 +79,8 @@ const CPU: Profile = {
   emptyModalityIf: true,
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
   visionSession: 'resident',
+  // ORT's CPU EP has no float16 matrix product on x86 (models README, "Compute dtype").
+  preferFloat16: false,
   // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
   // models do not fit); "Quantized weights": MatMulNBits runs on packed blocks only (tools/bench/quant-matmul.mjs).
   prepack: 'quantized',
@@ -113,16 +120,19 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
   // profile"), so it takes the CPU's measured choices. A page states no available memory (no check); its graphs
   // are built in memory on every load, so the cache settings do not apply.
   web: WEB,
-  // onnxruntime-web's WebGPU EP: the web profile's graphs, then onnx-graph's WEBGPU_PASSES (numbers-neutral) for
-  // the WebGPU kernels' limits (a MultiHeadAttention bias of the full shape, its `scale` folded into q, no
-  // zero-sized ScatterND input). The empty-modality If stays: without it ERNIE's vision experts run on zero
-  // rows, which WebGPU kernels refuse. Its own fused-kernel choices wait for measurements in Chromium: the
-  // experts stay per-expert MatMuls (the MoE choice is the CPU kernel's measurement).
+  // onnxruntime-web's WebGPU EP (its JS EP). Its kernels decide the passes (models README, "The web profiles";
+  // test:browser checks where each node is placed): FusedMatMul ('stored-layout'), the opset Attention that
+  // 'append-attention' keeps and the float MoE have no WebGPU kernel, and ORT ran them on WASM with a copy each
+  // way. The fused norms and attention have one. Then WEBGPU_PASSES for the kernels' limits (a full
+  // MultiHeadAttention bias, `scale` folded into q, no zero-sized ScatterND, the tanh GELU written out, opset
+  // 21). The empty-modality If stays: without it ERNIE's vision experts run on zero rows, which WebGPU kernels
+  // refuse. float16 where the adapter has shader-f16: half the weight bytes to upload and read per token.
   webgpu: {
     ...WEB,
     name: 'webgpu',
-    decoderPasses: [...WEB.decoderPasses.filter((p) => p !== 'moe-experts-wide'), ...WEBGPU_PASS_NAMES],
-    visionPasses: [...WEB.visionPasses, ...WEBGPU_PASS_NAMES],
+    decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', ...WEBGPU_PASS_NAMES],
+    visionPasses: ['skip-layer-norm', ...WEBGPU_PASS_NAMES],
+    preferFloat16: true,
   },
 };
 
@@ -153,6 +163,7 @@ const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) =
   visionPasses: PASS_LIST,
   emptyModalityIf: [true, false],
   visionSession: VISION_SESSION_MODES,
+  preferFloat16: [true, false],
   prepack: [true, false, 'quantized'],
   packedWeights: ['memory', 'cache'],
   threads: [(v) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1), 'an integer >= 1, or undefined'],
