@@ -14,6 +14,7 @@ import {
   type MropeResult,
   modelCase,
   mropePositions,
+  PLACEMENT_END,
   type ProcessorCaseJson,
   processorCase,
   readFrames,
@@ -22,7 +23,7 @@ import {
   toWire,
   type WireTensor,
 } from './checks/index.js';
-import { configureWasm, probeWebGpu } from './ort-web.js';
+import { configureWasm, probeWebGpu, withPlacementLog } from './ort-web.js';
 
 const log = document.getElementById('log')!;
 const note = (line: string) => {
@@ -123,6 +124,27 @@ const harness = {
     const out = await modelCase(m, inputs, c.max_new_tokens);
     note(`model ${model}/${name} (${m.device}): ${out.ids.map((r) => r.join(' ')).join(' | ')}`);
     return { ...out, loadMs };
+  },
+
+  /**
+   * Loads a fixture case's checkpoint on WebGPU with ORT logging where each node of its sessions is placed;
+   * the runner reads those console lines. Released at once.
+   */
+  async placement(model: string, name: string, quantize?: 'int4'): Promise<string> {
+    const c = await fetchJson<ModelCaseJson>(`${model}/cases/${name}/case.json`);
+    const m = await withPlacementLog(() =>
+      loadPretrained(urlFiles(new URL(`${c.checkpoint}/`, FIXTURES)), {
+        device: 'webgpu',
+        ...FIXTURE_LOAD,
+        ...(quantize ? { quantize } : {}),
+        cacheDir: 'none',
+      }),
+    );
+    const device = m.device;
+    await m.release();
+    // The runner reads the console up to this line: console events reach it after the call has returned.
+    console.log(PLACEMENT_END);
+    return device;
   },
 
   /** Releases every loaded model (their sessions' WASM or GPU memory). */

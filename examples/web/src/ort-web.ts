@@ -35,4 +35,20 @@ export async function probeWebGpu(): Promise<{ adapter: boolean; message: string
   }
 }
 
+/**
+ * Runs `fn` with every session it creates logging at ORT's verbose level: ORT then lists each node with the
+ * execution provider it was placed on (session_state.cc, "Node(s) placed on [...]"), in the console.
+ */
+export async function withPlacementLog<T>(fn: () => Promise<T>): Promise<T> {
+  const sessions = ort.InferenceSession as unknown as { create: (...args: unknown[]) => Promise<unknown> };
+  const create = sessions.create;
+  sessions.create = (model: unknown, options?: unknown, ...rest: unknown[]) =>
+    create.call(sessions, model, { ...(options as object), logSeverityLevel: 0, logVerbosityLevel: 0 }, ...rest);
+  try {
+    return await fn();
+  } finally {
+    sessions.create = create;
+  }
+}
+
 export { ort };

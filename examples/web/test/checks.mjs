@@ -1,7 +1,7 @@
 // The checks of `pnpm test:browser`: each asks the page for a result, computes the same in Node, compares.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fromWire, MODEL_FIXTURES, PROCESSOR_FAMILIES } from '../dist-node/checks/index.js';
+import { fromWire, MODEL_FIXTURES, PLACEMENT_END, PROCESSOR_FAMILIES } from '../dist-node/checks/index.js';
 import { NodeModels, nodeDecodeImage, nodeGraphs, nodeMrope, nodeProcessorCase, wireTensors } from './node-side.mjs';
 import { firstDifference, fmt, maxAbsDiff, relMaxDiff } from './report.mjs';
 
@@ -20,10 +20,40 @@ const LOGITS_TOLERANCE = 1e-4;
 /** Graph outputs: onnxruntime-web (WASM or WebGPU) against onnxruntime-node's CPU EP. */
 const GRAPH_TOLERANCE = 1e-5;
 
+/**
+ * Op types that do a model's arithmetic: on WebGPU each must run on the adapter. ORT places what has no WebGPU
+ * kernel on the CPU (WASM) silently, with a copy each way; shape arithmetic and small routing ops stay there
+ * by ORT's own choice.
+ */
+const COMPUTE_OPS = new Set([
+  'MatMul',
+  'FusedMatMul',
+  'Gemm',
+  'MatMulNBits',
+  'Conv',
+  'Einsum',
+  'Attention',
+  'MultiHeadAttention',
+  'GroupQueryAttention',
+  'Softmax',
+  'RotaryEmbedding',
+  'LayerNormalization',
+  'SkipLayerNormalization',
+  'RMSNormalization',
+  'SimplifiedLayerNormalization',
+  'SkipSimplifiedLayerNormalization',
+  'Gelu',
+  'FastGelu',
+  'QuickGelu',
+  'BiasGelu',
+  'MoE',
+  'QMoE',
+]);
+
 /** Node's model results by case, computed once and compared with the page's on each device. */
 const nodeResults = new Map();
 
-export async function checks({ report, call, device, fixtures }) {
+export async function checks({ report, call, device, fixtures, pageLog }) {
   if (device === 'wasm') {
     const [page, node] = [await call('mrope'), await nodeMrope(fixtures)];
     report.check('mrope: the same cases in the page and in Node', page.length === node.length && page.length > 0, `${page.length} cases`);
@@ -69,6 +99,7 @@ export async function checks({ report, call, device, fixtures }) {
     );
   }
 
+  if (device === 'webgpu') await placementChecks(report, call, fixtures, pageLog);
   const t = performance.now();
   await modelChecks(report, call, fixtures, device);
   report.info(`model cases on ${device}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
@@ -135,6 +166,57 @@ async function modelChecks(report, call, fixtures, device) {
   } finally {
     await node.release();
   }
+}
+
+/**
+ * Where ORT places each node of the webgpu profile's graphs (its verbose log at session creation, read from the
+ * page's console): every fixture model in float32 and ERNIE-tiny in int4, no compute op on the CPU.
+ */
+async function placementChecks(report, call, fixtures, pageLog) {
+  const loads = [...MODEL_FIXTURES.map((m) => [m, undefined]), ['ernie-tiny', 'int4']];
+  for (const [model, quantize] of loads) {
+    const label = `placement ${model}${quantize ? ` ${quantize}` : ''} on webgpu: every compute op on the adapter`;
+    try {
+      const [first] = (await readdir(join(fixtures, model, 'cases'))).sort();
+      pageLog.length = 0;
+      const device = await call('placement', model, first, quantize);
+      // Console events arrive after the call's answer; the page's last line closes the log.
+      for (let i = 0; i < 100 && !pageLog.includes(PLACEMENT_END); i++) await new Promise((r) => setTimeout(r, 100));
+      if (!pageLog.includes(PLACEMENT_END)) throw new Error(`the page's log did not reach '${PLACEMENT_END}' within 10 s`);
+      const placed = placementOf(pageLog);
+      const cpu = Object.entries(placed.CPUExecutionProvider ?? {});
+      const misplaced = cpu.filter(([op]) => COMPUTE_OPS.has(op));
+      const count = (ops) => Object.values(ops ?? {}).reduce((a, b) => a + b, 0);
+      const gpu = Object.entries(placed).filter(([ep]) => ep !== 'CPUExecutionProvider');
+      const onGpu = gpu.reduce((n, [, ops]) => n + count(ops), 0);
+      const listed = cpu.map(([op, n]) => `${op} ${n}`).join(', ');
+      report.check(
+        label,
+        device === 'webgpu' && onGpu > 0 && misplaced.length === 0,
+        `${onGpu} nodes on ${gpu.map(([ep]) => ep).join(', ')}, ${count(placed.CPUExecutionProvider)} on the CPU (${listed || 'none'}); ran on ${device}` +
+          (misplaced.length ? `; compute ops on the CPU: ${misplaced.map(([op]) => op).join(', ')}` : ''),
+      );
+    } catch (err) {
+      report.error(label, err);
+    }
+  }
+}
+
+/** { provider: { opType: count } } from ORT's verbose "Node(s) placed on [provider]" lines (subgraphs included). */
+export function placementOf(lines) {
+  const out = {};
+  let provider;
+  for (const line of lines) {
+    const head = /Node\(s\) placed on \[(\w+)\]/.exec(line);
+    if (head) {
+      provider = head[1];
+      out[provider] ??= {};
+      continue;
+    }
+    const node = /VerifyEachNodeIsAssignedToAnEp\]\s+(\w+) \(/.exec(line);
+    if (node && provider) out[provider][node[1]] = (out[provider][node[1]] ?? 0) + 1;
+  }
+  return out;
 }
 
 /** [ok, detail] of one model case: the page's logits and ids against Node's, HF's reported. */

@@ -93,8 +93,11 @@ async function openHarness(chromium, url, extraArgs) {
   const browser = await chromium.launch({ executablePath: chromiumPath(), headless: true, args });
   const page = await browser.newPage();
   const errors = [];
+  // Every console line, for checks that read ORT's own log (they empty it first).
+  const log = [];
   page.on('pageerror', (err) => errors.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
+    log.push(msg.text());
     // The browser logs every 404 as an error; a reader's probe for an optional file is one.
     if (msg.type() === 'error' && !/status of 404/.test(msg.text())) errors.push(`console: ${msg.text()}`);
   });
@@ -105,7 +108,7 @@ async function openHarness(chromium, url, extraArgs) {
     await browser.close();
     throw new StepError(`harness.html did not start: ${err.message}${errors.map((e) => `\n  ${e}`).join('')}`);
   }
-  return { browser, page, errors };
+  return { browser, page, errors, log };
 }
 
 /** --serve: the built demo and harness with test-fixtures/ under /fixtures/, until Ctrl-C. */
@@ -147,7 +150,7 @@ async function main() {
     browsers.push(wasm.browser);
     const info = await call(wasm.page, 'info');
     report.info(`${info.userAgent}; cross-origin isolated: ${info.crossOriginIsolated}; WASM threads: ${info.wasmThreads}`);
-    await checks({ report, call: (name, ...p) => call(wasm.page, name, ...p), device: 'wasm', fixtures: FIXTURES });
+    await checks({ report, call: (name, ...p) => call(wasm.page, name, ...p), device: 'wasm', fixtures: FIXTURES, pageLog: wasm.log });
     await demoCheck(report, wasm.browser, server.url, FIXTURES, CHECK_LIMIT_MS);
     reportPageErrors(wasm.errors);
     if (wasm.errors.some((e) => e.startsWith('page error'))) report.check('no uncaught errors in the page (wasm)', false);
@@ -167,7 +170,7 @@ async function main() {
     }
     for (const m of messages) report.info(`WebGPU ${m}`);
     if (gpu) {
-      await checks({ report, call: (name, ...p) => call(gpu.page, name, ...p), device: 'webgpu', fixtures: FIXTURES });
+      await checks({ report, call: (name, ...p) => call(gpu.page, name, ...p), device: 'webgpu', fixtures: FIXTURES, pageLog: gpu.log });
       reportPageErrors(gpu.errors);
     } else {
       report.skip('WebGPU checks', `no adapter in headless Chromium (${messages.at(-1)})`);

@@ -2,7 +2,7 @@
 // Node (compiled by tsc to dist-node/): each side computes the same thing on its own platform, the runner
 // compares.
 export { type F32Feed, type GraphCase, graphCases, noise, sha256 } from './graph.js';
-export { FIXTURE_LOAD, MODEL_FIXTURES, type ModelCaseJson, type ModelCaseResult, modelCase, readTensors } from './models.js';
+export { FIXTURE_LOAD, MODEL_FIXTURES, type ModelCaseJson, type ModelCaseResult, modelCase, PLACEMENT_END, readTensors } from './models.js';
 export { MROPE_FIXTURES, type MropeFixtureName, type MropeResult, mropePositions } from './mrope.js';
 export {
   type CaseMedia,

@@ -6,6 +6,9 @@ import { toWire, type WireTensor } from './wire.js';
 /** The tiny fixture checkpoints (test-fixtures/<name>) whose cases the check runs. */
 export const MODEL_FIXTURES = ['ernie-tiny', 'granite-tiny', 'qwen3-vl-tiny', 'qwen3-vl-moe-tiny'] as const;
 
+/** What the harness logs after a placement load (ORT's node placement lines come before it in the console). */
+export const PLACEMENT_END = 'vlmkit: placement logged';
+
 /** The fields of a case.json (test-fixtures/<model>/cases/<case>) the check reads. */
 export interface ModelCaseJson {
   /** The checkpoint folder under test-fixtures/ (a case may use another than its model's, e.g. ernie-tiny-bf16). */
@@ -23,8 +26,11 @@ export interface ModelCaseResult {
   device: string;
 }
 
-/** Load options of every fixture model, in the page and in Node: HF's rules, as the fixtures were made. */
-export const FIXTURE_LOAD = { reference: 'hf' } as const;
+/**
+ * Load options of every fixture model, in the page and in Node: HF's rules, as the fixtures were made, and
+ * float32 (the webgpu profile computes in float16 on an adapter with shader-f16; these checks compare numbers).
+ */
+export const FIXTURE_LOAD = { reference: 'hf', dtype: 'float32' } as const;
 
 /** Every tensor of a .safetensors file by name, as host tensors (a case's HF forward kwargs), from any ByteSource. */
 export async function readTensors(source: ByteSource): Promise<NamedTensors> {
