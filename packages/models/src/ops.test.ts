@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import {
   APPEND_ATTENTION_PASSES,
   CONTRIB_PASSES,
+  expertGroupsPass,
   moeExpertsPass,
   OP_SETS,
   type OpSet,
@@ -112,9 +113,9 @@ describe('the graphs built', () => {
 });
 
 describe('the decoder passes of each profile', () => {
-  it("cpu: MoE on wide layers and the append pass, cuda: the contrib passes and MoE before it, no empty-modality If; both: stored-layout last; '--ops' sets both fields", () => {
+  it("cpu: MoE on wide layers, the append pass, expert groups last; cuda: the contrib passes and MoE before it, no empty-modality If; both: stored-layout last; '--ops' sets both fields", () => {
     const names = (passes: readonly { name: string }[]) => passes.map((p) => p.name);
-    const cpuPasses = [wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
+    const cpuPasses = [wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass, expertGroupsPass];
     const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
     expect(PROFILES.cpu).toMatchObject({ decoderPasses: names(cpuPasses), visionPasses: ['stored-layout'], emptyModalityIf: true });
     expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), visionPasses: ['stored-layout'], emptyModalityIf: false });
@@ -126,7 +127,12 @@ describe('the decoder passes of each profile', () => {
     const cuda = resolveLoad({ device: 'cpu', profile: 'cuda' }).decoder;
     expect(cuda.passes).toEqual([...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass]);
     expect(cuda.emptyModalityIf).toBe(false);
-    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual([wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass]);
+    expect(resolveLoad({ device: 'cpu' }).decoder.passes).toEqual([
+      wideMoeExpertsPass,
+      ...APPEND_ATTENTION_PASSES,
+      storedLayoutPass,
+      expertGroupsPass,
+    ]);
     expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutPass]);
   });
 

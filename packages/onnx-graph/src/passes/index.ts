@@ -1,6 +1,7 @@
 import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
+import { expertGroupsPass } from './expert-groups.js';
 import { moeExpertsPass, qmoeExpertsPass, wideMoeExpertsPass } from './moe-experts.js';
 import { nonEmptyScatterPass } from './non-empty-scatter.js';
 import type { GraphPass } from './rewrite.js';
@@ -24,6 +25,7 @@ export const PASSES = {
   'moe-experts': moeExpertsPass,
   'moe-experts-wide': wideMoeExpertsPass,
   'qmoe-experts': qmoeExpertsPass,
+  'expert-groups': expertGroupsPass,
   'stored-layout': storedLayoutPass,
   'webgpu-attention': webgpuAttentionPass,
   'non-empty-scatter': nonEmptyScatterPass,

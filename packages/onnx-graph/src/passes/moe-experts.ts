@@ -43,6 +43,13 @@ interface Record {
 
 const records = new WeakMap<Graph, Map<string, Record>>();
 
+/** The routed-experts regions of `g`'s model still marked, by result name: what the expert passes read. */
+export function routedRegions(
+  g: Graph,
+): ReadonlyMap<string, { experts: readonly { gate: string; up: string; down: string }[]; scope: string }> {
+  return records.get(g.root) ?? new Map();
+}
+
 /** Marks `out` (`g.mark`) as the result of the routed experts `r`, for `moeExpertsPass`. Returns `out`. */
 export function markRoutedExperts(g: Graph, out: Value, r: RoutedExperts): Value {
   const byOut = records.get(g.root) ?? new Map<string, Record>();
