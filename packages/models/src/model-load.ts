@@ -250,14 +250,15 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
       sessionName: string,
       onSession: () => void,
       extras: { extraFiles?: string[] | undefined; extraVersion?: { files: string[]; stamps: string[] } | undefined; reopenable?: boolean },
+      opts: SessionCacheOptions = session,
     ) =>
       typeof root === 'string'
-        ? cachedSession(g, root, sessionName, session, {
+        ? cachedSession(g, root, sessionName, opts, {
             ...(extras.extraFiles ? { extraFiles: extras.extraFiles } : {}),
             onSession,
             memory,
           })
-        : memorySession(g, root.root, sessionName, session, {
+        : memorySession(g, root.root, sessionName, opts, {
             onSession,
             memory,
             reopenable: extras.reopenable,
@@ -275,6 +276,7 @@ export async function loadSessions<Mapped>(spec: ModelLoadSpec<Mapped>): Promise
           {
             reopenable: profile.visionSession === 'per-call',
           },
+          profile.visionPrepack ? { ...session, prepack: true } : session,
         ),
       ),
     );

@@ -38,6 +38,8 @@ export interface Profile {
   readonly preferFloat16: boolean;
   /** ORT's prepacking of constant weights: always, never, or for quantized graphs only (MatMulNBits needs it). */
   readonly prepack: boolean | 'quantized';
+  /** The vision encoder's session prepacks its weights too (float ones included): `prepack` for it alone. */
+  readonly visionPrepack: boolean;
   /**
    * Where a prepacking session's packed weights live: 'memory' (packed at every session creation, in ORT's
    * memory) or 'cache' (packed once, written beside the graph-cache entry with every weight the session holds,
@@ -86,6 +88,7 @@ const CPU: Profile = {
   // models README "The graph cache": packing float weights costs load time and a copy of them (the largest
   // models do not fit); "Quantized weights": MatMulNBits runs on packed blocks only (tools/bench/quant-matmul.mjs).
   prepack: 'quantized',
+  visionPrepack: false,
   // models README "Packed weights in the graph cache": 'cache' trades disk (the packed copy holds every weight
   // over 1 MiB again) for load time and resident memory; the default keeps the checkpoint the weight store.
   packedWeights: 'memory',
@@ -167,6 +170,7 @@ const FIELD_VALUES: { [K in keyof Profile]: readonly unknown[] | [(v: unknown) =
   visionSession: VISION_SESSION_MODES,
   preferFloat16: [true, false],
   prepack: [true, false, 'quantized'],
+  visionPrepack: [true, false],
   packedWeights: ['memory', 'cache'],
   threads: [(v) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1), 'an integer >= 1, or undefined'],
   memoryCheck: [true, false],
