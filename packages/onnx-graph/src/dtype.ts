@@ -8,6 +8,7 @@ import {
   f32ToF16,
   type TensorData,
 } from '@vlmkit/safetensors';
+import { GraphError } from './errors.js';
 import { onnx } from './proto.js';
 
 /** Element types a graph value or initializer can have: safetensors' dtypes, as ONNX spells them. */
@@ -72,4 +73,18 @@ export function typedArrayFor(dtype: DType, length: number): TypedArray {
 export function floatData(dtype: 'float32' | 'float16' | 'bfloat16', values: ArrayLike<number>): Float32Array | Uint16Array {
   const f = Float32Array.from(values);
   return dtype === 'float32' ? f : dtype === 'float16' ? f32ToF16(f) : f32ToBf16(f);
+}
+
+/** `values` as the typed array of `dtype` holding `n` elements (16-bit floats rounded to nearest even, as raw bits). */
+export function typedArrayOf(dtype: DType, n: number, values: readonly number[] | readonly bigint[] | TypedArray): TypedArray {
+  if (values.length !== n) throw new GraphError('BAD_ARGUMENT', `constant has ${values.length} values, shape needs ${n}`);
+  const out = typedArrayFor(dtype, n);
+  if (out instanceof BigInt64Array) {
+    for (let i = 0; i < n; i++) out[i] = BigInt(values[i] as number | bigint);
+  } else if (dtype === 'float16' || dtype === 'bfloat16') {
+    out.set(values instanceof Uint16Array ? values : floatData(dtype, values as ArrayLike<number>));
+  } else {
+    for (let i = 0; i < n; i++) (out as Float32Array)[i] = Number(values[i]);
+  }
+  return out;
 }

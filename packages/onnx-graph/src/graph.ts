@@ -1,4 +1,4 @@
-import { type ComputeDType, type DType, floatData, type TypedArray, typedArrayFor } from './dtype.js';
+import { type ComputeDType, type DType, type TypedArray, typedArrayOf } from './dtype.js';
 import { GraphError } from './errors.js';
 import { type Attr, type GraphOptions, type InitializerEntry, type OutputSpec, toAttribute } from './graph-core.js';
 import { AttentionOps } from './ops-attention.js';
@@ -319,7 +319,7 @@ export class Graph {
       const hit = this.shared.smallConstants.get(key);
       if (hit !== undefined) return hit;
     }
-    const data = toTypedArray(dtype, n, values);
+    const data = typedArrayOf(dtype, n, values);
     // Numbered by the shared ones made so far; a pruned one's number may be taken (`pruneInitializers`).
     const name = this.uniqueName(small ? `const.${dtype}.${this.shared.smallConstants.size}` : this.scoped('const'));
     const v = this.initializer(name, tensorFromArray(dtype, shape, data));
@@ -496,18 +496,4 @@ for (const ops of [MathOps, TensorOps, AttentionOps, ControlFlowOps, ContribOps]
     if (key in Graph.prototype) throw new GraphError('DUPLICATE_NAME', `op '${key}' of ${ops.name} is already a Graph method`);
     Object.defineProperty(Graph.prototype, key, Object.getOwnPropertyDescriptor(ops.prototype, key)!);
   }
-}
-
-function toTypedArray(dtype: DType, n: number, values: readonly number[] | readonly bigint[] | TypedArray): TypedArray {
-  if (values.length !== n) throw new GraphError('BAD_ARGUMENT', `constant has ${values.length} values, shape needs ${n}`);
-  const out = typedArrayFor(dtype, n);
-  if (out instanceof BigInt64Array) {
-    for (let i = 0; i < n; i++) out[i] = BigInt(values[i] as number | bigint);
-  } else if (dtype === 'float16' || dtype === 'bfloat16') {
-    // Raw Uint16 bits are kept; numbers are rounded to the dtype (to nearest even).
-    out.set(values instanceof Uint16Array ? values : floatData(dtype, values as ArrayLike<number>));
-  } else {
-    for (let i = 0; i < n; i++) (out as Float32Array)[i] = Number(values[i]);
-  }
-  return out;
 }

@@ -1,10 +1,7 @@
-import type { OnnxTypes } from '../proto.js';
 import { valueInfo } from '../value-info.js';
 import { PassBuilder } from './attention-pattern.js';
 import { routedRegions } from './moe-experts.js';
 import { feedersOf, type GraphPass, NodeIndex, type PassBody, replaceNodes } from './rewrite.js';
-
-type Node = OnnxTypes.INodeProto;
 
 /** Routed experts per If (`expertGroupsPass`). */
 export const EXPERTS_PER_IF = 8;
