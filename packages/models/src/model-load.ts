@@ -47,8 +47,9 @@ export interface LoadOptions {
    */
   device?: DeviceRequest | undefined;
   /**
-   * The float type the vision encoder and decoder compute in: 'float32' (default), 'float16' or 'bfloat16'
-   * (models README, "Compute dtype": what runs where; ORT's CPU EP has no bfloat16 kernels). Not with `quantize`.
+   * The float type the vision encoder and decoder compute in: 'float32' (default; float16 on a WebGPU adapter with
+   * shader-f16 when nothing is quantized, the profile's `preferFloat16`), 'float16' or 'bfloat16' (models README,
+   * "Compute dtype": what runs where; ORT's CPU EP has no bfloat16 kernels). Not with `quantize`.
    */
   dtype?: ComputeDType | undefined;
   /**
@@ -87,7 +88,8 @@ export interface LoadOptions {
 /** Every load option with a line about it: what the CLI's flags and the benchmark tools read. */
 export const LOAD_OPTIONS: Readonly<Record<keyof LoadOptions, string>> = {
   device: "'auto' (default: CUDA when its EP and a GPU answer, else CPU), 'cpu' or 'cuda'",
-  dtype: "the float type the graphs compute in: 'float32' (default), 'float16' or 'bfloat16'; not with quantize",
+  dtype:
+    "the float type the graphs compute in: 'float32' (default; float16 on WebGPU with shader-f16), 'float16' or 'bfloat16'; not with quantize",
   quantize: "block-quantized weights: 'int8' | 'int4' (the decoder) or { decoder, vision }",
   profile: "how the model runs: 'cpu' | 'cuda' | 'web' | 'webgpu' (default: the device's) or profile fields over it (PROFILES)",
   cacheDir: "where built graphs are cached (default $XDG_CACHE_HOME/vlmkit, else ~/.cache/vlmkit; a page: 'opfs:vlmkit' or 'none')",
