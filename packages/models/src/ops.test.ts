@@ -13,6 +13,7 @@ import {
   moeExpertsPass,
   OP_SETS,
   type OpSet,
+  oneFrameAttentionPass,
   storedLayoutPass,
   wideMoeExpertsPass,
 } from '@vlmkit/onnx-graph';
@@ -117,7 +118,11 @@ describe('the decoder passes of each profile', () => {
     const names = (passes: readonly { name: string }[]) => passes.map((p) => p.name);
     const cpuPasses = [wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass, expertGroupsPass];
     const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
-    expect(PROFILES.cpu).toMatchObject({ decoderPasses: names(cpuPasses), visionPasses: ['stored-layout'], emptyModalityIf: true });
+    expect(PROFILES.cpu).toMatchObject({
+      decoderPasses: names(cpuPasses),
+      visionPasses: ['stored-layout', 'one-frame-attention'],
+      emptyModalityIf: true,
+    });
     expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), visionPasses: ['stored-layout'], emptyModalityIf: false });
     expect(resolveProfile(OPS_FIELDS.contrib, 'cpu')).toMatchObject({ ...OPS_FIELDS.contrib, kvCache: 'append' });
     expect(resolveProfile(OPS_FIELDS.onnx, 'cuda')).toMatchObject({ ...OPS_FIELDS.onnx, decoderPasses: names(cpuPasses) });
@@ -133,7 +138,7 @@ describe('the decoder passes of each profile', () => {
       storedLayoutPass,
       expertGroupsPass,
     ]);
-    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutPass]);
+    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutPass, oneFrameAttentionPass]);
   });
 
   it('a pass name that is not one, and the old ops field, are refused by name', () => {

@@ -78,7 +78,9 @@ const CPU: Profile = {
   // 'expert-groups' last (docs/benchmarks.md, "Expert groups"): the per-expert dispatch that is left (layers of
   // 32+ experts) in Ifs of 8 experts, skipped when no token chose one; same numbers, Qwen3-VL-30B int4 decode -3.5%.
   decoderPasses: ['moe-experts-wide', 'append-attention', 'stored-layout', 'expert-groups'],
-  visionPasses: ['stored-layout'],
+  // 'one-frame-attention' (docs/benchmarks.md, "One-frame attention"): an image's attention without its all-zero
+  // frame bias, which ORT's CPU kernel reads per head.
+  visionPasses: ['stored-layout', 'one-frame-attention'],
   // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
   emptyModalityIf: true,
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
@@ -119,6 +121,7 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', 'moe-experts', 'append-attention', 'stored-layout'],
     // An If's condition is read on the host: a device-to-host copy and sync per layer and step.
     emptyModalityIf: false,
+    visionPasses: ['stored-layout'],
   },
   // onnxruntime-web's WASM EP, in a page. It is ORT's CPU EP compiled to WebAssembly, contrib kernels included:
   // every graph the cpu and cuda profiles build runs there with the CPU's numbers (models README, "The web

@@ -92,6 +92,7 @@ export {
   wideMoeExpertsPass,
 } from './passes/moe-experts.js';
 export { nonEmptyScatterPass } from './passes/non-empty-scatter.js';
+export { markFrameBias, oneFrameAttentionPass } from './passes/one-frame-attention.js';
 export { quantizeLinearPass } from './passes/quantize-linear.js';
 export {
   applyPasses,

@@ -4,6 +4,7 @@ import { contribAttentionPass } from './contrib-attention.js';
 import { expertGroupsPass } from './expert-groups.js';
 import { moeExpertsPass, qmoeExpertsPass, wideMoeExpertsPass } from './moe-experts.js';
 import { nonEmptyScatterPass } from './non-empty-scatter.js';
+import { oneFrameAttentionPass } from './one-frame-attention.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
 import { storedLayoutPass } from './stored-layout.js';
@@ -26,6 +27,7 @@ export const PASSES = {
   'moe-experts-wide': wideMoeExpertsPass,
   'qmoe-experts': qmoeExpertsPass,
   'expert-groups': expertGroupsPass,
+  'one-frame-attention': oneFrameAttentionPass,
   'stored-layout': storedLayoutPass,
   'webgpu-attention': webgpuAttentionPass,
   'non-empty-scatter': nonEmptyScatterPass,
