@@ -11,8 +11,8 @@ const MIN_GROUPS = 4;
 /**
  * A layer's per-expert dispatch in Ifs of `EXPERTS_PER_IF` experts: a group none of whose experts got a token
  * skips its nodes. The grouped form runs every expert's Gather, Linears and SiLU at every step, on zero rows for
- * the experts no token chose: with 128 experts and top-8, a decode step runs ~120 experts' nodes for nothing
- * (each a kernel launch: ~7 us for an empty MatMulNBits on ORT's CPU EP). Each group's If is taken when its
+ * the experts no token chose: with 128 experts and top-8, a decode step launches ~120 experts' kernels for
+ * nothing (docs/benchmarks.md, "Expert groups"). Each group's If is taken when its
  * experts' row counts sum above zero; its then-branch is the experts' own nodes, moved unchanged, and the
  * Concat of their outputs; the else-branch an empty [0, D]. The outer Concat reads the groups in expert order,
  * so the result is the same tensor, bit for bit. Regions of fewer than `MIN_GROUPS` groups, and regions a MoE
