@@ -3,7 +3,8 @@
 // outside the family's folders and its new component files). Over the family's commits, each package source file
 // (not a test, not test-utils) is either the family's own (created by those commits, or its path matches
 // --family) or shared; shared files count their net lines (added - deleted over the commits), the family's
-// their final lines. A commit that only moves shared code counts what it moved, as the diff does.
+// their final lines. A commit that only moves shared code counts what it moved, as the diff does; a moved file
+// counts as removed and created.
 //
 //   node tools/dev/family-cost.mjs --family qwen --commits 14511a0,bf9fdc9,... [--json]
 //   node tools/dev/family-cost.mjs --family qwen --commits-file FILE   (one hash per line, # comments)
@@ -32,16 +33,16 @@ if (!o.family || commits.length === 0) {
   process.exit(2);
 }
 const family = new RegExp(o.family, 'i');
-const git = (...a) => execFileSync('git', a, { encoding: 'utf8', maxBuffer: 1 << 28 });
+const git = (...a) => execFileSync('git', a, { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
 const source = (f) => /^packages\/[^/]+\/src\/.*\.ts$/.test(f) && !/\.test\.ts$|\/test-utils\//.test(f);
 
 const created = new Set();
 const net = new Map();
 for (const c of commits) {
-  for (const line of git('show', '--format=', '--numstat', '--diff-filter=AMD', c).split('\n')) {
+  for (const line of git('show', '--format=', '--numstat', '--no-renames', '--diff-filter=AMD', c).split('\n')) {
     const [add, del, file] = line.split('\t');
     if (file === undefined || !source(file) || add === '-') continue;
-    const status = git('show', '--format=', '--name-status', c, '--', file).trim().split('\t')[0];
+    const status = git('show', '--format=', '--name-status', '--no-renames', c, '--', file).trim().split('\t')[0];
     if (status === 'A') created.add(file);
     net.set(file, (net.get(file) ?? 0) + Number(add) - Number(del));
   }

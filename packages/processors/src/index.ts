@@ -1,11 +1,5 @@
 export { ProcessorError, type ProcessorErrorCode } from './errors.js';
-export {
-  ERNIE_PROCESSOR,
-  GRANITE_PROCESSOR,
-  PROCESSOR_FAMILIES,
-  QWEN3_VL_MOE_PROCESSOR,
-  QWEN3_VL_PROCESSOR,
-} from './families/index.js';
+export { ERNIE_PROCESSOR, GRANITE_PROCESSOR, PROCESSOR_FAMILIES } from './families/index.js';
 export {
   type AnyresImageInputs,
   type AnyresImageProcessorConfig,
@@ -36,7 +30,6 @@ export {
 } from './image/ernie.js';
 export { rgbaToRgb } from './image/image-header.js';
 export { OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, type PixelNormalization } from './image/pixels.js';
-export { processQwen2VLImages, type Qwen2VLImageProcessorConfig, qwen2vlImageProcessorConfig } from './image/qwen2vl.js';
 export { PIL_RESAMPLE_CODES, type ResampleFilter, resize, type Uint8Image } from './image/resize.js';
 export type { ByteSource, ModelFiles } from './model-files.js';
 export { type ImageInput, type ProcessChatOptions, Processor, type ProcessorCallInputs } from './processor.js';
@@ -51,6 +44,7 @@ export {
   type ProcessorTensor,
   type VideoInput,
 } from './processor-family.js';
+export * from './qwen3vl/index.js';
 export {
   type ApplyChatTemplateOptions,
   type ChatMessage,
@@ -98,14 +92,4 @@ export {
   type VideoFrames,
   type VideoSampling,
 } from './video/ernie.js';
-export {
-  processQwen3VLVideos,
-  pythonFixed1,
-  type Qwen3VLVideoInputs,
-  type Qwen3VLVideoProcessorConfig,
-  qwen3vlSampleFrameIndices,
-  qwen3vlTimestamps,
-  qwen3vlVideoProcessorConfig,
-  qwen3vlVideoSmartResize,
-} from './video/qwen3vl.js';
 export { torchResizeBicubicUint8 } from './video/torch-resize.js';

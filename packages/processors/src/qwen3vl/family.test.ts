@@ -2,14 +2,14 @@ import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { qwen2vlImageProcessorConfig } from '../image/qwen2vl.js';
 import { Processor, type ProcessorOutputs } from '../processor.js';
 import { fixturePath, maxAbsDiff, readJson } from '../test-utils/fixtures.js';
 import { readSafetensors } from '../test-utils/safetensors.js';
 import type { ChatMessage } from '../text/chat-template.js';
 import type { VideoFrames } from '../video/ernie.js';
-import { qwen3vlVideoProcessorConfig } from '../video/qwen3vl.js';
-import { QWEN3_VL_MOE_PROCESSOR, QWEN3_VL_PROCESSOR } from './qwen3vl.js';
+import { QWEN3_VL_MOE_PROCESSOR, QWEN3_VL_PROCESSOR } from './family.js';
+import { qwen2vlImageProcessorConfig } from './image.js';
+import { qwen3vlVideoProcessorConfig } from './video.js';
 
 /** What tools/processors/make_qwen3vl_cases.py recorded from HF transformers 5.17 for one case. */
 interface Case {

@@ -4,9 +4,9 @@
 // only the settings differ: defaults, and the min_pixels / max_pixels keys that override size.
 import { fields } from '@vlmkit/config';
 import { MAX_PROCESSED_PIXELS, refuseNullSettings, type SettingsSource } from '../errors.js';
-import type { RgbImage } from './decode.js';
-import { type ErnieImageInputs, type ErnieImageProcessorConfig, processErnieImages } from './ernie.js';
-import { PIXEL_SETTING_KEYS, readNormalization, readResample } from './pixels.js';
+import type { RgbImage } from '../image/decode.js';
+import { type ErnieImageInputs, type ErnieImageProcessorConfig, processErnieImages } from '../image/ernie.js';
+import { PIXEL_SETTING_KEYS, readNormalization, readResample } from '../image/pixels.js';
 
 /** Qwen2VLImageProcessor's settings: ERNIE's fields (patch rows are laid out the same way). */
 export type Qwen2VLImageProcessorConfig = ErnieImageProcessorConfig;

@@ -3,7 +3,6 @@
 // video placeholder one "<t seconds><|vision_start|>...<|vision_end|>" block per temporal patch.
 import { ProcessorError } from '../errors.js';
 import type { RgbImage } from '../image/decode.js';
-import { processQwen2VLImages, qwen2vlImageProcessorConfig } from '../image/qwen2vl.js';
 import {
   conflicts,
   gridThw,
@@ -19,7 +18,8 @@ import { nestedOrFile, readSettings, type Settings, settingsField } from '../pro
 import { ernieImageTokenCount, mmTokenTypeIds, type PlaceholderExpansion } from '../text/placeholders.js';
 import type { Tokenizer } from '../text/tokenizer.js';
 import type { VideoSampling } from '../video/ernie.js';
-import { processQwen3VLVideoInputs, pythonFixed1, qwen3vlVideoProcessorConfig } from '../video/qwen3vl.js';
+import { processQwen2VLImages, qwen2vlImageProcessorConfig } from './image.js';
+import { processQwen3VLVideoInputs, pythonFixed1, qwen3vlVideoProcessorConfig } from './video.js';
 
 const NAME = 'Qwen3-VL';
 
@@ -44,6 +44,8 @@ const QWEN3_VL: Omit<ProcessorFamily, 'modelType'> = {
 export const QWEN3_VL_PROCESSOR: ProcessorFamily = { ...QWEN3_VL, modelType: 'qwen3_vl' };
 /** Qwen3-VL-MoE: the same processor; a folder's config.json model_type picks this one. */
 export const QWEN3_VL_MOE_PROCESSOR: ProcessorFamily = { ...QWEN3_VL, modelType: 'qwen3_vl_moe' };
+/** Both, as the package's family list registers them. */
+export const QWEN3_VL_PROCESSORS: readonly ProcessorFamily[] = [QWEN3_VL_PROCESSOR, QWEN3_VL_MOE_PROCESSOR];
 
 /** HF Qwen3VLProcessor.__init__: the tokenizer's named token when it has one, else Qwen's default text; its id. */
 function token(tokenizer: Tokenizer, name: string, fallback: string): { text: string; id: number } {

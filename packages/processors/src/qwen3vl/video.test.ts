@@ -9,7 +9,7 @@ import {
   qwen3vlTimestamps,
   qwen3vlVideoProcessorConfig,
   qwen3vlVideoSmartResize,
-} from './qwen3vl.js';
+} from './video.js';
 
 const settings = readJson<{ video_processor: Record<string, unknown> }>('qwen3vl', 'processor_config.json').video_processor;
 const config = qwen3vlVideoProcessorConfig(settings, { file: 'processor_config.json', key: 'video_processor' });

@@ -5,9 +5,9 @@ import { fields } from '@vlmkit/config';
 import { MAX_PROCESSED_PIXELS, ProcessorError, refuseNullSettings, type SettingsSource } from '../errors.js';
 import { roundHalfEven } from '../image/ernie.js';
 import { PIXEL_SETTING_KEYS, type PixelNormalization, readNormalization, readResample } from '../image/pixels.js';
-import { decodeVideo } from './decode.js';
-import { MAX_VIDEO_PIXELS, normalizeLut, type VideoFrames, type VideoSampling } from './ernie.js';
-import { torchResizeBicubicUint8 } from './torch-resize.js';
+import { decodeVideo } from '../video/decode.js';
+import { MAX_VIDEO_PIXELS, normalizeLut, type VideoFrames, type VideoSampling } from '../video/ernie.js';
+import { torchResizeBicubicUint8 } from '../video/torch-resize.js';
 
 /** What Qwen3VLVideoProcessor reads from video_preprocessor_config.json. */
 export interface Qwen3VLVideoProcessorConfig {
