@@ -14,6 +14,7 @@ import {
   OP_SETS,
   type OpSet,
   oneFrameAttentionPass,
+  storedLayoutCastPass,
   storedLayoutPass,
   wideMoeExpertsPass,
 } from '@vlmkit/onnx-graph';
@@ -120,7 +121,7 @@ describe('the decoder passes of each profile', () => {
     const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
     expect(PROFILES.cpu).toMatchObject({
       decoderPasses: names(cpuPasses),
-      visionPasses: ['stored-layout', 'one-frame-attention'],
+      visionPasses: ['stored-layout-cast', 'one-frame-attention'],
       emptyModalityIf: true,
     });
     expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), visionPasses: ['stored-layout'], emptyModalityIf: false });
@@ -138,7 +139,7 @@ describe('the decoder passes of each profile', () => {
       storedLayoutPass,
       expertGroupsPass,
     ]);
-    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutPass, oneFrameAttentionPass]);
+    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutCastPass, oneFrameAttentionPass]);
   });
 
   it('a pass name that is not one, and the old ops field, are refused by name', () => {

@@ -78,9 +78,11 @@ const CPU: Profile = {
   // 'expert-groups' last (docs/benchmarks.md, "Expert groups"): the per-expert dispatch that is left (layers of
   // 32+ experts) in Ifs of 8 experts, skipped when no token chose one; same numbers, Qwen3-VL-30B int4 decode -3.5%.
   decoderPasses: ['moe-experts-wide', 'append-attention', 'stored-layout', 'expert-groups'],
-  // 'one-frame-attention' (docs/benchmarks.md, "One-frame attention"): an image's attention without its all-zero
-  // frame bias, which ORT's CPU kernel reads per head.
-  visionPasses: ['stored-layout', 'one-frame-attention'],
+  // 'stored-layout-cast' (docs/benchmarks.md, "Stored layout for cast weights"): as 'stored-layout', and a 16-bit
+  // checkpoint's float32 copy keeps its [out, in] layout (Qwen3-VL-30B's vision -7%); not for decoders (a one-row
+  // product changes in its last bits). 'one-frame-attention' (docs/benchmarks.md, "One-frame attention"): an
+  // image's attention without its all-zero frame bias, which ORT's CPU kernel reads per head.
+  visionPasses: ['stored-layout-cast', 'one-frame-attention'],
   // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
   emptyModalityIf: true,
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.

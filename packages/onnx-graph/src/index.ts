@@ -108,7 +108,7 @@ export {
   runDeferredPasses,
 } from './passes/rewrite.js';
 export { skipLayerNormPass, skipRmsNormPass } from './passes/skip-norm.js';
-export { storedLayoutPass } from './passes/stored-layout.js';
+export { storedLayoutCastPass, storedLayoutPass } from './passes/stored-layout.js';
 export { webgpuAttentionPass } from './passes/webgpu-attention.js';
 export { webgpuGeluPass } from './passes/webgpu-gelu.js';
 export { WEBGPU_OPSET, webgpuOpsetPass } from './passes/webgpu-opset.js';

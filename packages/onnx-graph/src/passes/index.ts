@@ -7,7 +7,7 @@ import { nonEmptyScatterPass } from './non-empty-scatter.js';
 import { oneFrameAttentionPass } from './one-frame-attention.js';
 import type { GraphPass } from './rewrite.js';
 import { skipLayerNormPass, skipRmsNormPass } from './skip-norm.js';
-import { storedLayoutPass } from './stored-layout.js';
+import { storedLayoutCastPass, storedLayoutPass } from './stored-layout.js';
 import { webgpuAttentionPass } from './webgpu-attention.js';
 import { webgpuGeluPass } from './webgpu-gelu.js';
 import { webgpuOpsetPass } from './webgpu-opset.js';
@@ -29,6 +29,7 @@ export const PASSES = {
   'expert-groups': expertGroupsPass,
   'one-frame-attention': oneFrameAttentionPass,
   'stored-layout': storedLayoutPass,
+  'stored-layout-cast': storedLayoutCastPass,
   'webgpu-attention': webgpuAttentionPass,
   'non-empty-scatter': nonEmptyScatterPass,
   'webgpu-gelu': webgpuGeluPass,

@@ -7,7 +7,7 @@ import { tensorFromArray } from '../tensor-ref.js';
 import { passDiffs, randn } from '../test-utils/ort.js';
 import { Weights } from '../weights.js';
 import { applyPasses } from './rewrite.js';
-import { storedLayoutPass } from './stored-layout.js';
+import { storedLayoutCastPass, storedLayoutPass } from './stored-layout.js';
 
 const [D, H] = [64, 96];
 
@@ -47,5 +47,19 @@ describe('stored-layout pass', () => {
     const { diffs } = await passDiffs(() => build(1), [storedLayoutPass], feeds(1));
     // y is about 100 in magnitude.
     expect(diffs.y).toBeLessThan(1e-3);
+  });
+
+  it('stored-layout-cast: the bf16 weight too (FusedMatMul on its Cast, no Transpose left); same bits for many rows', async () => {
+    const g = build(5);
+    expect(applyPasses(g, [storedLayoutCastPass])).toEqual({ 'stored-layout-cast': 2 });
+    const nodes = [...everyNode(g.snapshot().nodes)];
+    const cast = nodes.find((n) => n.opType === 'Cast')!;
+    expect(nodes.filter((n) => n.opType === 'Transpose')).toEqual([]);
+    expect(nodes.filter((n) => n.opType === 'FusedMatMul').map((n) => n.input?.[1])).toEqual(['up.weight', cast.output![0]]);
+    for (const rows of [5, 64]) {
+      const { rewrites, diffs } = await passDiffs(() => build(rows), [storedLayoutCastPass], feeds(rows));
+      expect(rewrites).toEqual({ 'stored-layout-cast': 2 });
+      expect(diffs.y).toBe(0);
+    }
   });
 });
