@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import {
   APPEND_ATTENTION_PASSES,
   CONTRIB_PASSES,
+  expertGateUpPass,
   expertGroupsPass,
   moeExpertsPass,
   OP_SETS,
@@ -117,7 +118,7 @@ describe('the graphs built', () => {
 describe('the decoder passes of each profile', () => {
   it("cpu: MoE on wide layers, the append pass, expert groups last; cuda: the contrib passes and MoE before it, no empty-modality If; both: stored-layout last; '--ops' sets both fields", () => {
     const names = (passes: readonly { name: string }[]) => passes.map((p) => p.name);
-    const cpuPasses = [wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass, expertGroupsPass];
+    const cpuPasses = [wideMoeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass, expertGateUpPass, expertGroupsPass];
     const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
     expect(PROFILES.cpu).toMatchObject({
       decoderPasses: names(cpuPasses),
@@ -137,6 +138,7 @@ describe('the decoder passes of each profile', () => {
       wideMoeExpertsPass,
       ...APPEND_ATTENTION_PASSES,
       storedLayoutPass,
+      expertGateUpPass,
       expertGroupsPass,
     ]);
     expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutCastPass, oneFrameAttentionPass]);

@@ -190,7 +190,13 @@ describe('load options and profiles', () => {
 
   it('cpu and web: the routed experts as one MoE in wide layers only, before the append and layout passes; webgpu: never', () => {
     for (const name of ['cpu', 'web'] as const) {
-      expect(PROFILES[name].decoderPasses).toEqual(['moe-experts-wide', 'append-attention', 'stored-layout', 'expert-groups']);
+      expect(PROFILES[name].decoderPasses).toEqual([
+        'moe-experts-wide',
+        'append-attention',
+        'stored-layout',
+        'expert-gate-up',
+        'expert-groups',
+      ]);
     }
     expect(resolveLoad({ device: 'cpu' }).decoder.passes[0]).toBe(wideMoeExpertsPass);
     // FusedMatMul ('stored-layout'), the opset Attention 'append-attention' keeps and MoE have no WebGPU kernel

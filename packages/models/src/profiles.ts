@@ -77,7 +77,9 @@ const CPU: Profile = {
   // models README "The graph cache": float32 weights read as the checkpoint stores them, no transposed copy.
   // 'expert-groups' last (docs/benchmarks.md, "Expert groups"): the per-expert dispatch that is left (layers of
   // 32+ experts) in Ifs of 8 experts, skipped when no token chose one; same numbers, Qwen3-VL-30B int4 decode -3.5%.
-  decoderPasses: ['moe-experts-wide', 'append-attention', 'stored-layout', 'expert-groups'],
+  // 'expert-gate-up' before it (docs/benchmarks.md, "Expert gate and up in one MatMulNBits"): a quantized expert's
+  // gate and up in one kernel; same numbers, Qwen3-VL-30B int4 decode -2%.
+  decoderPasses: ['moe-experts-wide', 'append-attention', 'stored-layout', 'expert-gate-up', 'expert-groups'],
   // 'stored-layout-cast' (docs/benchmarks.md, "Stored layout for cast weights"): as 'stored-layout', and a 16-bit
   // checkpoint's float32 copy keeps its [out, in] layout (Qwen3-VL-30B's vision -7%); not for decoders (a one-row
   // product changes in its last bits). 'one-frame-attention' (docs/benchmarks.md, "One-frame attention"): an

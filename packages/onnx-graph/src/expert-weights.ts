@@ -64,3 +64,20 @@ export function interleavedRows(experts: readonly (readonly TensorRef[])[], shap
     return data;
   });
 }
+
+/** Tensors of one dtype and row width stacked along their first axis, bytes as stored: `shape` is the result's. */
+export function stackedRows(refs: readonly TensorRef[], shape: readonly number[]): TensorRef {
+  const dtype = refs[0]!.dtype;
+  const size = shape.reduce((a, b) => a * b, 1);
+  return lazyTensor(dtype, shape, async () => {
+    const data = typedArrayFor(dtype, size);
+    const out = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    let at = 0;
+    for (const ref of refs) {
+      const bytes = await tensorBytes(ref);
+      out.set(bytes, at);
+      at += bytes.byteLength;
+    }
+    return data;
+  });
+}

@@ -71,6 +71,7 @@ export {
   type ContribAttentionOptions,
   contribAttentionPass,
 } from './passes/contrib-attention.js';
+export { expertGateUpPass } from './passes/expert-gate-up.js';
 export { EXPERTS_PER_IF, expertGroupsPass } from './passes/expert-groups.js';
 export { applyComputeDtype, COMPUTE_DTYPE_IO, computeDtypePasses, computeIoDType, floatConvertPass } from './passes/float-convert.js';
 export {

@@ -4,6 +4,7 @@ import {
   applyPasses,
   EXPERTS_PER_IF,
   everyNode,
+  expertGateUpPass,
   expertGroupsPass,
   Graph,
   markRoutedExperts,
@@ -30,7 +31,7 @@ function weights(E: number): Weights {
 }
 
 /** Qwen3-MoE's routing (softmax, top-k, renormalized) into the grouped experts over x [N, D]. */
-function build(w: Weights, quantize: boolean, grouped: boolean, E = w.read('gate.weight', undefined).shape[0]!): Graph {
+function build(w: Weights, quantize: boolean, grouped: boolean, E = w.read('gate.weight', undefined).shape[0]!, gateUp = false): Graph {
   const g = new Graph();
   const x = g.input('x', 'float32', ['n', D]);
   const routerLogits = g.matmul(x, g.transpose(g.param(w, 'gate.weight', [E, D]), [1, 0]));
@@ -48,6 +49,7 @@ function build(w: Weights, quantize: boolean, grouped: boolean, E = w.read('gate
   });
   g.output(r, 'y');
   if (quantize) applyPasses(g, [quantizeLinearPass('int4')]);
+  if (gateUp) expect(applyPasses(g, [expertGateUpPass])).toEqual({ 'expert-gate-up': quantize ? E : 0 });
   if (grouped) expect(applyPasses(g, [expertGroupsPass])).toEqual({ 'expert-groups': E >= 4 * EXPERTS_PER_IF ? 1 : 0 });
   return g;
 }
@@ -78,5 +80,22 @@ describe('expert-groups pass on groupedExperts', () => {
   it('leaves a region of fewer than four groups as it is', () => {
     const g = build(weights(FEW), false, true);
     expect(g.snapshot().nodes.filter((n) => n.opType === 'If')).toHaveLength(0);
+  });
+
+  // onnx-graph's expert-gate-up pass before it: each expert's gate and up MatMulNBits in one, the same bits.
+  it('int4 with expert-gate-up: one MatMulNBits per expert for gate and up, the same output; float32 left alone', async () => {
+    const plain = await sessionFor(build(w, true, false));
+    const g = build(w, true, true, E, true);
+    const nbits = [...everyNode(g.snapshot().nodes)].filter((n) => n.opType === 'MatMulNBits');
+    expect(nbits).toHaveLength(2 * E);
+    const attr = (n: (typeof nbits)[number], name: string) => Number(n.attribute?.find((a) => a.name === name)?.i);
+    expect(nbits.filter((n) => attr(n, 'K') === D && attr(n, 'N') === 2 * I)).toHaveLength(E);
+    const fused = await sessionFor(g);
+    for (const n of [1, 9]) {
+      const feeds = { x: f32([n, D], randn(n * D, 7 + n)) };
+      const [a, b] = [await run(plain, feeds), await run(fused, feeds)];
+      expect(Array.from(b.y!.data as Float32Array)).toEqual(Array.from(a.y!.data as Float32Array));
+    }
+    build(w, false, false, E, true);
   });
 });

@@ -1,6 +1,7 @@
 import { GraphError } from '../errors.js';
 import { appendAttentionPass } from './append-attention.js';
 import { contribAttentionPass } from './contrib-attention.js';
+import { expertGateUpPass } from './expert-gate-up.js';
 import { expertGroupsPass } from './expert-groups.js';
 import { moeExpertsPass, qmoeExpertsPass, wideMoeExpertsPass } from './moe-experts.js';
 import { nonEmptyScatterPass } from './non-empty-scatter.js';
@@ -26,6 +27,7 @@ export const PASSES = {
   'moe-experts': moeExpertsPass,
   'moe-experts-wide': wideMoeExpertsPass,
   'qmoe-experts': qmoeExpertsPass,
+  'expert-gate-up': expertGateUpPass,
   'expert-groups': expertGroupsPass,
   'one-frame-attention': oneFrameAttentionPass,
   'stored-layout': storedLayoutPass,

@@ -163,7 +163,7 @@ interface FloatLinear {
 }
 
 /** `quantizeLinearPass`'s MatMulNBits: its initializers and attributes. */
-interface QuantizedLinear {
+export interface QuantizedLinear {
   kind: 'quantized';
   b: TensorRef;
   scales: TensorRef;
@@ -176,7 +176,7 @@ interface QuantizedLinear {
 }
 
 /** The weights of the Linear whose output is `name`: `nn.linear`'s MatMul on a (cast) initializer, or `quantizeLinearPass`'s MatMulNBits. */
-function linearWeights(index: NodeIndex, name: string): FloatLinear | QuantizedLinear | undefined {
+export function linearWeights(index: NodeIndex, name: string): FloatLinear | QuantizedLinear | undefined {
   const g = index.body.graph;
   const node = index.producer(name);
   const ref = (n: string | undefined) => (n ? g.initializerRef(n) : undefined);
