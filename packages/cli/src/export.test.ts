@@ -125,10 +125,12 @@ describe('vlmkit export', () => {
     const b = plainOut.logits!;
     expect(b.dims).toEqual(a.dims);
     const d = maxDiff(a.data as Float32Array, b.data as Float32Array);
-    diffs.push(`  ${c.model} ${c.name}: ${d}`);
-    // The export keeps standard ops; a load reads float32 weights as stored (FusedMatMul transB), which MLAS
-    // computes with another kernel for one-row products (ERNIE's routed experts see single tokens): last bits.
-    expect(d).toBeLessThanOrEqual(1e-5);
+    const ref = (a.data as Float32Array).reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    diffs.push(`  ${c.model} ${c.name}: ${d} (max |logit| ${ref})`);
+    // The export keeps standard ops; a load runs the cpu profile's passes: float32 weights read as stored
+    // (FusedMatMul transB, another MLAS kernel for one-row products: ERNIE's routed experts see single tokens)
+    // and the vision towers' SkipLayerNormalization (another reduction order): rounding, relative to the logits.
+    expect(d / ref).toBeLessThanOrEqual(1e-5);
     const ids = (await readNamedTensors(gen)).generated_ids!;
     expect(plainOut.generated_ids!.dims).toEqual(ids.dims);
     expect(Array.from(plainOut.generated_ids!.data as BigInt64Array)).toEqual(Array.from(ids.data as BigInt64Array));
