@@ -37,21 +37,21 @@ function fuse(body: PassBody, index: NodeIndex, gate: string, up: string): boole
   if (!x || un.input?.[0] !== x || !same(gl, ul) || level(gn) !== level(un) || (un.input ?? []).length !== (gn.input ?? []).length) {
     return false;
   }
+  const b = new PassBuilder(body);
+  const rowsShape = b.value(gate)?.shape.slice(0, -1);
+  if (rowsShape === undefined) return false;
   const g = body.graph;
   const N = gl.n + ul.n;
   // Each part stacked by rows: B [N, blocks, bytes], scales and zero points [N * per-row].
   const base = gl.name.replace(/\.quant$/, '');
-  const stacked = (a: TensorRef, b: TensorRef, part: string) => {
-    const perRow = a.shape.reduce((p, d) => p * d, 1) / gl.n;
-    const shape = a.shape.length === 1 ? [N * perRow] : [N, ...a.shape.slice(1)];
-    return g.initializer(g.uniqueName(`${base}.gate_up.${part}`), stackedRows([a, b], shape), gl.name).name;
+  const stacked = (gatePart: TensorRef, upPart: TensorRef, part: string) => {
+    const perRow = gatePart.shape.reduce((p, d) => p * d, 1) / gl.n;
+    const shape = gatePart.shape.length === 1 ? [N * perRow] : [N, ...gatePart.shape.slice(1)];
+    return g.initializer(g.uniqueName(`${base}.gate_up.${part}`), stackedRows([gatePart, upPart], shape), gl.name).name;
   };
   const zeroPoints = gl.zeroPoints && ul.zeroPoints ? stacked(gl.zeroPoints, ul.zeroPoints, 'zero_points') : undefined;
   const inputs = [x, stacked(gl.b, ul.b, 'quant'), stacked(gl.scales, ul.scales, 'scales'), ...(zeroPoints ? [zeroPoints] : [])];
-  const b = new PassBuilder(body);
-  const rowsShape = b.value(gate)?.shape.slice(0, -1);
-  const operands = inputs.map((name) => b.value(name));
-  if (rowsShape === undefined || operands.some((v) => v === undefined)) return false;
+  const operands = inputs.map((name) => b.value(name)!);
   const [gateOut, upOut] = b.build(scopeOf(gn.name), (sg) => {
     const attrs = {
       K: { int: gl.k },
