@@ -7,11 +7,12 @@ export {
   type ErnieVisionConfigOptions,
   type ErnieVisionReference,
   ernieVisionHeadDim,
+  type VisionBlockConfig,
 } from './ernie/config.js';
 export { type ErnieVisionInputs, ernieVisionInputs } from './ernie/inputs.js';
 export { expectedErnieVisionParameters } from './ernie/parameters.js';
-export { type VisionAttentionConfig, type VisionRotary, visionAttention } from './ernie/vision-attention.js';
-export { type VisionBlockConfig, type VisionMlp, visionBlock, visionMlp } from './ernie/vision-block.js';
+export { type VisionRotary, visionAttention } from './ernie/vision-attention.js';
+export { type VisionMlp, visionBlock, visionMlp } from './ernie/vision-block.js';
 export {
   buildErnieVisionTower,
   buildErnieVisionTowerModel,

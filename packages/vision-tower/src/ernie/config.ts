@@ -13,22 +13,26 @@ import { VisionTowerError } from '../errors.js';
  */
 export type ErnieVisionReference = 'vllm' | 'hf';
 
-/** The ERNIE-4.5-VL vision tower's hyperparameters (vLLM: Ernie4_5_VisionTransformer). */
-export interface ErnieVisionConfig {
-  depth: number;
+/** What the ViT block, its attention and its rotary inputs read of a tower's config (ERNIE's, Qwen3-VL's). */
+export interface VisionBlockConfig {
   /** Dv: the tower's width (HF hidden_size, vLLM embed_dim). */
   hiddenSize: number;
   numHeads: number;
   /** MLP width (HF intermediate_size, vLLM embed_dim * mlp_ratio). */
   intermediateSize: number;
-  patchSize: number;
-  inChannels: number;
-  spatialMergeSize: number;
   hiddenAct: VisionActivation;
+  spatialMergeSize: number;
   /** 2D rotary base (10000). */
   ropeTheta: number;
   /** Epsilon of every block's norm1 and norm2. */
   blockNormEps: number;
+}
+
+/** The ERNIE-4.5-VL vision tower's hyperparameters (vLLM: Ernie4_5_VisionTransformer). */
+export interface ErnieVisionConfig extends VisionBlockConfig {
+  depth: number;
+  patchSize: number;
+  inChannels: number;
   /** Epsilon of the final `ln`. */
   finalNormEps: number;
 }
@@ -41,7 +45,7 @@ export interface ErnieVisionConfigOptions {
 }
 
 /** Head size Dv / heads (of ERNIE's tower, or any tower with a width and heads: Qwen3-VL's). */
-export function ernieVisionHeadDim(config: Pick<ErnieVisionConfig, 'hiddenSize' | 'numHeads'>): number {
+export function ernieVisionHeadDim(config: VisionBlockConfig): number {
   return config.hiddenSize / config.numHeads;
 }
 

@@ -1,7 +1,7 @@
 import { Grid, type GridThw } from '@vlmkit/config';
 import { visionRotaryCosSin, visionRotaryPositionIds } from '@vlmkit/mrope';
 import { VisionTowerError } from '../errors.js';
-import { type ErnieVisionConfig, ernieVisionHeadDim } from './config.js';
+import { ernieVisionHeadDim, type VisionBlockConfig } from './config.js';
 
 /** What the standalone tower model takes besides pixel_values, for a batch of images/videos. */
 export interface ErnieVisionInputs {
@@ -27,10 +27,7 @@ export interface ErnieVisionInputs {
  * tables from @vlmkit/mrope (theta 10000, float32 angles, neox halves). Qwen3-VL's tower takes the same
  * (HF vision_utils.get_vision_position_ids, get_vision_cu_seqlens).
  */
-export function ernieVisionInputs(
-  grids: readonly GridThw[],
-  config: Pick<ErnieVisionConfig, 'spatialMergeSize' | 'hiddenSize' | 'numHeads' | 'ropeTheta'>,
-): ErnieVisionInputs {
+export function ernieVisionInputs(grids: readonly GridThw[], config: VisionBlockConfig): ErnieVisionInputs {
   const m = config.spatialMergeSize;
   const cuSeqlens = [0];
   for (const [i, thw] of grids.entries()) {

@@ -1,6 +1,6 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import type { FrameMask } from './attention-mask.js';
-import { type ErnieVisionConfig, ernieVisionHeadDim } from './config.js';
+import { ernieVisionHeadDim, type VisionBlockConfig } from './config.js';
 
 /** Per-patch rotary tables [1, Np, headDim/2] float32. */
 export interface VisionRotary {
@@ -8,22 +8,12 @@ export interface VisionRotary {
   sin: Value;
 }
 
-/** What the attention reads of its tower's config (ERNIE's, Qwen3-VL's). */
-export type VisionAttentionConfig = Pick<ErnieVisionConfig, 'hiddenSize' | 'numHeads'>;
-
 /**
  * vLLM: Ernie4_5_VisionAttention (and Qwen3_VisionAttention, the same math and names). qkv (with bias) on x [Np, D]; q, k, v are the
  * three D-wide column blocks, each head-major; 2D rotary (neox halves) on q
  * and k; attention restricted to each patch's frame; proj.
  */
-export function visionAttention(
-  g: Graph,
-  w: Weights,
-  config: VisionAttentionConfig,
-  x: Value,
-  rotary: VisionRotary,
-  frames: FrameMask,
-): Value {
+export function visionAttention(g: Graph, w: Weights, config: VisionBlockConfig, x: Value, rotary: VisionRotary, frames: FrameMask): Value {
   const d = config.hiddenSize;
   const heads = config.numHeads;
   // [Np, 3D] -> [1, Np, 3D]: the attention ops take a batch axis.

@@ -1,11 +1,8 @@
 import { type Graph, nn, type Value, type Weights } from '@vlmkit/onnx-graph';
 import { activation } from '../activation.js';
 import type { FrameMask } from './attention-mask.js';
-import type { ErnieVisionConfig } from './config.js';
+import type { VisionBlockConfig } from './config.js';
 import { type VisionRotary, visionAttention } from './vision-attention.js';
-
-/** What a block reads of its tower's config: ERNIE's and Qwen3-VL's towers share the block. */
-export type VisionBlockConfig = Pick<ErnieVisionConfig, 'hiddenSize' | 'numHeads' | 'intermediateSize' | 'hiddenAct' | 'blockNormEps'>;
 
 /** A block's MLP module on x [Np, D], its parameters under `w` (the block's `mlp`). */
 export type VisionMlp = (g: Graph, w: Weights, config: VisionBlockConfig, x: Value) => Value;

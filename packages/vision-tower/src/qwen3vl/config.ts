@@ -1,24 +1,17 @@
 import { type ConfigObject, fields } from '@vlmkit/config';
-import { VISION_ACTIVATIONS, type VisionActivation } from '../activation.js';
+import { VISION_ACTIVATIONS } from '../activation.js';
+import type { VisionBlockConfig } from '../ernie/config.js';
 
 /**
  * The Qwen3-VL vision tower's hyperparameters (HF 5.17 Qwen3VLVisionConfig, Qwen3VLMoeVisionConfig:
  * the same fields; vLLM Qwen3_VisionTransformer), every default resolved.
  */
-export interface Qwen3VlVisionConfig {
+export interface Qwen3VlVisionConfig extends VisionBlockConfig {
   depth: number;
-  /** Dv: the tower's width. */
-  hiddenSize: number;
-  numHeads: number;
-  /** The blocks' MLP width. */
-  intermediateSize: number;
-  /** The blocks' MLP activation; both mergers use exact GELU whatever this says (HF Qwen3VLVisionPatchMerger: nn.GELU()). */
-  hiddenAct: VisionActivation;
   patchSize: number;
   /** Frames per temporal patch (2): one row of pixel_values holds C * temporalPatchSize * p * p values. */
   temporalPatchSize: number;
   inChannels: number;
-  spatialMergeSize: number;
   /** D: the mergers' output width, the text model's hidden size. */
   outHiddenSize: number;
   /** Rows of the learned position table `pos_embed`: a square grid of positionGridSide^2 (2304 = 48^2). */
@@ -27,11 +20,7 @@ export interface Qwen3VlVisionConfig {
   positionGridSide: number;
   /** The blocks whose outputs feed the deepstack mergers, in `deepstack_merger_list` order. */
   deepstackVisualIndexes: number[];
-  /** 2D rotary base (rope_parameters.rope_theta, 10000). */
-  ropeTheta: number;
-  /** Epsilon of every block's norm1 / norm2. */
-  blockNormEps: number;
-  /** Epsilon of the mergers' norm. */
+  /** Epsilon of the mergers' norm (their GELU is exact whatever hiddenAct says: HF Qwen3VLVisionPatchMerger's nn.GELU()). */
   mergerNormEps: number;
 }
 

@@ -11,7 +11,8 @@ import {
 } from '@vlmkit/onnx-graph';
 import { activation } from '../activation.js';
 import { blockDiagonalMask } from '../ernie/attention-mask.js';
-import { type VisionBlockConfig, visionBlock } from '../ernie/vision-block.js';
+import type { VisionBlockConfig } from '../ernie/config.js';
+import { visionBlock } from '../ernie/vision-block.js';
 import { DEFAULT_ATTENTION_OP, ERNIE_VISION_TOWER_INPUTS } from '../ernie/vision-transformer.js';
 import { VisionTowerError } from '../errors.js';
 import type { AttentionOp } from '../types.js';
