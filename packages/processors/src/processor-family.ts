@@ -160,10 +160,7 @@ export function int64(values: readonly number[], dims: number[]): Int64Tensor {
 
 /** `image_grid_thw` / `video_grid_thw`: one (t, h, w) row per image or video, int64 [N, 3]. */
 export function gridThw(grids: readonly (readonly number[])[]): Int64Tensor {
-  return int64(
-    grids.flatMap((g) => [...g]),
-    [grids.length, 3],
-  );
+  return int64(grids.flat(), [grids.length, 3]);
 }
 
 /** A special token of tokenizer_config.json and its text and id; HF's processor reads tokenizer.<name>. */

@@ -9,10 +9,7 @@ export interface PlaceholderExpansion {
   token: string;
   /** Tokens per item: the i-th occurrence of `token` becomes `token` repeated `counts[i]` times. */
   counts: readonly number[];
-  /**
-   * Per item, the whole text that replaces its placeholder when it is more than the repeated token
-   * (Qwen3-VL's videos: a timestamp and vision start/end around each temporal patch's tokens).
-   */
+  /** Per item, the whole text that replaces its placeholder where it is more than the token repeated (timestamped videos). */
   replacements?: readonly string[];
 }
 
