@@ -11,10 +11,7 @@ import { ModelError } from './errors.js';
 export const INPUT_IDS = ['int64', ['B', 'S'], { doc: 'the token ids of the prompt' }] as const satisfies ContractEntry;
 /** An optional int64 input with one value per prompt token, [B, S] like `input_ids`. */
 export const PER_TOKEN = ['int64', ['B', 'S'], { optional: true }] as const satisfies ContractEntry;
-/**
- * The grid-based vision inputs (Qwen2-VL's layout, which ERNIE-4.5-VL and Qwen3-VL share): flattened patches
- * [N, patch_dim] with one (t, h, w) row per image or video, checked by `pixelsFor` and `intRows`.
- */
+/** Qwen2-VL's vision inputs (ERNIE-4.5-VL's, Qwen3-VL's): patches [N, patch_dim], one (t, h, w) row per image or video. */
 export const GRID_VISION_INPUTS = {
   pixel_values: ['float32', ['patches', 'patch_dim'], { optional: true, checkedBy: 'pixelsFor' }],
   image_grid_thw: ['int64', ['images', 3], { optional: true, checkedBy: 'intRows' }],
@@ -159,23 +156,17 @@ export function gridRows(t: HostTensor | undefined, name: string): GridThw[] {
 }
 
 /**
- * Flattened patches [N, patchDim] for `grids` (read from `gridName`): float32, and exactly the rows the grids'
+ * Flattened patches [N, patchDim] for `grids` (read from `by`): float32, and exactly the rows the grids'
  * t x h x w patches need, checked before anything is allocated for them.
  */
-export function gridPixels(
-  t: HostTensor | undefined,
-  name: string,
-  gridName: string,
-  grids: readonly GridThw[],
-  patchDim: number,
-): HostTensor<'float32'> {
-  const pixels = pixelsFor(t, name, gridName, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
+export function gridPixels(t: HostTensor | undefined, name: string, by: string, grids: GridThw[], patchDim: number): HostTensor<'float32'> {
+  const pixels = pixelsFor(t, name, by, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
   const patches = grids.reduce((n, [gt, h, w]) => n + gt * h * w, 0);
   if (pixels.data.length !== patches * patchDim) {
     const given = grids.map((g) => `[${g.join(', ')}]`).join(', ');
     throw new ModelError(
       'BAD_INPUT',
-      `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${gridName} (${given}) needs ${patches}`,
+      `${name} has ${pixels.data.length / patchDim} patch rows of ${patchDim} but ${by} (${given}) needs ${patches}`,
     );
   }
   return pixels;

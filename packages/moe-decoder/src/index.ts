@@ -64,7 +64,6 @@ export {
   type PresentName,
   presentOutputs,
 } from './kv-io.js';
-// Qwen3-VL / Qwen3-VL-MoE text decoder (q/k norms, interleaved M-RoPE, routed experts, deepstack after layer k).
 export * from './qwen3vl/index.js';
 export { greedyTokens, type SamplingInputs, sampledTokens } from './token-choice.js';
 export type { DecoderPassOptions, KvCacheMode, KvPair, ParameterSpec } from './types.js';

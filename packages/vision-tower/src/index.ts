@@ -27,7 +27,6 @@ export {
   patchEmbed,
 } from './ernie/vision-transformer.js';
 export { VisionTowerError, type VisionTowerErrorCode } from './errors.js';
-// Qwen3-VL's tower and mergers.
 export * from './qwen3vl/index.js';
 export { SiglipVisionConfig, siglipNumPatches } from './siglip/config.js';
 export { siglipVisionEmbeddings } from './siglip/embeddings.js';

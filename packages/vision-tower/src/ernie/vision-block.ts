@@ -14,10 +14,7 @@ export function visionMlp(g: Graph, w: Weights, config: VisionBlockConfig, x: Va
   return nn.linear(g, activation(g, h, config.hiddenAct), w, 'fc2', { in: i, out: d });
 }
 
-/**
- * vLLM: Ernie4_5_VisionBlock. x = x + attn(norm1(x)); x = x + mlp(norm2(x)). Qwen3-VL's block
- * (Qwen3_VisionBlock) is the same with its own MLP module (`mlp`).
- */
+/** vLLM: Ernie4_5_VisionBlock, and Qwen3_VisionBlock with its own `mlp`. x = x + attn(norm1(x)); x = x + mlp(norm2(x)). */
 export function visionBlock(
   g: Graph,
   w: Weights,
