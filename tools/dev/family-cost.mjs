@@ -3,8 +3,8 @@
 // outside the family's folders and its new component files). Over the family's commits, each package source file
 // (not a test, not test-utils) is either the family's own (created by those commits, or its path matches
 // --family) or shared; shared files count their net lines (added - deleted over the commits), the family's
-// their final lines; code lines are the same count without blank and comment-only lines. A commit that only moves shared code counts what it moved, as the diff does; a moved file
-// counts as removed and created.
+// their final lines; code lines are the same count without blank and comment-only lines. A commit that only
+// moves shared code counts what it moved, as the diff does; a moved file counts as removed and created.
 //
 //   node tools/dev/family-cost.mjs --family qwen --commits 14511a0,bf9fdc9,... [--json]
 //   node tools/dev/family-cost.mjs --family qwen --commits-file FILE   (one hash per line, # comments)
@@ -76,6 +76,8 @@ if (o.json) {
 } else {
   console.log(`${commits.length} commits; shared files, net lines (added - deleted):`);
   for (const [f, d] of shared) console.log(`${String(d).padStart(6)}  ${f}  (code ${code.get(f) ?? 0})`);
-  console.log(`shared total: ${result.shared_net_lines} net lines in ${shared.length} files, ${result.shared_net_code_lines} of them code (not blank, not comment-only)`);
+  console.log(
+    `shared total: ${result.shared_net_lines} net lines in ${shared.length} files, ${result.shared_net_code_lines} of them code (not blank, not comment-only)`,
+  );
   console.log(`the family's own files: ${result.family_files}, ${result.family_lines} lines at HEAD (tests excluded)`);
 }
