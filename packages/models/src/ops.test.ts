@@ -15,7 +15,6 @@ import {
   OP_SETS,
   type OpSet,
   oneFrameAttentionPass,
-  skipLayerNormPass,
   storedLayoutCastPass,
   storedLayoutPass,
   wideMoeExpertsPass,
@@ -123,7 +122,7 @@ describe('the decoder passes of each profile', () => {
     const cudaPasses = [...CONTRIB_PASSES, moeExpertsPass, ...APPEND_ATTENTION_PASSES, storedLayoutPass];
     expect(PROFILES.cpu).toMatchObject({
       decoderPasses: names(cpuPasses),
-      visionPasses: ['skip-layer-norm', 'stored-layout-cast', 'one-frame-attention'],
+      visionPasses: ['stored-layout-cast', 'one-frame-attention'],
       emptyModalityIf: true,
     });
     expect(PROFILES.cuda).toMatchObject({ decoderPasses: names(cudaPasses), visionPasses: ['stored-layout'], emptyModalityIf: false });
@@ -142,7 +141,7 @@ describe('the decoder passes of each profile', () => {
       expertGateUpPass,
       expertGroupsPass,
     ]);
-    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([skipLayerNormPass, storedLayoutCastPass, oneFrameAttentionPass]);
+    expect(resolveLoad({ device: 'cpu' }).vision.passes).toEqual([storedLayoutCastPass, oneFrameAttentionPass]);
   });
 
   it('a pass name that is not one, and the old ops field, are refused by name', () => {

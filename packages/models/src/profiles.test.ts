@@ -177,7 +177,7 @@ describe('load options and profiles', () => {
     expect(resolveLoad({ device: 'auto' }, 'webgpu').profile).toBe(PROFILES.webgpu);
     const webgpuPasses = WEBGPU_PASSES.map((p) => p.name);
     expect(PROFILES.webgpu.decoderPasses.slice(-webgpuPasses.length)).toEqual(webgpuPasses);
-    expect(PROFILES.webgpu.visionPasses).toEqual(['skip-layer-norm', ...webgpuPasses]);
+    expect(PROFILES.webgpu.visionPasses).toEqual(webgpuPasses);
     expect(resolveLoad({ device: 'webgpu', quantize: 'int4' }).decoder.quantize).toBe('int4');
     for (const quantize of ['int8', { decoder: 'int4', vision: 'int8' }] as const) {
       expect(() => resolveLoad({ device: 'webgpu', quantize })).toThrow(

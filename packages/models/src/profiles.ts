@@ -80,13 +80,14 @@ const CPU: Profile = {
   // 'expert-gate-up' before it (docs/benchmarks.md, "Expert gate and up in one MatMulNBits"): a quantized expert's
   // gate and up in one kernel; same numbers, Qwen3-VL-30B int4 decode -2%.
   decoderPasses: ['moe-experts-wide', 'append-attention', 'stored-layout', 'expert-gate-up', 'expert-groups'],
-  // 'skip-layer-norm' (docs/benchmarks.md, "Skip layer norm in the vision towers"): ORT's CPU LayerNormalization
-  // kernel takes 2.7 ms on [1024, 1152] where SkipLayerNormalization, the residual add included, takes 0.47 ms.
+  // Not 'skip-layer-norm' (docs/benchmarks.md, "Skip layer norm in the vision towers"): ORT's CPU kernel is 5x
+  // faster than its LayerNormalization but takes the variance in one float32 pass (E[x^2] - mean^2), and moved
+  // ERNIE's long-video fixture case past the 1e-5 bound of HF's logits on an AMD EPYC.
   // 'stored-layout-cast' (docs/benchmarks.md, "Stored layout for cast weights"): as 'stored-layout', and a 16-bit
   // checkpoint's float32 copy keeps its [out, in] layout (Qwen3-VL-30B's vision -7%); not for decoders (a one-row
   // product changes in its last bits). 'one-frame-attention' (docs/benchmarks.md, "One-frame attention"): an
   // image's attention without its all-zero frame bias, which ORT's CPU kernel reads per head.
-  visionPasses: ['skip-layer-norm', 'stored-layout-cast', 'one-frame-attention'],
+  visionPasses: ['stored-layout-cast', 'one-frame-attention'],
   // Runs without vision tokens (every decode step) skip the ~75 nodes per layer of the empty modality.
   emptyModalityIf: true,
   // docs/benchmarks.md "Peak RSS": 'per-call' lowers the peak only for a process that encodes once.
@@ -145,7 +146,8 @@ export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
     ...WEB,
     name: 'webgpu',
     decoderPasses: ['skip-rms-norm', 'skip-layer-norm', 'contrib-attention', ...WEBGPU_PASS_NAMES],
-    visionPasses: ['skip-layer-norm', ...WEBGPU_PASS_NAMES],
+    // No 'skip-layer-norm' in the towers (as the cpu profile): WebGPU has LayerNormalization too.
+    visionPasses: [...WEBGPU_PASS_NAMES],
     preferFloat16: true,
   },
 };
