@@ -12,7 +12,7 @@ export {
 export { type ErnieVisionInputs, ernieVisionInputs } from './ernie/inputs.js';
 export { expectedErnieVisionParameters } from './ernie/parameters.js';
 export { type VisionRotary, visionAttention } from './ernie/vision-attention.js';
-export { type VisionMlp, visionBlock, visionMlp } from './ernie/vision-block.js';
+export { visionBlock, visionMlp } from './ernie/vision-block.js';
 export {
   buildErnieVisionTower,
   buildErnieVisionTowerModel,

@@ -99,3 +99,36 @@ describe('mapQwen3VL on an HF 5.17 Qwen3-VL-MoE checkpoint', () => {
     }
   });
 });
+
+describe("mapQwen3VL's vision names", () => {
+  it("reads the blocks' MLP (ERNIE's module, fc1/fc2) from HF's linear_fc1/2, and the mergers' linear_fc1 as it is", async () => {
+    const dir = await tempDir();
+    const t = (v: number): Tensor => ({ dtype: 'F32', shape: [2], data: new Float32Array([v, v + 1]) });
+    const names = [
+      'blocks.0.mlp.linear_fc1.weight',
+      'blocks.0.mlp.linear_fc2.bias',
+      'merger.linear_fc1.weight',
+      'deepstack_merger_list.0.linear_fc2.bias',
+    ];
+    await writeSafetensors(join(dir, 'model.safetensors'), Object.fromEntries(names.map((n, i) => [`model.visual.${n}`, t(10 * i)])));
+    const ckpt = await Checkpoint.open(join(dir, 'model.safetensors'));
+    try {
+      const ours = [
+        'blocks.0.mlp.fc1.weight',
+        'blocks.0.mlp.fc2.bias',
+        'merger.linear_fc1.weight',
+        'deepstack_merger_list.0.linear_fc2.bias',
+      ];
+      const vision = { parameters: ours.map((name) => ({ name, shape: [2] })) };
+      const mapped = await mapQwen3VL(ckpt, { vision, decoder: { parameters: [], config } }, { strict: true });
+      expect(mapped.report.unmapped).toEqual([]);
+      for (const [i, name] of ours.entries()) {
+        expect(new Float32Array((await refBytes(mapped.vision.get(name))).slice().buffer), name).toEqual(
+          new Float32Array([10 * i, 10 * i + 1]),
+        );
+      }
+    } finally {
+      await ckpt.close();
+    }
+  });
+});

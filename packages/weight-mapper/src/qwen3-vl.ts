@@ -2,7 +2,8 @@
  * The Qwen3-VL / Qwen3-VL-MoE table (HF 5.17 `qwen3_vl`, `qwen3_vl_moe`: `model.visual.*`,
  * `model.language_model.*`, `lm_head.*`; vLLM Qwen3VLForConditionalGeneration.hf_to_vllm_mapper) onto the
  * parameters the components list:
- * - vision: `model.visual.` + the tower's names (HF's module tree: `blocks.{i}.attn.qkv` is packed already);
+ * - vision: `model.visual.` + the tower's names (HF's module tree: `blocks.{i}.attn.qkv` is packed already), but
+ *   the blocks' MLP is ERNIE's: HF's `mlp.linear_fc1/2` are renamed `mlp.fc1/2` (QWEN3_VL_RENAMES);
  * - decoder: `model.language_model.` + vLLM Qwen3's names, q/k/v -> `qkv_proj`, dense gate/up ->
  *   `mlp.gate_up_proj`; the routed experts one by one from the fused `mlp.experts.gate_up_proj` /
  *   `down_proj` (HF 5.17: [E, 2I, H] and [E, H, I]; original Qwen checkpoints store the transposes, which HF
@@ -12,7 +13,7 @@
 import type { Checkpoint } from '@vlmkit/safetensors';
 import { type ComponentParameters, type ComponentWithConfig, withSources } from './components.js';
 import { type ComponentTable, FLOAT_PARAMETER_DTYPES, type MapOptions, mapCheckpoint } from './mapping.js';
-import { prefix } from './rules.js';
+import { prefix, type RenameRule, regex } from './rules.js';
 import { pack, row, type Source, slice, tensor, transpose } from './source.js';
 
 export type Qwen3VlComponent = 'vision' | 'decoder';
@@ -32,6 +33,9 @@ export interface Qwen3VlComponents {
   readonly decoder: ComponentWithConfig<Qwen3VlTextMapperConfig>;
 }
 
+/** HF's names the components name otherwise: the vision blocks' MLP (Qwen3VLVisionMLP) is ERNIE's module, fc1/fc2. */
+export const QWEN3_VL_RENAMES: readonly RenameRule[] = [regex(/^(model\.visual\.blocks\.\d+\.mlp\.)linear_fc([12])\./, '$1fc$2.')];
+
 /** A checkpoint tensor's stored shape by name, undefined when absent (the layout of fused experts is read off it). */
 export type StoredShape = (name: string) => readonly number[] | undefined;
 
@@ -40,7 +44,7 @@ export function qwen3VlMapping(components: Qwen3VlComponents, stored: StoredShap
   return {
     name: 'Qwen3-VL',
     dtypes: FLOAT_PARAMETER_DTYPES,
-    renames: [],
+    renames: QWEN3_VL_RENAMES,
     // A tied head is embed_tokens; a stored copy is not read (as in vLLM and HF).
     ignore: text.tieWordEmbeddings ? [prefix('lm_head.weight', '')] : [],
     components: {

@@ -32,7 +32,8 @@ transposes ([E, H, 2I], [E, I, H]) are told apart by shape, as HF does.
     blocks: [
       '### Vision tower and mergers',
       `Names relative to the tower (\`model.visual.\`): HF's module tree, with the packed
-\`blocks.{i}.attn.qkv\`; \`merger\` and \`deepstack_merger_list.{k}\`.`,
+\`blocks.{i}.attn.qkv\`; the blocks' MLP is ERNIE's module (\`mlp.fc1/2\`, HF's \`mlp.linear_fc1/2\`);
+\`merger\` and \`deepstack_merger_list.{k}\`.`,
       table.components.vision,
       '### Decoder',
       `Names relative to the decoder (\`model.language_model.\` and \`lm_head.\`), vLLM Qwen3's

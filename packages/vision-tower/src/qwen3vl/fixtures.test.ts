@@ -1,4 +1,5 @@
 import { Graph } from '@vlmkit/onnx-graph';
+import { QWEN3_VL_RENAMES } from '@vlmkit/weight-mapper';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FixtureTower, loadCase, loadFixtureTower } from '../test-utils/fixtures.js';
@@ -34,7 +35,7 @@ for (const checkpoint of CHECKPOINTS) {
     let config: Qwen3VlVisionConfig;
     const sessions = new Map<AttentionOp, ort.InferenceSession>();
     beforeAll(async () => {
-      tower = await loadFixtureTower(checkpoint);
+      tower = await loadFixtureTower(checkpoint, QWEN3_VL_RENAMES);
       config = Qwen3VlVisionConfig.fromHfConfig(tower.config);
       for (const op of ['Attention', 'MultiHeadAttention'] as const) {
         sessions.set(op, await session(buildQwen3VlVisionTowerModel(tower.weights, config, { attentionOp: op })));
@@ -135,7 +136,7 @@ for (const checkpoint of CHECKPOINTS) {
       }
     });
 
-    it("expectedQwen3VlVisionParameters lists exactly the checkpoint's model.visual.* tensors with their shapes", () => {
+    it("expectedQwen3VlVisionParameters lists exactly the checkpoint's model.visual.* tensors (the mapper's renames applied) with their shapes", () => {
       const want = expectedQwen3VlVisionParameters(config)
         .map((p) => `${p.name} [${p.shape.join(',')}]`)
         .sort();

@@ -22,6 +22,5 @@ export {
   type Qwen3VlVisionTowerInputs,
   type Qwen3VlVisionTowerModelOptions,
   type Qwen3VlVisionTowerOutputs,
-  qwen3VlVisionMlp,
   qwen3VlVisionTowerSizes,
 } from './vision-transformer.js';

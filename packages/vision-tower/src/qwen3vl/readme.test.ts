@@ -38,7 +38,7 @@ it('README Qwen3-VL example runs and reproduces HF on the two-images fixture', a
       ckpt
         .names()
         .filter((n) => n.startsWith(prefix))
-        .map((n) => [n.slice(prefix.length), tensorFromSafetensors(ckpt.info(n))]),
+        .map((n) => [n.slice(prefix.length).replace('.mlp.linear_fc', '.mlp.fc'), tensorFromSafetensors(ckpt.info(n))]),
     ),
   );
   const { bytes, externalData } = await serializeModel(buildQwen3VlVisionTowerModel(weights, config));

@@ -5,13 +5,10 @@ import {
   declareInputs,
   type Feeds,
   Graph,
-  nn,
   type Value,
   type Weights,
 } from '@vlmkit/onnx-graph';
-import { activation } from '../activation.js';
 import { blockDiagonalMask } from '../ernie/attention-mask.js';
-import type { VisionBlockConfig } from '../ernie/config.js';
 import { visionBlock } from '../ernie/vision-block.js';
 import { DEFAULT_ATTENTION_OP, ERNIE_VISION_TOWER_INPUTS } from '../ernie/vision-transformer.js';
 import { VisionTowerError } from '../errors.js';
@@ -58,17 +55,10 @@ export interface Qwen3VlVisionTowerModelOptions extends Qwen3VlVisionBuildOption
   computeDtype?: ComputeDType | undefined;
 }
 
-/** HF/vLLM: Qwen3VLVisionMLP. linear_fc1 -> hidden_act -> linear_fc2, both with bias. */
-export function qwen3VlVisionMlp(g: Graph, w: Weights, config: VisionBlockConfig, x: Value): Value {
-  const { hiddenSize: d, intermediateSize: i } = config;
-  const h = nn.linear(g, x, w, 'linear_fc1', { in: d, out: i });
-  return nn.linear(g, activation(g, h, config.hiddenAct), w, 'linear_fc2', { in: i, out: d });
-}
-
 /**
  * HF Qwen3VLVisionModel.forward (vLLM Qwen3_VisionTransformer). Adds the tower to `g` inside
  * `options.scope`: patch_embed + pos_embed -> blocks (ERNIE's block: LayerNorms, 2D rotary, attention per
- * frame, with Qwen's MLP) -> merger; after each block listed in deepstackVisualIndexes, its deepstack
+ * frame, fc1/fc2 MLP) -> merger; after each block listed in deepstackVisualIndexes, its deepstack
  * merger. Written in float32; a 16-bit graph (`floatConvertPass`) keeps the position sum, the rotation and
  * the LayerNorms in float32 as HF does.
  */
@@ -92,7 +82,7 @@ export function buildQwen3VlVisionTower(
     let h = x;
     for (let i = 0; i < config.depth; i++) {
       const name = `blocks.${i}`;
-      h = g.scope(name, () => visionBlock(g, weights.sub(name), config, h, rotary, frames, qwen3VlVisionMlp));
+      h = g.scope(name, () => visionBlock(g, weights.sub(name), config, h, rotary, frames));
       // HF: deepstack_merger_list[deepstack_visual_indexes.index(layer)], features appended in block order.
       const j = config.deepstackVisualIndexes.indexOf(i);
       if (j >= 0) {

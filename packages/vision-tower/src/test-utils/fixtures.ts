@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type TensorRef, tensorFromSafetensors, Weights } from '@vlmkit/onnx-graph';
 import { Checkpoint } from '@vlmkit/safetensors';
+import { canonicalName, type RenameRule } from '@vlmkit/weight-mapper';
 
 export const FIXTURES = fileURLToPath(new URL('../../../../test-fixtures/', import.meta.url));
 
@@ -17,8 +18,8 @@ export interface FixtureTower {
   close(): Promise<void>;
 }
 
-/** The vision tower parameters of a fixture checkpoint, referenced in place. */
-export async function loadFixtureTower(checkpoint: string): Promise<FixtureTower> {
+/** The vision tower parameters of a fixture checkpoint, referenced in place, hub names renamed by the family's `renames`. */
+export async function loadFixtureTower(checkpoint: string, renames: readonly RenameRule[] = []): Promise<FixtureTower> {
   const dir = join(FIXTURES, checkpoint);
   const ckpt = await Checkpoint.open(dir);
   const refs = new Map<string, TensorRef>();
@@ -26,7 +27,7 @@ export async function loadFixtureTower(checkpoint: string): Promise<FixtureTower
   for (const name of ckpt.names()) {
     const prefix = PREFIXES.find((p) => name.startsWith(p));
     if (prefix === undefined) continue;
-    const local = name.slice(prefix.length);
+    const local = canonicalName(renames, name).slice(prefix.length);
     refs.set(local, tensorFromSafetensors(ckpt.info(name)));
     float32.set(local, await ckpt.readFloat32(name));
   }
