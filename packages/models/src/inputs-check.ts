@@ -155,10 +155,7 @@ export function gridRows(t: HostTensor | undefined, name: string): GridThw[] {
   return intRows(t, name, ['t', 'h', 'w']).map(([t, h, w]) => [t!, h!, w!] as const);
 }
 
-/**
- * Flattened patches [N, patchDim] for `grids` (read from `by`): float32, and exactly the rows the grids'
- * t x h x w patches need, checked before anything is allocated for them.
- */
+/** Patches [N, patchDim] for `grids` (from `by`): float32, exactly the rows their t x h x w patches need, checked before any allocation. */
 export function gridPixels(t: HostTensor | undefined, name: string, by: string, grids: GridThw[], patchDim: number): HostTensor<'float32'> {
   const pixels = pixelsFor(t, name, by, { ranks: [2], tail: [patchDim], layout: `[patches, ${patchDim}]` });
   const patches = grids.reduce((n, [gt, h, w]) => n + gt * h * w, 0);

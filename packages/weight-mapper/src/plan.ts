@@ -152,11 +152,7 @@ function normDim(dim: number, rank: number, param: string): number {
   return d;
 }
 
-/**
- * Where a plan lies in its file when it is one contiguous byte range of a stored tensor (the tensor, or slices
- * of it with nothing but size-1 dims before the sliced one: an expert of a fused [E, 2I, H] tensor, its gate
- * rows): then it is referenced in place, never copied. Undefined otherwise.
- */
+/** The bytes a plan reads when they are one range of a stored tensor (one expert of a fused tensor, its gate rows): read in place. */
 export function storedRange(plan: Plan): TensorInfo | undefined {
   if (plan.kind === 'tensor') return plan.info;
   const of = plan.kind === 'slice' ? storedRange(plan.of) : undefined;
